@@ -1,0 +1,61 @@
+//! The command line: argument types, dispatch, exit codes. The only module that reads files,
+//! prints and installs the miette hook.
+//!
+//! Exit codes: 0 success; 1 an invalid scenario file; 2 a usage or I/O error, or a run that could
+//! not produce a result (stall, wall-budget timeout).
+
+mod run;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Simulate client strategies against a rate-limited, flaky API and compare them.
+#[derive(Debug, Parser)]
+#[command(name = "simbench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check scenario files against the schema and the semantic rules.
+    Validate(validate::ValidateArgs),
+    /// Print the JSON Schema of scenario files.
+    Schema,
+    /// Run algorithms on a world over several seeds.
+    Run(run::RunArgs),
+    /// List algorithms, metrics and the built-in world.
+    List,
+}
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: at least one scenario file is invalid.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: usage or I/O error, or a run that produced no result.
+pub const EXIT_ERROR: u8 = 2;
+
+/// Parses the command line and runs the command.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_OK
+            });
+        }
+    };
+    let code = match cli.command {
+        Command::Validate(args) => validate::main(&args),
+        Command::Schema => validate::print_schema(),
+        Command::Run(args) => run::main(&args),
+        Command::List => run::list(),
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,26 @@
+//! simbench: simulate how a client should talk to a rate-limited, flaky API.
+//!
+//! The pipeline, one type per stage:
+//!
+//! ```text
+//! TOML text ──schema──▶ Scenario ──compile──▶ World ──harness::run(algorithm, seed)──▶ RunResult
+//!                                                                 │
+//!                                   metrics (catalogue) ◀─────────┘ ──▶ report (issue 4)
+//! ```
+//!
+//! [`scenario`] mirrors the file and nothing more; [`compile`] checks it and freezes it into a
+//! [`world::World`]; [`harness`] joins the simulated [`provider`] and the [`client`] (pool, retry
+//! policy, strategies) on an event heap; [`metrics`] is the catalogue every output reads. Only
+//! [`cli`] reads files, prints and picks exit codes.
+
+pub mod cli;
+pub mod client;
+pub mod compile;
+pub mod diagnostics;
+pub mod harness;
+pub mod metrics;
+pub mod provider;
+pub mod rng;
+pub mod scenario;
+pub mod schema;
+pub mod world;

@@ -1,0 +1,401 @@
+//! The compiled world: a frozen, validated description of one scenario.
+//!
+//! A `World` is built only by [`crate::compile`] from a checked scenario file, so every value in
+//! it is in range and every derived constant (refill rate, burst size, cycle shape) is computed
+//! once. Nothing here is mutable after construction and nothing here knows about TOML, serde or
+//! files: the simulator takes a `&World` and cannot change it.
+//!
+//! Times are `f64` seconds, as in the reference, so that the reference's own arithmetic can be
+//! reproduced exactly (see `docs/design.md`, "Why f64 seconds?").
+
+use std::collections::BTreeMap;
+use std::f64::consts::PI;
+
+/// One scenario, compiled. Construct it with [`crate::compile`].
+#[derive(Clone, Debug)]
+pub struct World {
+    pub(crate) name: String,
+    pub(crate) summary: String,
+    pub(crate) seed: u64,
+    pub(crate) jobs: u32,
+    pub(crate) concurrency: u32,
+    pub(crate) horizon_s: f64,
+    pub(crate) steps_per_job: u32,
+    pub(crate) calls_per_step: u32,
+    pub(crate) cycle: Cycle,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) breaker: Breaker,
+    pub(crate) capacity_retry_after_s: f64,
+    pub(crate) failure_kinds: FailureKinds,
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) unsuited: BTreeMap<String, String>,
+}
+
+impl World {
+    /// Identifier of the world, used in reports.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// One-paragraph description of the world.
+    pub fn summary(&self) -> &str {
+        &self.summary
+    }
+    /// Base seed; run `k` of a sweep uses `seed + k`.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Number of jobs in the queue.
+    pub fn jobs(&self) -> u32 {
+        self.jobs
+    }
+    /// Number of closed-loop workers.
+    pub fn concurrency(&self) -> u32 {
+        self.concurrency
+    }
+    /// Simulated time after which no new job is claimed \[s\].
+    pub fn horizon_s(&self) -> f64 {
+        self.horizon_s
+    }
+    /// Sequential steps per job.
+    pub fn steps_per_job(&self) -> u32 {
+        self.steps_per_job
+    }
+    /// Sequential calls per step attempt.
+    pub fn calls_per_step(&self) -> u32 {
+        self.calls_per_step
+    }
+    /// The provider-wide capacity rhythm.
+    pub fn cycle(&self) -> &Cycle {
+        &self.cycle
+    }
+    /// The client retry policy shared by every algorithm.
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+    /// The client circuit breaker thresholds.
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+    /// Retry-After carried by a capacity refusal \[s\].
+    pub fn capacity_retry_after_s(&self) -> f64 {
+        self.capacity_retry_after_s
+    }
+    /// How a provider failure splits into 503 / connection reset / read timeout.
+    pub fn failure_kinds(&self) -> &FailureKinds {
+        &self.failure_kinds
+    }
+    /// Endpoints in file order (this is the pool order used for tie-breaks).
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+    /// Algorithms this world cannot exercise, with the reason.
+    pub fn unsuited(&self) -> &BTreeMap<String, String> {
+        &self.unsuited
+    }
+    /// A copy with the size knobs replaced; values are checked by the caller's parser.
+    ///
+    /// # Panics
+    /// Panics if `jobs` or `concurrency` is zero or `horizon_s` is not positive and finite.
+    pub fn with_overrides(&self, overrides: &Overrides) -> World {
+        let mut world = self.clone();
+        if let Some(jobs) = overrides.jobs {
+            assert!(jobs >= 1, "jobs must be at least 1");
+            world.jobs = jobs;
+        }
+        if let Some(concurrency) = overrides.concurrency {
+            assert!(concurrency >= 1, "concurrency must be at least 1");
+            world.concurrency = concurrency;
+        }
+        if let Some(horizon_s) = overrides.horizon_s {
+            assert!(
+                horizon_s.is_finite() && horizon_s > 0.0,
+                "horizon must be positive"
+            );
+            world.horizon_s = horizon_s;
+        }
+        world
+    }
+}
+
+/// Size knobs a command line may replace (`--jobs`, `--concurrency`, `--horizon`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Overrides {
+    /// Replacement job count (≥ 1).
+    pub jobs: Option<u32>,
+    /// Replacement worker count (≥ 1).
+    pub concurrency: Option<u32>,
+    /// Replacement admission horizon \[s\] (> 0).
+    pub horizon_s: Option<f64>,
+}
+
+/// The provider-wide capacity rhythm: a raised cosine between `trough` and `peak`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Cycle {
+    /// Length of one cycle \[s\]; 0 means a flat cycle at `peak`.
+    pub period_s: f64,
+    /// Lowest capacity factor.
+    pub trough: f64,
+    /// Highest capacity factor.
+    pub peak: f64,
+    /// Time shift of the cycle \[s\].
+    pub phase_s: f64,
+    mid: f64,
+    amp: f64,
+    omega: f64,
+}
+
+impl Cycle {
+    pub(crate) fn new(period_s: f64, trough: f64, peak: f64, phase_s: f64) -> Cycle {
+        let omega = if period_s > 0.0 {
+            2.0 * PI / period_s
+        } else {
+            0.0
+        };
+        Cycle {
+            period_s,
+            trough,
+            peak,
+            phase_s,
+            mid: (peak + trough) / 2.0,
+            amp: (peak - trough) / 2.0,
+            omega,
+        }
+    }
+
+    /// Capacity factor at time `t` \[s\].
+    pub fn factor(&self, t: f64) -> f64 {
+        if self.period_s <= 0.0 {
+            return self.peak;
+        }
+        self.mid - self.amp * (self.omega * (t - self.phase_s)).cos()
+    }
+
+    /// Closed-form integral of [`Cycle::factor`] over `[a, b]` \[s\].
+    pub fn integral(&self, a: f64, b: f64) -> f64 {
+        if b <= a {
+            return 0.0;
+        }
+        if self.period_s <= 0.0 {
+            return self.peak * (b - a);
+        }
+        let w = self.omega;
+        self.mid * (b - a)
+            - (self.amp / w) * ((w * (b - self.phase_s)).sin() - (w * (a - self.phase_s)).sin())
+    }
+}
+
+/// Lognormal latency with an occasional slow tail.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Latency {
+    /// Median of the lognormal body \[s\].
+    pub median_s: f64,
+    /// Log-space standard deviation; 0 means a constant latency.
+    pub sigma: f64,
+    /// Probability that a request lands in the slow tail.
+    pub tail_rate: f64,
+    /// Multiplier applied to a tail request's latency.
+    pub tail_factor: f64,
+}
+
+impl Latency {
+    /// Expected latency \[s\]: `median·exp(σ²/2)·(1 + tail_rate·(tail_factor − 1))`.
+    pub fn mean_s(&self) -> f64 {
+        self.median_s
+            * (self.sigma * self.sigma / 2.0).exp()
+            * (1.0 + self.tail_rate * (self.tail_factor - 1.0))
+    }
+}
+
+/// Independent errors plus storms anchored to simulated time.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Failures {
+    /// Error probability of an admitted request outside a storm.
+    pub error_rate: f64,
+    /// Probability that a storm starts at each check instant.
+    pub storm_rate: f64,
+    /// Spacing of the storm check instants \[s\].
+    pub storm_check_s: f64,
+    /// Length of a storm \[s\].
+    pub storm_duration_s: f64,
+    /// Error probability of an admitted request inside a storm.
+    pub storm_error_rate: f64,
+}
+
+impl Failures {
+    /// Whether storms can happen at all.
+    pub fn storms_enabled(&self) -> bool {
+        self.storm_rate > 0.0 && self.storm_duration_s > 0.0
+    }
+    /// Spacing of storm windows, never zero \[s\].
+    pub fn check_s(&self) -> f64 {
+        self.storm_check_s.max(1e-9)
+    }
+}
+
+/// A token bucket that tightens when pushed and recovers per window.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RateLimit {
+    /// Tokens granted per window.
+    pub per_window: u64,
+    /// Window length \[s\].
+    pub window_s: f64,
+    /// Bucket size as a multiple of `per_window`.
+    pub burst: f64,
+    /// Retry-After carried by a quota refusal \[s\].
+    pub retry_after_s: f64,
+    /// Factor applied to the refill allowance on every refusal.
+    pub tightening: f64,
+    /// Lowest allowance the tightening can reach.
+    pub tightening_floor: f64,
+    /// Allowance regained per elapsed window.
+    pub recovery_per_window: f64,
+    /// Derived: tokens per second at full allowance.
+    pub refill_per_s: f64,
+    /// Derived: bucket size in tokens (at least 1).
+    pub burst_size: f64,
+}
+
+impl RateLimit {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        per_window: u64,
+        window_s: f64,
+        burst: f64,
+        retry_after_s: f64,
+        tightening: f64,
+        tightening_floor: f64,
+        recovery_per_window: f64,
+    ) -> RateLimit {
+        let per_window_f = per_window as f64;
+        let refill_per_s = if window_s > 0.0 {
+            per_window_f / window_s
+        } else {
+            per_window_f
+        };
+        RateLimit {
+            per_window,
+            window_s,
+            burst,
+            retry_after_s,
+            tightening,
+            tightening_floor,
+            recovery_per_window,
+            refill_per_s,
+            burst_size: (per_window_f * burst).max(1.0),
+        }
+    }
+}
+
+/// One endpoint of the provider, and the client-side resource of the same id.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Endpoint {
+    /// Endpoint id, unique in the world.
+    pub id: String,
+    /// Nominal concurrency; also the client pool's capacity for this resource (at least 1).
+    pub capacity: u32,
+    /// Share of the provider cycle this endpoint feels.
+    pub weight: f64,
+    /// Declared quota for `quota_aware`; `None` means no quota.
+    pub quota_units: Option<f64>,
+    /// Latency distribution.
+    pub latency: Latency,
+    /// Error and storm model.
+    pub failures: Failures,
+    /// Token bucket; `None` means unmetered.
+    pub rate_limit: Option<RateLimit>,
+}
+
+impl Endpoint {
+    /// Capacity of the client-side resource: `max(1, capacity)`.
+    pub fn pool_capacity(&self) -> u32 {
+        self.capacity.max(1)
+    }
+}
+
+/// How a backoff delay is randomised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Jitter {
+    /// The raw delay.
+    None,
+    /// Uniform in `[0, raw)`.
+    Full,
+    /// `raw/2` plus uniform in `[0, raw/2)`.
+    Equal,
+}
+
+impl Jitter {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Jitter::None => "none",
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+        }
+    }
+}
+
+/// Exponential backoff parameters: `min(cap, base·factor^(k−1))`, then jitter.
+#[derive(Clone, Copy, Debug)]
+pub struct Backoff {
+    /// First delay \[s\].
+    pub base: f64,
+    /// Growth per further attempt.
+    pub factor: f64,
+    /// Largest delay before jitter \[s\].
+    pub cap: f64,
+    /// Randomisation mode.
+    pub jitter: Jitter,
+}
+
+impl Backoff {
+    /// The un-jittered delay before attempt `k + 1` after `k` failures (k ≥ 1) \[s\].
+    pub fn raw(&self, k: u32) -> f64 {
+        let exp = k.saturating_sub(1).min(i32::MAX as u32) as i32;
+        self.cap.min(self.base * self.factor.powi(exp))
+    }
+}
+
+/// The client retry policy (§6 of the reference semantics).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts per step, first one included.
+    pub max_attempts: u32,
+    /// Backoff used when an error carries no Retry-After.
+    pub backoff: Backoff,
+    /// Retry errors of a retryable class (rate_limit, timeout, connection, upstream).
+    pub retry_classified: bool,
+    /// Retry errors of class `unknown` (such as "nothing available").
+    pub retry_unknown: bool,
+    /// Give up when the step would exceed this much time since it started \[s\].
+    pub max_total_s: Option<f64>,
+}
+
+/// The client circuit breaker.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Breaker {
+    /// Consecutive failures that mark a resource DEGRADED.
+    pub degrade_after: u32,
+    /// Consecutive failures that mark a resource DEAD.
+    pub dead_after: u32,
+    /// How long DEGRADED lasts unless a success ends it \[s\].
+    pub cooldown_s: f64,
+}
+
+/// Split of provider failures into kinds, as cumulative thresholds on one uniform draw.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct FailureKinds {
+    /// Share of failures that are HTTP 503.
+    pub http_503: f64,
+    /// Share of failures that are connection resets.
+    pub connection: f64,
+    /// Share of failures that are read timeouts.
+    pub timeout: f64,
+}

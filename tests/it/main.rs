@@ -1,0 +1,4 @@
+//! The one integration-test binary.
+
+mod scenario_files;
+mod sim;
