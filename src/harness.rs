@@ -1,1 +1,711 @@
-//! TODO
+//! The harness: the closed-loop client driven against the provider on an event heap.
+//!
+//! This is the only module that sees both sides: it owns the [`Provider`], the client's
+//! [`Pool`] and one strategy, and moves workers through job → step → attempt → call. A worker
+//! runs synchronously until it blocks (on a request's latency, a retry delay, a poll timer or the
+//! pool's waiter queue); blocking means an event on the [`queue::EventQueue`]. Events at the same
+//! time run in scheduling order, so a worker that releases a lease keeps running and may take the
+//! next lease before the waiters it woke (reference §3.11). Nothing here reads a real clock: the
+//! wall-clock budget is a callback supplied by the caller.
+
+pub mod queue;
+
+use std::collections::BTreeMap;
+
+use crate::client::pool::{Filter, Pool, Signal, State};
+use crate::client::retry::{self, Decision, ErrorClass};
+use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
+use crate::metrics::{self, EndpointTally, MetricValues, Tally};
+use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal};
+use crate::rng::{Native, RandomSource, Stream};
+use crate::world::World;
+use queue::{Event, EventQueue};
+
+/// How to run one (world, strategy, seed).
+pub struct RunConfig<'a> {
+    /// The run seed (scenario seed + k).
+    pub seed: u64,
+    /// Record a per-call trace in the result (for tests and debugging).
+    pub trace: bool,
+    /// Polled every few thousand events; `true` stops the run as timed out.
+    pub out_of_time: &'a dyn Fn() -> bool,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Every worker exited; the metrics are complete.
+    Ok,
+    /// The run cannot make progress; no metrics are reported.
+    Stalled {
+        /// Simulated time of the stall \[s\].
+        at_s: f64,
+        /// Jobs completed before it.
+        jobs_done: u64,
+        /// Why nothing can move.
+        cause: String,
+    },
+    /// The wall-clock budget ran out; no metrics are reported.
+    Timeout {
+        /// Simulated time reached \[s\].
+        at_s: f64,
+        /// Jobs completed so far.
+        jobs_done: u64,
+    },
+}
+
+impl Outcome {
+    /// `ok`, `stalled` or `timeout`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Stalled { .. } => "stalled",
+            Outcome::Timeout { .. } => "timeout",
+        }
+    }
+    /// A sentence explaining a run that did not finish; `None` when it did.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Outcome::Ok => None,
+            Outcome::Stalled {
+                at_s,
+                jobs_done,
+                cause,
+            } => Some(format!(
+                "stalled at t = {at_s:.3} s after {jobs_done} jobs done: {cause}"
+            )),
+            Outcome::Timeout { at_s, jobs_done } => Some(format!(
+                "wall-clock budget exhausted at t = {at_s:.3} s after {jobs_done} jobs done"
+            )),
+        }
+    }
+}
+
+/// What the client's pool saw of one resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceReport {
+    /// Leases taken.
+    pub leases: u64,
+    /// Successful reports.
+    pub ok: u64,
+    /// Failed reports (refusals included).
+    pub failed: u64,
+    /// Breaker trips and extensions.
+    pub degraded: u64,
+    /// Times it went DEAD.
+    pub dead: u64,
+    /// Times a success brought it back.
+    pub recovered: u64,
+    /// State at the end of the run.
+    pub final_state: State,
+}
+
+/// One endpoint's counters, provider side and client side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointReport {
+    /// Endpoint id.
+    pub id: String,
+    /// What the provider counted.
+    pub provider: EndpointStats,
+    /// What the pool counted.
+    pub pool: ResourceReport,
+}
+
+/// The provider's answer to one call, as the trace records it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CallResult {
+    /// Admitted (its success or failure shows later).
+    Admitted,
+    /// Refused with a 429.
+    Refused(Refusal),
+}
+
+/// One leased call, as recorded when `RunConfig::trace` is set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRecord {
+    /// Simulated time of the request \[s\].
+    pub at_s: f64,
+    /// Job index (0-based).
+    pub job: u32,
+    /// Step index (0-based).
+    pub step: u32,
+    /// Attempt (1-based).
+    pub attempt: u32,
+    /// Call index within the attempt (0-based).
+    pub call: u32,
+    /// Index of the leased resource.
+    pub resource: usize,
+    /// The resource's active leases right after leasing.
+    pub active_after_lease: u32,
+    /// The provider's answer.
+    pub result: CallResult,
+    /// For a refusal: the resource's consecutive failures and state after the report.
+    pub after_report: Option<(u32, State)>,
+    /// The pool's round-robin counter after the selection.
+    pub round_robin: u64,
+}
+
+/// Everything one run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The metric vector; `None` unless the run finished.
+    pub metrics: Option<MetricValues>,
+    /// Failed attempts per error class (classes that occurred), sorted by name.
+    pub error_classes: BTreeMap<&'static str, u64>,
+    /// Per-endpoint counters in world order.
+    pub endpoints: Vec<EndpointReport>,
+    /// Per-call trace, when asked for.
+    pub trace: Vec<TraceRecord>,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// Runs `strategy` on `world` with the native random-number scheme.
+pub fn run(world: &World, strategy: &dyn Strategy, config: &RunConfig<'_>) -> RunResult {
+    let rng = Native::new(config.seed, world.endpoints().iter().map(|e| e.id.as_str()));
+    run_with(world, strategy, &rng, config)
+}
+
+/// Runs `strategy` on `world` drawing from `rng` (the seam for other random-number schemes).
+pub fn run_with<R: RandomSource>(
+    world: &World,
+    strategy: &dyn Strategy,
+    rng: &R,
+    config: &RunConfig<'_>,
+) -> RunResult {
+    let mut sim = Sim::new(world, strategy, rng, config.trace);
+    let outcome = sim.run(config.out_of_time);
+    sim.finish(outcome)
+}
+
+/// Where a worker is parked, or what it does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Between jobs, or not started.
+    Idle,
+    /// In the pool's waiter queue.
+    Waiting,
+    /// Sleeping before its next poll.
+    Polling,
+    /// A request is in flight on `lease`.
+    InFlight,
+    /// Sleeping before its next attempt.
+    RetrySleep,
+    /// Exited: no job left or the horizon passed.
+    Done,
+}
+
+/// What the worker's synchronous run does next.
+#[derive(Clone, Copy, Debug)]
+enum Next {
+    Claim,
+    StartStep,
+    StartAttempt,
+    StartCall,
+    Acquire,
+    Block,
+}
+
+/// The outcome of the request in flight.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    latency_s: f64,
+    failure: Option<FailureKind>,
+    tokens: f64,
+}
+
+struct Worker<S> {
+    phase: Phase,
+    job: u32,
+    step: u32,
+    attempt: u32,
+    call: u32,
+    job_start: f64,
+    step_start: f64,
+    acquire_start: f64,
+    lease: usize,
+    pending: Pending,
+    attempt_state: AttemptState,
+    call_state: CallState,
+    dice: Option<S>,
+}
+
+/// The attempt's acquire stream, opened lazily (most attempts never draw from it).
+struct LazyDice<'a, R: RandomSource> {
+    stream: &'a mut Option<R::Stream>,
+    rng: &'a R,
+    key: (u32, u32, u32),
+}
+
+impl<R: RandomSource> Dice for LazyDice<'_, R> {
+    fn uniform(&mut self) -> f64 {
+        let (job, step, attempt) = self.key;
+        self.stream
+            .get_or_insert_with(|| self.rng.acquire(job, step, attempt))
+            .uniform()
+    }
+}
+
+struct Sim<'w, R: RandomSource> {
+    world: &'w World,
+    strategy: &'w dyn Strategy,
+    rng: &'w R,
+    provider: Provider<'w>,
+    pool: Pool,
+    queue: EventQueue,
+    workers: Vec<Worker<R::Stream>>,
+    signals: Vec<Signal>,
+    now: f64,
+    live: u32,
+    blocked_in_acquire: u32,
+    tally: Tally,
+    error_classes: [u64; ErrorClass::ALL.len()],
+    trace: Option<Vec<TraceRecord>>,
+    events: u64,
+}
+
+impl<'w, R: RandomSource> Sim<'w, R> {
+    fn new(world: &'w World, strategy: &'w dyn Strategy, rng: &'w R, trace: bool) -> Self {
+        let workers = (0..world.concurrency())
+            .map(|_| Worker {
+                phase: Phase::Idle,
+                job: 0,
+                step: 0,
+                attempt: 0,
+                call: 0,
+                job_start: 0.0,
+                step_start: 0.0,
+                acquire_start: 0.0,
+                lease: 0,
+                pending: Pending {
+                    latency_s: 0.0,
+                    failure: None,
+                    tokens: 0.0,
+                },
+                attempt_state: AttemptState::default(),
+                call_state: CallState::default(),
+                dice: None,
+            })
+            .collect();
+        let tally = Tally {
+            jobs: world.jobs().into(),
+            steps_per_job: world.steps_per_job().into(),
+            ..Tally::default()
+        };
+        Sim {
+            world,
+            strategy,
+            rng,
+            provider: Provider::new(world),
+            pool: Pool::new(world),
+            queue: EventQueue::with_capacity(world.concurrency() as usize * 2 + 16),
+            workers,
+            signals: Vec::new(),
+            now: 0.0,
+            live: world.concurrency(),
+            blocked_in_acquire: 0,
+            tally,
+            error_classes: [0; ErrorClass::ALL.len()],
+            trace: trace.then(Vec::new),
+            events: 0,
+        }
+    }
+
+    /// Starts the workers in index order, then processes events until every worker exits.
+    fn run(&mut self, out_of_time: &dyn Fn() -> bool) -> Outcome {
+        for w in 0..self.workers.len() {
+            self.drive(w, Next::Claim);
+        }
+        while self.live > 0 {
+            if let Some(stall) = self.stall() {
+                return stall;
+            }
+            let Some((at, event)) = self.queue.pop() else {
+                return self.stalled("the event queue is empty while workers are still running");
+            };
+            debug_assert!(at >= self.now, "time went backwards");
+            self.now = at;
+            self.events += 1;
+            if self.events % 16_384 == 0 && out_of_time() {
+                return Outcome::Timeout {
+                    at_s: self.now,
+                    jobs_done: self.tally.jobs_done,
+                };
+            }
+            match event {
+                Event::Resume(w) => self.resume(w as usize),
+                Event::Cooldown(r) => {
+                    self.pool.cooldown_check(r as usize, self.now);
+                    self.flush_signals();
+                }
+            }
+        }
+        Outcome::Ok
+    }
+
+    /// Every resource DEAD or REVOKED, nothing in flight that could revive one, and a worker
+    /// blocked trying to acquire: no event can ever give it a lease.
+    fn stall(&self) -> Option<Outcome> {
+        if self.blocked_in_acquire > 0 && self.pool.all_down() && self.pool.active_total() == 0 {
+            return Some(self.stalled(
+                "every endpoint is DEAD or REVOKED on the client side and no request is in flight \
+                 to revive one",
+            ));
+        }
+        None
+    }
+
+    fn stalled(&self, cause: &str) -> Outcome {
+        Outcome::Stalled {
+            at_s: self.now,
+            jobs_done: self.tally.jobs_done,
+            cause: cause.to_string(),
+        }
+    }
+
+    fn resume(&mut self, w: usize) {
+        let next = match self.workers[w].phase {
+            Phase::InFlight => self.complete_request(w),
+            Phase::RetrySleep => Next::StartAttempt,
+            Phase::Polling => {
+                self.blocked_in_acquire -= 1;
+                Next::Acquire
+            }
+            Phase::Waiting => {
+                if self.pool.any_candidate(Filter::All, self.now) {
+                    self.pool.remove_waiter(w as u32);
+                    self.blocked_in_acquire -= 1;
+                    Next::Acquire
+                } else {
+                    self.pool.rewait(w as u32);
+                    Next::Block
+                }
+            }
+            Phase::Idle | Phase::Done => unreachable!("resumed a worker that is not parked"),
+        };
+        self.drive(w, next);
+    }
+
+    /// Runs worker `w` synchronously until it blocks or exits.
+    fn drive(&mut self, w: usize, mut next: Next) {
+        loop {
+            next = match next {
+                Next::Claim => self.claim(w),
+                Next::StartStep => self.start_step(w),
+                Next::StartAttempt => self.start_attempt(w),
+                Next::StartCall => self.start_call(w),
+                Next::Acquire => self.acquire(w),
+                Next::Block => return,
+            };
+        }
+    }
+
+    fn claim(&mut self, w: usize) -> Next {
+        let now = self.now;
+        if self.tally.next_job >= self.tally.jobs || now >= self.world.horizon_s() {
+            self.workers[w].phase = Phase::Done;
+            self.live -= 1;
+            self.tally.makespan_s = now;
+            return Next::Block;
+        }
+        let worker = &mut self.workers[w];
+        worker.phase = Phase::Idle;
+        worker.job = self.tally.next_job as u32;
+        worker.job_start = now;
+        worker.step = 0;
+        self.tally.next_job += 1;
+        Next::StartStep
+    }
+
+    fn start_step(&mut self, w: usize) -> Next {
+        let worker = &mut self.workers[w];
+        if worker.step == self.world.steps_per_job() {
+            self.tally.jobs_done += 1;
+            let latency_ms = (self.now - worker.job_start) * 1000.0;
+            self.tally.job_latencies_ms.push(latency_ms);
+            return Next::Claim;
+        }
+        self.tally.attempted_steps += 1;
+        worker.attempt = 0;
+        worker.step_start = self.now;
+        Next::StartAttempt
+    }
+
+    fn start_attempt(&mut self, w: usize) -> Next {
+        let worker = &mut self.workers[w];
+        worker.phase = Phase::Idle;
+        worker.attempt += 1;
+        worker.call = 0;
+        worker.attempt_state = AttemptState::default();
+        worker.dice = None;
+        self.tally.attempts += 1;
+        Next::StartCall
+    }
+
+    fn start_call(&mut self, w: usize) -> Next {
+        let worker = &mut self.workers[w];
+        if worker.call == self.world.calls_per_step() {
+            worker.step += 1;
+            return Next::StartStep;
+        }
+        worker.acquire_start = self.now;
+        worker.call_state = CallState::default();
+        Next::Acquire
+    }
+
+    fn acquire(&mut self, w: usize) -> Next {
+        let now = self.now;
+        let worker = &mut self.workers[w];
+        let mut dice = LazyDice {
+            stream: &mut worker.dice,
+            rng: self.rng,
+            key: (worker.job, worker.step, worker.attempt),
+        };
+        let decision = self.strategy.acquire(
+            &mut self.pool,
+            now,
+            &mut worker.attempt_state,
+            &mut worker.call_state,
+            &mut dice,
+        );
+        match decision {
+            Acquire::Leased(r) => {
+                let wait_ms = (now - worker.acquire_start) * 1000.0;
+                self.tally.acquire_waits_ms.push(wait_ms);
+                self.send(w, r)
+            }
+            Acquire::Wait => {
+                worker.phase = Phase::Waiting;
+                self.pool.add_waiter(w as u32);
+                self.blocked_in_acquire += 1;
+                Next::Block
+            }
+            Acquire::Sleep(delay_s) => {
+                worker.phase = Phase::Polling;
+                self.blocked_in_acquire += 1;
+                self.queue.push(now + delay_s, Event::Resume(w as u32));
+                Next::Block
+            }
+            Acquire::Unavailable => self.attempt_failed(w, ErrorClass::Unknown, None),
+        }
+    }
+
+    /// Sends the call's request on the leased resource `r`.
+    fn send(&mut self, w: usize, r: usize) -> Next {
+        let now = self.now;
+        let arrival = self.provider.arrive(r, now, self.rng);
+        let worker = &mut self.workers[w];
+        worker.lease = r;
+        let active_after_lease = self.pool.resources()[r].active();
+        let next = match arrival {
+            Arrival::Refused {
+                refusal: _,
+                retry_after_s,
+            } => {
+                self.pool.report_failure(r, now);
+                self.pool.release(r);
+                self.flush_signals();
+                self.attempt_failed(w, ErrorClass::RateLimit, Some(retry_after_s))
+            }
+            Arrival::Admitted {
+                latency_s,
+                failure,
+                tokens,
+            } => {
+                worker.phase = Phase::InFlight;
+                worker.pending = Pending {
+                    latency_s,
+                    failure,
+                    tokens,
+                };
+                self.queue.push(now + latency_s, Event::Resume(w as u32));
+                Next::Block
+            }
+        };
+        if self.trace.is_some() {
+            self.record(w, r, active_after_lease, arrival);
+        }
+        next
+    }
+
+    fn record(&mut self, w: usize, r: usize, active_after_lease: u32, arrival: Arrival) {
+        let worker = &self.workers[w];
+        let resource = &self.pool.resources()[r];
+        let (result, after_report) = match arrival {
+            Arrival::Refused { refusal, .. } => (
+                CallResult::Refused(refusal),
+                Some((resource.consecutive_failures, resource.raw_state())),
+            ),
+            Arrival::Admitted { .. } => (CallResult::Admitted, None),
+        };
+        let record = TraceRecord {
+            at_s: self.now,
+            job: worker.job,
+            step: worker.step,
+            attempt: worker.attempt,
+            call: worker.call,
+            resource: r,
+            active_after_lease,
+            result,
+            after_report,
+            round_robin: self.pool.round_robin(),
+        };
+        if let Some(trace) = &mut self.trace {
+            trace.push(record);
+        }
+    }
+
+    /// The in-flight request of `w` has taken its latency: report, release, go on.
+    fn complete_request(&mut self, w: usize) -> Next {
+        let worker = &mut self.workers[w];
+        let r = worker.lease;
+        let pending = worker.pending;
+        self.provider.finish(r, pending.failure.is_some());
+        match pending.failure {
+            None => {
+                self.pool.report_ok(r, pending.tokens);
+                self.tally
+                    .request_latencies_ms
+                    .push(pending.latency_s * 1000.0);
+                self.pool.release(r);
+                self.flush_signals();
+                let worker = &mut self.workers[w];
+                worker.phase = Phase::Idle;
+                worker.call += 1;
+                Next::StartCall
+            }
+            Some(kind) => {
+                self.pool.report_failure(r, self.now);
+                self.pool.release(r);
+                self.flush_signals();
+                let class = match kind {
+                    FailureKind::Upstream => ErrorClass::Upstream,
+                    FailureKind::Connection => ErrorClass::Connection,
+                    FailureKind::Timeout => ErrorClass::Timeout,
+                };
+                self.attempt_failed(w, class, None)
+            }
+        }
+    }
+
+    /// Applies the retry policy to a failed attempt (§3.5).
+    fn attempt_failed(&mut self, w: usize, class: ErrorClass, retry_after_s: Option<f64>) -> Next {
+        self.tally.failed_attempts += 1;
+        self.error_classes[class as usize] += 1;
+        let now = self.now;
+        let worker = &mut self.workers[w];
+        let (job, step, attempt) = (worker.job, worker.step, worker.attempt);
+        let rng = self.rng;
+        let decision = retry::decide(
+            self.world.retry(),
+            class,
+            retry_after_s,
+            attempt,
+            now - worker.step_start,
+            || rng.retry(job, step, attempt).uniform(),
+        );
+        match decision {
+            Decision::GiveUp(_) => {
+                worker.phase = Phase::Idle;
+                self.tally.jobs_failed += 1;
+                Next::Claim
+            }
+            Decision::Retry(delay_s) => {
+                worker.phase = Phase::RetrySleep;
+                self.tally.retries_scheduled += 1;
+                self.queue.push(now + delay_s, Event::Resume(w as u32));
+                Next::Block
+            }
+        }
+    }
+
+    /// Puts the pool's requested wake-ups and cooldown checks on the queue, in order.
+    fn flush_signals(&mut self) {
+        self.pool.take_signals(&mut self.signals);
+        for signal in self.signals.drain(..) {
+            match signal {
+                Signal::Wake(w) => self.queue.push(self.now, Event::Resume(w)),
+                Signal::Cooldown(r, at) => self.queue.push(at, Event::Cooldown(r as u32)),
+            }
+        }
+    }
+
+    fn finish(mut self, outcome: Outcome) -> RunResult {
+        let makespan_s = self.tally.makespan_s;
+        self.tally.leases_active_at_end = self.pool.active_total().into();
+        let stats = self.provider.into_stats(makespan_s);
+        let endpoints: Vec<EndpointReport> = self
+            .world
+            .endpoints()
+            .iter()
+            .zip(stats)
+            .zip(self.pool.resources())
+            .map(|((endpoint, provider), resource)| EndpointReport {
+                id: endpoint.id.clone(),
+                provider,
+                pool: ResourceReport {
+                    leases: resource.leases,
+                    ok: resource.ok,
+                    failed: resource.failed,
+                    degraded: resource.degraded_count,
+                    dead: resource.dead_count,
+                    recovered: resource.recovered_count,
+                    final_state: resource.raw_state(),
+                },
+            })
+            .collect();
+        let metrics = (outcome == Outcome::Ok).then(|| {
+            check_invariants(&self.tally, &endpoints);
+            let tallies: Vec<EndpointTally> = endpoints
+                .iter()
+                .map(|e| EndpointTally {
+                    requests: e.provider.requests,
+                    admitted: e.provider.admitted,
+                    refused: e.provider.refused_capacity + e.provider.refused_quota,
+                    failed: e.provider.failed,
+                    busy_s: e.provider.busy_s,
+                    offered_capacity_s: e.provider.offered_capacity_s,
+                })
+                .collect();
+            metrics::compute(&mut self.tally, &tallies)
+        });
+        let error_classes = ErrorClass::ALL
+            .iter()
+            .filter(|c| self.error_classes[**c as usize] > 0)
+            .map(|c| (c.name(), self.error_classes[*c as usize]))
+            .collect();
+        RunResult {
+            outcome,
+            metrics,
+            error_classes,
+            endpoints,
+            trace: self.trace.unwrap_or_default(),
+            events: self.events,
+        }
+    }
+}
+
+/// The accounting identities every finished run satisfies (reference Appendix B).
+fn check_invariants(t: &Tally, endpoints: &[EndpointReport]) {
+    {
+        assert_eq!(
+            t.jobs_done + t.jobs_failed + t.jobs.saturating_sub(t.next_job),
+            t.jobs,
+            "done + failed + unstarted != jobs"
+        );
+        assert_eq!(t.leases_active_at_end, 0, "leases left at the end");
+        assert!(t.attempts >= t.attempted_steps);
+        assert!(t.attempted_steps >= t.jobs_done * t.steps_per_job);
+        assert!(t.retries_scheduled <= t.failed_attempts);
+        for e in endpoints {
+            let p = &e.provider;
+            assert_eq!(
+                p.admitted + p.refused_capacity + p.refused_quota,
+                p.requests
+            );
+            assert!(p.failed <= p.admitted);
+        }
+    }
+}

@@ -1,1 +1,319 @@
-//! TODO
+//! The simulated provider: what happens to one request at one endpoint.
+//!
+//! It owns the endpoint-side state (in-flight count, token bucket, storm weather) and the
+//! counters the report shows per endpoint. It never sees the client's pool, breaker or strategy,
+//! and the client never sees it: only the harness joins the two. Its randomness comes from keyed
+//! streams (request ordinal, storm window), so its dice do not depend on who is asking or when.
+
+use crate::rng::{RandomSource, Stream};
+use crate::world::{Endpoint, World};
+
+/// Why a request was refused (both are HTTP 429 with a Retry-After).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The endpoint's cycle-scaled concurrency limit was reached.
+    Capacity,
+    /// The token bucket was empty.
+    Quota,
+}
+
+/// The kind of an admitted request's failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// HTTP 503.
+    Upstream,
+    /// Connection reset.
+    Connection,
+    /// Read timeout.
+    Timeout,
+}
+
+/// The provider's answer at arrival time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrival {
+    /// Refused at once (zero simulated time), with its Retry-After \[s\].
+    Refused {
+        /// Which limit refused it.
+        refusal: Refusal,
+        /// Retry-After carried by the 429 \[s\].
+        retry_after_s: f64,
+    },
+    /// Admitted: it occupies the endpoint for `latency_s`, then succeeds or fails.
+    Admitted {
+        /// Sampled service time \[s\].
+        latency_s: f64,
+        /// The failure decided at arrival, surfaced when the latency has elapsed.
+        failure: Option<FailureKind>,
+        /// Tokens consumed (1 if metered, else 0), reported as usage on success.
+        tokens: f64,
+    },
+}
+
+/// Per-endpoint counters, as the reference keeps them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointStats {
+    /// Requests that reached the endpoint, refusals included.
+    pub requests: u64,
+    /// Requests admitted.
+    pub admitted: u64,
+    /// Requests refused by the concurrency limit.
+    pub refused_capacity: u64,
+    /// Requests refused by the token bucket.
+    pub refused_quota: u64,
+    /// Admitted requests that failed.
+    pub failed: u64,
+    /// Sum of admitted requests' latencies \[s\].
+    pub busy_s: f64,
+    /// Capacity offered over the run: `capacity·weight·∫factor` \[capacity·s\].
+    pub offered_capacity_s: f64,
+    /// Tokens consumed.
+    pub tokens_used: f64,
+    /// Largest in-flight count seen.
+    pub peak_in_flight: u32,
+}
+
+/// Endpoint-side state of one endpoint.
+#[derive(Clone, Debug)]
+struct EndpointState {
+    in_flight: u32,
+    tokens: f64,
+    allowance: f64,
+    refilled_at: f64,
+    /// Storm decision per window: 0 unknown, 1 calm, 2 storm.
+    storms: Vec<u8>,
+    stats: EndpointStats,
+}
+
+/// The simulated provider for one run.
+#[derive(Debug)]
+pub struct Provider<'w> {
+    world: &'w World,
+    endpoints: Vec<EndpointState>,
+    /// Cumulative thresholds of the failure-kind split.
+    kind_503: f64,
+    kind_connection: f64,
+}
+
+impl<'w> Provider<'w> {
+    /// A fresh provider at t = 0.
+    pub fn new(world: &'w World) -> Provider<'w> {
+        let endpoints = world
+            .endpoints()
+            .iter()
+            .map(|endpoint| EndpointState {
+                in_flight: 0,
+                tokens: endpoint
+                    .rate_limit
+                    .as_ref()
+                    .map_or(f64::INFINITY, |bucket| bucket.burst_size),
+                allowance: 1.0,
+                refilled_at: 0.0,
+                storms: Vec::new(),
+                stats: EndpointStats::default(),
+            })
+            .collect();
+        let kinds = world.failure_kinds();
+        Provider {
+            world,
+            endpoints,
+            kind_503: kinds.http_503,
+            kind_connection: kinds.http_503 + kinds.connection,
+        }
+    }
+
+    /// The concurrency limit of endpoint `e` at time `now`: `max(1, round_half_even(c·w·f(t)))`.
+    pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
+        let endpoint = &self.world.endpoints()[e];
+        let raw = f64::from(endpoint.capacity) * endpoint.weight * self.world.cycle().factor(now);
+        let rounded = raw.round_ties_even();
+        if rounded < 1.0 {
+            1
+        } else if rounded >= f64::from(u32::MAX) {
+            u32::MAX
+        } else {
+            rounded as u32
+        }
+    }
+
+    /// A request arrives at endpoint `e` at time `now` (§2.2).
+    pub fn arrive<R: RandomSource>(&mut self, e: usize, now: f64, rng: &R) -> Arrival {
+        let capacity = self.effective_capacity(e, now);
+        let world = self.world;
+        let endpoint = &world.endpoints()[e];
+        let state = &mut self.endpoints[e];
+        state.stats.requests += 1;
+        let ordinal = state.stats.requests;
+        if state.in_flight >= capacity {
+            state.stats.refused_capacity += 1;
+            state.tighten(endpoint);
+            return Arrival::Refused {
+                refusal: Refusal::Capacity,
+                retry_after_s: world.capacity_retry_after_s(),
+            };
+        }
+        if let Some(bucket) = &endpoint.rate_limit {
+            state.refill(endpoint, now);
+            if state.tokens < 1.0 {
+                state.stats.refused_quota += 1;
+                state.tighten(endpoint);
+                return Arrival::Refused {
+                    refusal: Refusal::Quota,
+                    retry_after_s: bucket.retry_after_s,
+                };
+            }
+        }
+        let mut stream = rng.request(e, ordinal);
+        state.stats.admitted += 1;
+        state.in_flight += 1;
+        state.stats.peak_in_flight = state.stats.peak_in_flight.max(state.in_flight);
+        let latency_s = sample_latency(endpoint, &mut stream);
+        let in_storm = self.in_storm(e, now, rng);
+        let failure = self.decide_failure(endpoint, in_storm, &mut stream);
+        let state = &mut self.endpoints[e];
+        let tokens = if endpoint.rate_limit.is_some() {
+            state.tokens = (state.tokens - 1.0).max(0.0);
+            1.0
+        } else {
+            0.0
+        };
+        state.stats.tokens_used += tokens;
+        state.stats.busy_s += latency_s;
+        Arrival::Admitted {
+            latency_s,
+            failure,
+            tokens,
+        }
+    }
+
+    /// An admitted request at endpoint `e` has finished (its latency elapsed).
+    pub fn finish(&mut self, e: usize, failed: bool) {
+        let state = &mut self.endpoints[e];
+        debug_assert!(state.in_flight > 0, "finish without an admitted request");
+        state.in_flight -= 1;
+        if failed {
+            state.stats.failed += 1;
+        }
+    }
+
+    /// Requests in flight at endpoint `e`.
+    pub fn in_flight(&self, e: usize) -> u32 {
+        self.endpoints[e].in_flight
+    }
+
+    /// Whether endpoint `e` is inside a storm at time `t` (storms start at multiples of the
+    /// check interval, each lasting `storm_duration_s`; overlapping storms chain).
+    pub fn in_storm<R: RandomSource>(&mut self, e: usize, t: f64, rng: &R) -> bool {
+        let failures = &self.world.endpoints()[e].failures;
+        if !failures.storms_enabled() || t < 0.0 {
+            return false;
+        }
+        let c = failures.check_s();
+        let d = failures.storm_duration_s;
+        let k_hi = (t / c).floor() as u64;
+        let k_lo = ((t - d) / c).floor().max(0.0) as u64;
+        (k_lo..=k_hi).rev().any(|k| {
+            let start = k as f64 * c;
+            start <= t && t < start + d && self.storm_starts(e, k, rng)
+        })
+    }
+
+    fn storm_starts<R: RandomSource>(&mut self, e: usize, k: u64, rng: &R) -> bool {
+        let rate = self.world.endpoints()[e].failures.storm_rate;
+        let cache = &mut self.endpoints[e].storms;
+        let idx = k as usize;
+        if idx >= cache.len() {
+            cache.resize(idx + 1, 0);
+        }
+        if cache[idx] == 0 {
+            let storm = rng.storm(e, k).uniform() < rate;
+            cache[idx] = if storm { 2 } else { 1 };
+        }
+        cache[idx] == 2
+    }
+
+    fn decide_failure(
+        &self,
+        endpoint: &Endpoint,
+        in_storm: bool,
+        stream: &mut impl Stream,
+    ) -> Option<FailureKind> {
+        let failures = &endpoint.failures;
+        let p = if in_storm {
+            failures.storm_error_rate
+        } else {
+            failures.error_rate
+        };
+        if stream.uniform() >= p {
+            return None;
+        }
+        let r = stream.uniform();
+        Some(if r < self.kind_503 {
+            FailureKind::Upstream
+        } else if r < self.kind_connection {
+            FailureKind::Connection
+        } else {
+            FailureKind::Timeout
+        })
+    }
+
+    /// Closes the run at `makespan_s`: fills the offered-capacity integral and returns the
+    /// per-endpoint counters in world order.
+    pub fn into_stats(self, makespan_s: f64) -> Vec<EndpointStats> {
+        let cycle = self.world.cycle();
+        let integral = cycle.integral(0.0, makespan_s);
+        self.endpoints
+            .into_iter()
+            .zip(self.world.endpoints())
+            .map(|(state, endpoint)| {
+                let mut stats = state.stats;
+                stats.offered_capacity_s =
+                    f64::from(endpoint.capacity) * endpoint.weight * integral;
+                stats
+            })
+            .collect()
+    }
+}
+
+impl EndpointState {
+    /// Lazy refill at an arrival that passed the capacity check (§2.4): the whole interval is
+    /// credited at the allowance after recovery.
+    fn refill(&mut self, endpoint: &Endpoint, now: f64) {
+        let Some(bucket) = &endpoint.rate_limit else {
+            return;
+        };
+        let elapsed = now - self.refilled_at;
+        if elapsed <= 0.0 {
+            return;
+        }
+        let windows = if bucket.window_s > 0.0 {
+            elapsed / bucket.window_s
+        } else {
+            0.0
+        };
+        self.allowance = (self.allowance + bucket.recovery_per_window * windows).min(1.0);
+        self.tokens =
+            (self.tokens + elapsed * bucket.refill_per_s * self.allowance).min(bucket.burst_size);
+        self.refilled_at = now;
+    }
+
+    /// Every refusal of a metered endpoint tightens its refill allowance.
+    fn tighten(&mut self, endpoint: &Endpoint) {
+        if let Some(bucket) = &endpoint.rate_limit {
+            self.allowance = (self.allowance * bucket.tightening).max(bucket.tightening_floor);
+        }
+    }
+}
+
+/// Lognormal body, then the tail multiplier (§1.3).
+fn sample_latency(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
+    let latency = &endpoint.latency;
+    let mut v = if latency.sigma > 0.0 {
+        latency.median_s * (latency.sigma * stream.gauss()).exp()
+    } else {
+        latency.median_s
+    };
+    if latency.tail_rate > 0.0 && stream.uniform() < latency.tail_rate {
+        v *= latency.tail_factor;
+    }
+    v.max(0.0)
+}

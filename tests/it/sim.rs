@@ -1,1 +1,353 @@
+//! The simulator against the reference's rules: the t = 0 golden trace, the single-pool
+//! equivalences, queueing theory, invariants on generated worlds, determinism and stalls.
 
+use proptest::prelude::*;
+use simbench::client::pool::State;
+use simbench::client::registry;
+use simbench::compile;
+use simbench::harness::{self, CallResult, Outcome, RunConfig, RunResult};
+use simbench::metrics::{CATALOGUE, Metric};
+use simbench::provider::Refusal;
+use simbench::world::World;
+
+fn never() -> bool {
+    false
+}
+
+/// Runs `algorithm` on `world` with run seed `seed`.
+pub fn run(world: &World, algorithm: &str, seed: u64, trace: bool) -> RunResult {
+    let strategy = (registry::find(algorithm).expect("registered").build)();
+    let config = RunConfig {
+        seed,
+        trace,
+        out_of_time: &never,
+    };
+    harness::run(world, strategy.as_ref(), &config)
+}
+
+pub fn load(text: &str) -> World {
+    match compile::load("test.toml", text.as_bytes()) {
+        Ok(world) => world,
+        Err(errors) => panic!("{:?}", miette::Report::new(errors)),
+    }
+}
+
+#[test]
+fn golden_trace_at_t0() {
+    let world = compile::builtin_bursty();
+    let (ff, ss, m) = (0, 1, 2);
+    use CallResult::{Admitted, Refused};
+    let cap = Refused(Refusal::Capacity);
+    // (job, resource, active after leasing, provider answer, (consecutive failures, state) after report)
+    let expected = [
+        (0, ff, 1, Admitted, None),
+        (1, m, 1, Admitted, None),
+        (2, ss, 1, Admitted, None),
+        (3, ss, 2, Admitted, None),
+        (4, ff, 2, Admitted, None),
+        (5, ss, 3, Admitted, None),
+        (6, ss, 4, Admitted, None),
+        (7, m, 2, cap, Some((1, State::Ready))),
+        (8, m, 2, cap, Some((2, State::Ready))),
+        (9, m, 2, cap, Some((3, State::Degraded))),
+        (10, ff, 3, cap, Some((1, State::Ready))),
+        (11, ss, 5, Admitted, None),
+    ];
+    for algorithm in [
+        "wait",
+        "backoff",
+        "sticky",
+        "immediate",
+        "least_busy",
+        "failover",
+    ] {
+        let result = run(&world, algorithm, world.seed(), true);
+        let at_zero: Vec<_> = result.trace.iter().filter(|t| t.at_s == 0.0).collect();
+        assert_eq!(at_zero.len(), expected.len(), "{algorithm}");
+        for (record, (job, resource, active, answer, after)) in at_zero.iter().zip(expected) {
+            assert_eq!(
+                (record.job, record.resource, record.active_after_lease),
+                (job, resource, active),
+                "{algorithm}: job {job}"
+            );
+            assert_eq!((record.result, record.after_report), (answer, after));
+            assert_eq!((record.step, record.attempt, record.call), (0, 1, 0));
+        }
+        assert_eq!(at_zero.last().unwrap().round_robin, 12, "{algorithm}");
+        // Jobs 7, 8, 9, 10 retry at t = 0.25 in that order (attempt 2).
+        let retries: Vec<_> = result
+            .trace
+            .iter()
+            .filter(|t| t.at_s == 0.25 && t.attempt == 2)
+            .map(|t| t.job)
+            .collect();
+        assert_eq!(retries, [7, 8, 9, 10], "{algorithm}");
+    }
+}
+
+#[test]
+fn golden_trace_quota_aware() {
+    let world = compile::builtin_bursty();
+    let result = run(&world, "quota_aware", world.seed(), true);
+    let at_zero: Vec<_> = result
+        .trace
+        .iter()
+        .filter(|t| t.at_s == 0.0)
+        .map(|t| (t.job, t.resource, t.result, t.after_report))
+        .collect();
+    let cap = CallResult::Refused(Refusal::Capacity);
+    let ok = CallResult::Admitted;
+    let expected = vec![
+        (0, 1, ok, None),
+        (1, 1, ok, None),
+        (2, 1, ok, None),
+        (3, 1, ok, None),
+        (4, 1, ok, None),
+        (5, 1, cap, Some((1, State::Ready))),
+        (6, 1, cap, Some((2, State::Ready))),
+        (7, 1, cap, Some((3, State::Degraded))),
+        (8, 0, ok, None),
+        (9, 0, ok, None),
+        (10, 0, cap, Some((1, State::Ready))),
+        (11, 0, cap, Some((2, State::Ready))),
+    ];
+    assert_eq!(at_zero, expected);
+}
+
+fn comparable(result: &RunResult) -> Vec<(String, f64)> {
+    let metrics = result.metrics.as_ref().expect("the run finished");
+    metrics
+        .iter()
+        .filter(|(info, _)| info.metric != Metric::WallS)
+        .map(|(info, v)| (info.name.to_string(), v))
+        .collect()
+}
+
+#[test]
+fn least_busy_and_failover_equal_wait_in_one_pool() {
+    let world = compile::builtin_bursty();
+    for seed in world.seed()..world.seed() + 3 {
+        let wait = run(&world, "wait", seed, false);
+        for other in ["least_busy", "failover"] {
+            let result = run(&world, other, seed, false);
+            assert_eq!(
+                comparable(&result),
+                comparable(&wait),
+                "{other} seed {seed}"
+            );
+            assert_eq!(result.endpoints, wait.endpoints, "{other} seed {seed}");
+            assert_eq!(result.error_classes, wait.error_classes);
+        }
+    }
+}
+
+fn mm_world(workers: u32, capacity: u32, tail_rate: f64) -> World {
+    load(&format!(
+        r#"
+name = "queue"
+summary = "One endpoint, constant capacity, no failures, no bucket."
+seed = 7
+jobs = 50000
+concurrency = {workers}
+horizon_s = 1e9
+steps_per_job = 1
+calls_per_step = 1
+[cycle]
+period_s = 0.0
+trough = 1.0
+peak = 1.0
+[[endpoints]]
+id = "only"
+capacity = {capacity}
+latency = {{ median_s = 0.1, sigma = 0.5, tail_rate = {tail_rate}, tail_factor = 4.0 }}
+failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
+"#
+    ))
+}
+
+#[test]
+fn closed_loop_matches_queueing_theory() {
+    for (workers, capacity) in [(4, 8), (8, 8), (16, 8)] {
+        for tail_rate in [0.0, 0.05] {
+            let world = mm_world(workers, capacity, tail_rate);
+            let mean_s = world.endpoints()[0].latency.mean_s();
+            let busy = f64::from(workers.min(capacity));
+            let result = run(&world, "wait", world.seed(), false);
+            let m = result.metrics.expect("finished");
+            assert_eq!(m.get(Metric::JobsDone), 50_000.0);
+            assert_eq!(m.get(Metric::RefusalRate), 0.0);
+            let throughput = m.get(Metric::ThroughputRps);
+            let expect_throughput = busy / mean_s;
+            let utilization = m.get(Metric::Utilization);
+            let expect_utilization = busy / f64::from(capacity);
+            let case = format!("N={workers} c={capacity} tail={tail_rate}");
+            assert!(
+                (throughput / expect_throughput - 1.0).abs() < 0.01,
+                "{case}: throughput {throughput} vs {expect_throughput}"
+            );
+            assert!(
+                (utilization / expect_utilization - 1.0).abs() < 0.01,
+                "{case}: utilization {utilization} vs {expect_utilization}"
+            );
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_numbers() {
+    let world = compile::builtin_bursty();
+    for algorithm in registry::names() {
+        let a = run(&world, algorithm, 11, false);
+        let b = run(&world, algorithm, 11, false);
+        assert_eq!(comparable(&a), comparable(&b), "{algorithm}");
+        assert_eq!(a.endpoints, b.endpoints);
+    }
+}
+
+const DOOMED: &str = r#"
+name = "doomed"
+summary = "Every request fails: the breaker kills every endpoint."
+jobs = 500
+concurrency = 8
+[[endpoints]]
+id = "a"
+capacity = 4
+latency = { median_s = 0.05, sigma = 0.0, tail_rate = 0.0 }
+failures = { error_rate = 1.0, storm_rate = 0.0 }
+[[endpoints]]
+id = "b"
+capacity = 4
+latency = { median_s = 0.05, sigma = 0.0, tail_rate = 0.0 }
+failures = { error_rate = 1.0, storm_rate = 0.0 }
+"#;
+
+#[test]
+fn dead_world_is_reported_as_stalled() {
+    let world = load(DOOMED);
+    for algorithm in ["wait", "backoff", "sticky", "quota_aware"] {
+        let result = run(&world, algorithm, 1, false);
+        assert!(result.metrics.is_none(), "{algorithm}");
+        let Outcome::Stalled { at_s, cause, .. } = &result.outcome else {
+            panic!("{algorithm}: expected a stall, got {:?}", result.outcome);
+        };
+        assert!(*at_s < 300.0, "{algorithm}: stalled late, at {at_s}");
+        assert!(cause.contains("DEAD"), "{cause}");
+        assert!(
+            result.events < 100_000,
+            "{algorithm}: {} events",
+            result.events
+        );
+    }
+    // `immediate` never blocks: it fails the remaining jobs and finishes.
+    let result = run(&world, "immediate", 1, false);
+    assert_eq!(result.outcome, Outcome::Ok);
+}
+
+#[test]
+fn wall_budget_stops_a_run() {
+    let world = compile::builtin_bursty();
+    let strategy = (registry::find("wait").unwrap().build)();
+    let always = || true;
+    let config = RunConfig {
+        seed: 1,
+        trace: false,
+        out_of_time: &always,
+    };
+    let result = harness::run(&world, strategy.as_ref(), &config);
+    assert!(matches!(result.outcome, Outcome::Timeout { .. }));
+    assert!(result.metrics.is_none());
+}
+
+/// A random but valid world, written as a scenario file.
+fn arbitrary_world() -> impl Strategy<Value = String> {
+    let endpoint = (
+        1u32..8,
+        0.5f64..2.0,
+        0.01f64..0.5,
+        0.0f64..1.0,
+        0.0f64..0.3,
+        0.0f64..0.3,
+        proptest::option::of((1u64..200, 0.5f64..3.0, 0.0f64..2.0)),
+        proptest::option::of(0u32..500),
+    );
+    (
+        proptest::collection::vec(endpoint, 1..4),
+        1u32..20,
+        1u32..120,
+        1u32..4,
+        1u32..3,
+        0.1f64..30.0,
+        0u32..3,
+    )
+        .prop_map(
+            |(endpoints, workers, jobs, steps, calls, horizon, jitter)| {
+                let jitter = ["none", "full", "equal"][jitter as usize];
+                let mut text = format!(
+                    "name = \"gen\"\nsummary = \"generated\"\nseed = 3\njobs = {jobs}\n\
+                     concurrency = {workers}\nhorizon_s = {horizon}\nsteps_per_job = {steps}\n\
+                     calls_per_step = {calls}\n[retry]\njitter = \"{jitter}\"\n\
+                     [breaker]\ncooldown_s = 5.0\n"
+                );
+                for (i, (cap, weight, median, sigma, err, storm, bucket, quota)) in
+                    endpoints.into_iter().enumerate()
+                {
+                    text += &format!(
+                        "[[endpoints]]\nid = \"e{i}\"\ncapacity = {cap}\nweight = {weight}\n\
+                         latency = {{ median_s = {median}, sigma = {sigma} }}\n\
+                         failures = {{ error_rate = {err}, storm_rate = {storm}, storm_check_s = 2.0, storm_duration_s = 5.0 }}\n"
+                    );
+                    if let Some(q) = quota {
+                        text += &format!("quota_units = {q}\n");
+                    }
+                    if let Some((per_window, window, burst)) = bucket {
+                        text += &format!(
+                            "rate_limit = {{ per_window = {per_window}, window_s = {window}, burst = {burst} }}\n"
+                        );
+                    }
+                }
+                text
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn invariants_hold_on_generated_worlds(text in arbitrary_world(), seed in 0u64..1000) {
+        let world = load(&text);
+        for info in registry::ALGORITHMS {
+            let result = run(&world, info.name, seed, false);
+            let Some(m) = &result.metrics else {
+                // A stall is a legitimate end for a world whose endpoints all die.
+                prop_assert!(matches!(result.outcome, Outcome::Stalled { .. }), "{:?}", result.outcome);
+                continue;
+            };
+            let jobs = f64::from(world.jobs());
+            prop_assert_eq!(
+                m.get(Metric::JobsDone) + m.get(Metric::JobsFailed) + m.get(Metric::JobsUnstarted),
+                jobs
+            );
+            prop_assert_eq!(m.get(Metric::LeasesActiveAtEnd), 0.0);
+            let requests: u64 = result.endpoints.iter().map(|e| e.provider.requests).sum();
+            prop_assert_eq!(m.get(Metric::Requests), requests as f64);
+            for e in &result.endpoints {
+                let p = &e.provider;
+                prop_assert_eq!(p.admitted + p.refused_capacity + p.refused_quota, p.requests);
+                prop_assert!(p.failed <= p.admitted);
+                prop_assert!(p.peak_in_flight <= e.pool.leases.max(1) as u32);
+            }
+            prop_assert!(m.get(Metric::AttemptInflation) == 0.0 || m.get(Metric::AttemptInflation) >= 1.0);
+            for (info, value) in m.iter() {
+                prop_assert!(value.is_finite() && value >= 0.0, "{} = {}", info.name, value);
+            }
+        }
+    }
+}
+
+#[test]
+fn catalogue_names_are_unique() {
+    let mut names: Vec<_> = CATALOGUE.iter().map(|m| m.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), CATALOGUE.len());
+}

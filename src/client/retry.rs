@@ -1,0 +1,227 @@
+//! The client retry policy: classify a failed attempt, decide whether and when to try again.
+//!
+//! A Retry-After replaces the backoff entirely; otherwise the delay is the exponential backoff
+//! with its jitter, drawn from the attempt's own retry stream. Delays are rounded to 4 decimals,
+//! as the reference sleeps the rounded value.
+
+use crate::world::{Backoff, Jitter, RetryPolicy};
+
+/// The class of a failed attempt's error, as the reference's classifier names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ErrorClass {
+    /// HTTP 429 (capacity or quota refusal).
+    RateLimit,
+    /// HTTP 503.
+    Upstream,
+    /// Connection reset.
+    Connection,
+    /// Read timeout.
+    Timeout,
+    /// Anything unclassified, such as "no resource available" from `immediate`.
+    Unknown,
+}
+
+impl ErrorClass {
+    /// Every class, in report order.
+    pub const ALL: [ErrorClass; 5] = [
+        ErrorClass::RateLimit,
+        ErrorClass::Upstream,
+        ErrorClass::Connection,
+        ErrorClass::Timeout,
+        ErrorClass::Unknown,
+    ];
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::RateLimit => "rate_limit",
+            ErrorClass::Upstream => "upstream",
+            ErrorClass::Connection => "connection",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Unknown => "unknown",
+        }
+    }
+
+    /// Whether `retry_classified` covers this class.
+    pub fn is_retryable(self) -> bool {
+        !matches!(self, ErrorClass::Unknown)
+    }
+}
+
+/// What the policy decided after a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Decision {
+    /// Try again after this many seconds (already rounded to 4 decimals).
+    Retry(f64),
+    /// The step gives up.
+    GiveUp(GiveUp),
+}
+
+/// Why a step gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveUp {
+    /// The attempt budget is spent.
+    AttemptsExhausted,
+    /// The error's class is not retried by this policy.
+    PolicyDeclined,
+    /// The delay would overrun `max_total_s`.
+    TotalBudget,
+}
+
+/// Decides after attempt `attempts_used` (1-based) failed with `class`, `elapsed_s` after the
+/// step started. `draw` yields the retry stream's uniform draw, only called for a jittered backoff.
+pub fn decide(
+    policy: &RetryPolicy,
+    class: ErrorClass,
+    retry_after_s: Option<f64>,
+    attempts_used: u32,
+    elapsed_s: f64,
+    draw: impl FnOnce() -> f64,
+) -> Decision {
+    if attempts_used >= policy.max_attempts {
+        return Decision::GiveUp(GiveUp::AttemptsExhausted);
+    }
+    let retry = (policy.retry_classified && class.is_retryable())
+        || (policy.retry_unknown && class == ErrorClass::Unknown);
+    if !retry {
+        return Decision::GiveUp(GiveUp::PolicyDeclined);
+    }
+    let delay = match retry_after_s {
+        Some(after) => after.max(0.0),
+        None => jittered(&policy.backoff, attempts_used, draw),
+    };
+    if let Some(max_total_s) = policy.max_total_s
+        && elapsed_s + delay > max_total_s
+    {
+        return Decision::GiveUp(GiveUp::TotalBudget);
+    }
+    Decision::Retry(round_4(delay))
+}
+
+/// The backoff delay after `k` failures (k ≥ 1), with jitter drawn by `draw` when needed.
+pub fn jittered(backoff: &Backoff, k: u32, draw: impl FnOnce() -> f64) -> f64 {
+    let raw = backoff.raw(k);
+    match backoff.jitter {
+        Jitter::Full => raw * draw(),
+        Jitter::Equal => raw / 2.0 + (raw / 2.0) * draw(),
+        Jitter::None => raw,
+    }
+}
+
+/// Rounds to 4 decimals exactly as Python's `round(x, 4)` does (correctly rounded decimal,
+/// ties to even), which plain `(x·1e4).round()/1e4` does not.
+pub fn round_4(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scaled = x * 1e4;
+    let candidate = scaled.round_ties_even();
+    // The product is exact enough when it is far from a half: the common case, no allocation.
+    if (scaled - scaled.trunc() - 0.5).abs() > 1e-6 && scaled.abs() < 1e11 {
+        return candidate / 1e4;
+    }
+    format!("{x:.4}").parse().unwrap_or(candidate / 1e4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(jitter: Jitter) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 5,
+            backoff: Backoff {
+                base: 0.5,
+                factor: 2.0,
+                cap: 8.0,
+                jitter,
+            },
+            retry_classified: true,
+            retry_unknown: false,
+            max_total_s: None,
+        }
+    }
+
+    #[test]
+    fn retry_after_replaces_backoff_and_is_not_jittered() {
+        let p = policy(Jitter::Full);
+        let d = decide(&p, ErrorClass::RateLimit, Some(0.25), 3, 0.0, || {
+            panic!("no draw for a Retry-After")
+        });
+        assert_eq!(d, Decision::Retry(0.25));
+    }
+
+    #[test]
+    fn jitter_modes_and_growth() {
+        assert_eq!(
+            decide(
+                &policy(Jitter::None),
+                ErrorClass::Upstream,
+                None,
+                3,
+                0.0,
+                || 0.5
+            ),
+            Decision::Retry(2.0)
+        );
+        assert_eq!(
+            decide(
+                &policy(Jitter::Full),
+                ErrorClass::Upstream,
+                None,
+                2,
+                0.0,
+                || 0.5
+            ),
+            Decision::Retry(0.5)
+        );
+        assert_eq!(
+            decide(
+                &policy(Jitter::Equal),
+                ErrorClass::Upstream,
+                None,
+                1,
+                0.0,
+                || 0.5
+            ),
+            Decision::Retry(0.375)
+        );
+        // The cap applies before jitter: base 0.5 · 2^9 is capped at 8.
+        assert_eq!(policy(Jitter::None).backoff.raw(10), 8.0);
+    }
+
+    #[test]
+    fn give_up_reasons() {
+        let mut p = policy(Jitter::Full);
+        assert_eq!(
+            decide(&p, ErrorClass::Timeout, None, 5, 0.0, || 0.1),
+            Decision::GiveUp(GiveUp::AttemptsExhausted)
+        );
+        assert_eq!(
+            decide(&p, ErrorClass::Unknown, None, 1, 0.0, || 0.1),
+            Decision::GiveUp(GiveUp::PolicyDeclined)
+        );
+        p.retry_unknown = true;
+        assert!(matches!(
+            decide(&p, ErrorClass::Unknown, None, 1, 0.0, || 0.1),
+            Decision::Retry(_)
+        ));
+        p.max_total_s = Some(1.0);
+        assert_eq!(
+            decide(&p, ErrorClass::RateLimit, Some(0.25), 1, 0.8, || 0.1),
+            Decision::GiveUp(GiveUp::TotalBudget)
+        );
+    }
+
+    #[test]
+    fn rounding_matches_python() {
+        // Values checked with CPython 3.11: round(x, 4).
+        assert_eq!(round_4(0.41053004205581467), 0.4105);
+        assert_eq!(round_4(0.03125), 0.0312);
+        assert_eq!(round_4(0.00005), 0.0001);
+        assert_eq!(round_4(1.00005), 1.0001);
+        assert_eq!(round_4(2.675), 2.675);
+        assert_eq!(round_4(0.123456), 0.1235);
+        assert_eq!(round_4(0.00004999), 0.0);
+    }
+}

@@ -1,0 +1,9 @@
+//! The acquire strategies, one per file, each named by its registry key.
+
+pub mod backoff;
+pub mod failover;
+pub mod immediate;
+pub mod least_busy;
+pub mod quota_aware;
+pub mod sticky;
+pub mod wait;

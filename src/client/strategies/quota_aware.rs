@@ -1,0 +1,45 @@
+//! `quota_aware`: prefer the resource with the largest share of its declared quota left.
+
+use crate::client::pool::{Filter, Pool, Score};
+use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
+
+/// Scores each resource by (share of quota left, quota left), pushing shares at or below the
+/// reserve down by a penalty; ties go to the least busy. Usage counts successes only and never
+/// refills. When nothing is free it waits with the default (unscored) selection.
+#[derive(Debug)]
+pub struct QuotaAware {
+    reserve: f64,
+    penalty: f64,
+}
+
+impl Default for QuotaAware {
+    /// The reference's parameters: reserve 5 %, penalty 10.
+    fn default() -> QuotaAware {
+        QuotaAware {
+            reserve: 0.05,
+            penalty: 10.0,
+        }
+    }
+}
+
+impl Strategy for QuotaAware {
+    fn acquire(
+        &self,
+        pool: &mut Pool,
+        now: f64,
+        _: &mut AttemptState,
+        call: &mut CallState,
+        _: &mut dyn Dice,
+    ) -> Acquire {
+        let score = Score::Quota {
+            reserve: self.reserve,
+            penalty: self.penalty,
+        };
+        if !call.waiting
+            && let Some(r) = pool.select(Filter::All, score, now)
+        {
+            return Acquire::Leased(r);
+        }
+        select_or_wait(pool, now, call)
+    }
+}
