@@ -17,6 +17,7 @@ use crate::client::retry::{self, Decision, ErrorClass};
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal};
+use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
 use crate::world::World;
 use queue::{Event, EventQueue};
@@ -25,6 +26,8 @@ use queue::{Event, EventQueue};
 pub struct RunConfig<'a> {
     /// The run seed (scenario seed + k).
     pub seed: u64,
+    /// Which random-number scheme the keyed streams use.
+    pub rng: RngScheme,
     /// Record a per-call trace in the result (for tests and debugging).
     pub trace: bool,
     /// Polled every few thousand events; `true` stops the run as timed out.
@@ -162,10 +165,24 @@ pub struct RunResult {
     pub events: u64,
 }
 
-/// Runs `strategy` on `world` with the native random-number scheme.
+/// The random-number scheme of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RngScheme {
+    /// Fast keyed Xoshiro256++ streams (the default).
+    Native,
+    /// CPython's Mersenne Twister seeded from the reference's key strings, for exact replay.
+    Reference,
+}
+
+/// Runs `strategy` on `world` with the random-number scheme named in `config`.
 pub fn run(world: &World, strategy: &dyn Strategy, config: &RunConfig<'_>) -> RunResult {
-    let rng = Native::new(config.seed, world.endpoints().iter().map(|e| e.id.as_str()));
-    run_with(world, strategy, &rng, config)
+    let ids = world.endpoints().iter().map(|e| e.id.as_str());
+    match config.rng {
+        RngScheme::Native => run_with(world, strategy, &Native::new(config.seed, ids), config),
+        RngScheme::Reference => {
+            run_with(world, strategy, &Reference::new(config.seed, ids), config)
+        }
+    }
 }
 
 /// Runs `strategy` on `world` drawing from `rng` (the seam for other random-number schemes).

@@ -9,6 +9,8 @@
 //! (SplitMix64-mixed keys seeding Xoshiro256++); a second scheme that replays the reference's
 //! own generator can sit beside it without touching the engine.
 
+pub mod reference;
+
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 use rand_xoshiro::Xoshiro256PlusPlus;

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::client::registry;
 use crate::compile;
-use crate::harness::{self, RunConfig, RunResult};
+use crate::harness::{self, RngScheme, RunConfig, RunResult};
 use crate::metrics::{CATALOGUE, Metric, MetricValues};
 use crate::world::{Overrides, World};
 
@@ -48,9 +48,30 @@ pub struct RunArgs {
     /// Write the runs as JSON to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Random-number scheme: `native` (fast) or `reference` (replays the reference exactly).
+    #[arg(long, value_enum, default_value_t = RngArg::Native)]
+    pub rng: RngArg,
     /// Print nothing but errors (and JSON on standard output if asked for).
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// The `--rng` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RngArg {
+    /// Keyed Xoshiro256++ streams.
+    Native,
+    /// CPython's Mersenne Twister keyed like the reference.
+    Reference,
+}
+
+impl From<RngArg> for RngScheme {
+    fn from(arg: RngArg) -> RngScheme {
+        match arg {
+            RngArg::Native => RngScheme::Native,
+            RngArg::Reference => RngScheme::Reference,
+        }
+    }
 }
 
 fn parse_positive_seconds(text: &str) -> Result<f64, String> {
@@ -106,7 +127,7 @@ pub fn main(args: &RunArgs) -> u8 {
     let threads = args.threads.map_or_else(default_threads, |t| t as usize);
     let budget = Duration::from_secs_f64(args.wall_budget);
     let started = now();
-    let runs = run_all(&world, &plan, threads, budget);
+    let runs = run_all(&world, &plan, threads, budget, args.rng.into());
     let sweep_wall_s = started.elapsed().as_secs_f64();
     if !args.quiet {
         print_listing(&runs);
@@ -192,6 +213,7 @@ fn run_all<'a>(
     plan: &[(&'a str, u64)],
     threads: usize,
     budget: Duration,
+    rng: RngScheme,
 ) -> Vec<Run<'a>> {
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<Run<'a>>> = (0..plan.len()).map(|_| None).collect();
@@ -204,7 +226,7 @@ fn run_all<'a>(
                     let Some(&(algorithm, seed)) = plan.get(i) else {
                         break;
                     };
-                    let run = run_one(world, algorithm, seed, budget);
+                    let run = run_one(world, algorithm, seed, budget, rng);
                     results.lock().expect("no thread panics holding the lock")[i] = Some(run);
                 }
             });
@@ -216,13 +238,20 @@ fn run_all<'a>(
         .collect()
 }
 
-fn run_one<'a>(world: &World, algorithm: &'a str, seed: u64, budget: Duration) -> Run<'a> {
+fn run_one<'a>(
+    world: &World,
+    algorithm: &'a str,
+    seed: u64,
+    budget: Duration,
+    rng: RngScheme,
+) -> Run<'a> {
     let info = registry::find(algorithm).expect("checked against the registry");
     let strategy = (info.build)();
     let started = now();
     let out_of_time = || started.elapsed() > budget;
     let config = RunConfig {
         seed,
+        rng,
         trace: false,
         out_of_time: &out_of_time,
     };

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use simbench::client::pool::State;
 use simbench::client::registry;
 use simbench::compile;
-use simbench::harness::{self, CallResult, Outcome, RunConfig, RunResult};
+use simbench::harness::{self, CallResult, Outcome, RngScheme, RunConfig, RunResult};
 use simbench::metrics::{CATALOGUE, Metric};
 use simbench::provider::Refusal;
 use simbench::world::World;
@@ -19,6 +19,7 @@ pub fn run(world: &World, algorithm: &str, seed: u64, trace: bool) -> RunResult 
     let strategy = (registry::find(algorithm).expect("registered").build)();
     let config = RunConfig {
         seed,
+        rng: RngScheme::Native,
         trace,
         out_of_time: &never,
     };
@@ -250,6 +251,7 @@ fn wall_budget_stops_a_run() {
     let always = || true;
     let config = RunConfig {
         seed: 1,
+        rng: RngScheme::Native,
         trace: false,
         out_of_time: &always,
     };

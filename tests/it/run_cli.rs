@@ -1,0 +1,182 @@
+//! `simbench run` and `simbench list` through the binary: output shape, exit codes, and
+//! byte-identical JSON across processes and thread counts.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn simbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("simbench-it-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+/// The JSON with every `wall_s` value blanked: the only thing allowed to differ between runs.
+fn without_wall_times(json: &str) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(json).expect("valid JSON");
+    blank_wall(&mut value);
+    serde_json::to_string_pretty(&value).unwrap()
+}
+
+fn blank_wall(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "wall_s" {
+                    *v = serde_json::Value::Null;
+                } else {
+                    blank_wall(v);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(blank_wall),
+        _ => {}
+    }
+}
+
+#[test]
+fn json_is_identical_across_processes_and_thread_counts() {
+    let base = [
+        "run",
+        "--seeds",
+        "2",
+        "--jobs",
+        "400",
+        "--quiet",
+        "--json",
+        "-",
+    ];
+    let one = simbench(&[&base[..], &["--threads", "1"]].concat());
+    let two = simbench(&[&base[..], &["--threads", "2"]].concat());
+    let again = simbench(&[&base[..], &["--threads", "2"]].concat());
+    for out in [&one, &two, &again] {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let text = |o: &Output| without_wall_times(&String::from_utf8(o.stdout.clone()).unwrap());
+    assert_eq!(text(&one), text(&two));
+    assert_eq!(text(&two), text(&again));
+}
+
+#[test]
+fn json_has_one_record_per_algorithm_and_seed() {
+    let path = scratch("runs.json");
+    let out = simbench(&[
+        "run",
+        "--algorithms",
+        "wait, sticky",
+        "--seeds",
+        "3",
+        "--jobs",
+        "300",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("wait") && stdout.contains("sticky"), "{stdout}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Metrics are written in catalogue order (serde_json's Value would sort them, so read text).
+    let first_metrics = &text[text.find("\"metrics\"").unwrap()..];
+    let positions: Vec<usize> = simbench::metrics::CATALOGUE
+        .iter()
+        .map(|m| first_metrics.find(&format!("\"{}\"", m.name)).unwrap())
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "catalogue order");
+    let runs = json["runs"].as_array().unwrap();
+    let keys: Vec<(String, u64)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["algorithm"].as_str().unwrap().to_string(),
+                r["seed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let seed = 20260917;
+    let expected: Vec<(String, u64)> = ["wait", "sticky"]
+        .iter()
+        .flat_map(|a| (0..3).map(move |k| (a.to_string(), seed + k)))
+        .collect();
+    assert_eq!(keys, expected);
+    for run in runs {
+        assert_eq!(run["outcome"], "ok");
+        let metrics = run["metrics"].as_object().unwrap();
+        assert_eq!(metrics.len(), simbench::metrics::CATALOGUE.len());
+        let admitted = run["endpoint_admitted"].as_object().unwrap();
+        assert_eq!(admitted.len(), 3);
+        assert!(run["error_classes"]["rate_limit"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn stalled_runs_exit_2_and_say_why() {
+    let path = scratch("doomed.toml");
+    std::fs::write(
+        &path,
+        r#"
+name = "doomed"
+summary = "Every request fails."
+jobs = 200
+concurrency = 6
+[[endpoints]]
+id = "only"
+capacity = 3
+latency = { median_s = 0.05, sigma = 0.0 }
+failures = { error_rate = 1.0, storm_rate = 0.0 }
+"#,
+    )
+    .unwrap();
+    let out = simbench(&[
+        "run",
+        path.to_str().unwrap(),
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &json["runs"][0];
+    assert_eq!(run["outcome"], "stalled");
+    assert!(run["reason"].as_str().unwrap().contains("DEAD"));
+    assert!(run.get("metrics").is_none());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["run", "--algorithms", "waitt"][..],
+        &["run", "--seeds", "0"],
+        &["run", "--horizon", "-1"],
+        &["run", "/no/such/file.toml"],
+    ] {
+        let out = simbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn list_reads_the_registry_and_the_catalogue() {
+    let out = simbench(&["list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for info in simbench::client::registry::ALGORITHMS {
+        assert!(text.contains(info.name), "{}", info.name);
+    }
+    for info in simbench::metrics::CATALOGUE {
+        assert!(text.contains(info.name), "{}", info.name);
+    }
+    assert!(text.contains("bursty_provider"));
+}
