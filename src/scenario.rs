@@ -1,1 +1,492 @@
-//! TODO
+//! The scenario file as written: a serde and JSON Schema mirror of the TOML format, and nothing
+//! more.
+//!
+//! Every type here derives `Deserialize` (to read a file) and `JsonSchema` (to generate
+//! `schema/scenario.schema.json`), rejects unknown keys, and carries its defaults, so a file only
+//! needs the keys it changes. The doc comments are user documentation: schemars copies them into
+//! the schema's `description`, editors show them on hover and `docs/scenario-format.md` tables
+//! are generated from them. Ranges that JSON Schema can express sit next to the field; cross-field
+//! rules (trough ≤ peak, unique ids, …) live in [`crate::compile`]. This module never validates,
+//! converts units or builds a [`crate::world::World`].
+//!
+//! Compatibility: every table and key added later (named pools, incidents, per-algorithm tables,
+//! an open-loop `[load]`) must be optional with a default that reproduces today's behaviour, so a
+//! file that is valid today stays valid and means the same thing.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A simbench scenario: a simulated API provider (endpoints with capacity, latency, failures and
+/// rate limits), the load the client puts on it, and the client's retry policy. Keys are
+/// snake_case with the unit last (`_s` = seconds). Every key except `name`, `summary` and
+/// `endpoints` has a default.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "simbench scenario")]
+pub struct Scenario {
+    /// Identifier of the world, shown in reports and used to label runs. Required; must not be
+    /// empty. Example: "bursty_provider".
+    #[schemars(length(min = 1))]
+    pub name: String,
+
+    /// One paragraph describing the world and the real-world situation it stands for, shown by
+    /// `simbench list` and in reports. Required; must not be empty.
+    #[schemars(length(min = 1))]
+    pub summary: String,
+
+    /// Base random seed. Run k of a sweep uses seed + k, so the same seed replays the same
+    /// run. Default 20260917; range 0 to 9223372036854775807.
+    #[serde(default = "default_seed")]
+    #[schemars(range(min = 0, max = 9_223_372_036_854_775_807_i64))]
+    pub seed: u64,
+
+    /// Number of jobs in the client's queue (each job is `steps_per_job` sequential steps). The
+    /// size of the batch the client must get through. Default 3000; range 1 to 10000000.
+    #[serde(default = "default_jobs")]
+    #[schemars(range(min = 1, max = 10_000_000))]
+    pub jobs: u32,
+
+    /// Number of closed-loop client workers; each takes the next job when it finishes one. The
+    /// client's parallelism. Default 32; range 1 to 100000.
+    #[serde(default = "default_concurrency")]
+    #[schemars(range(min = 1, max = 100_000))]
+    pub concurrency: u32,
+
+    /// Admission cutoff [s]: no job is started after this much simulated time, but started jobs
+    /// run to the end (it is not a truncation). The length of the working session being
+    /// modelled. Default 600.0; must be > 0.
+    #[serde(default = "default_horizon_s")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub horizon_s: f64,
+
+    /// Sequential steps per job; a step is retried as a whole by the retry policy. A multi-stage
+    /// workflow such as "search, then fetch, then summarise". Default 3; range 1 to 1000.
+    #[serde(default = "default_steps_per_job")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub steps_per_job: u32,
+
+    /// Sequential calls (leases and requests) per step attempt; if one fails the attempt fails.
+    /// Requests that must all succeed together. Default 2; range 1 to 1000.
+    #[serde(default = "default_calls_per_step")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub calls_per_step: u32,
+
+    /// The provider-wide capacity rhythm (a daily or hourly load swing at the vendor). Optional;
+    /// every key has a default.
+    #[serde(default)]
+    pub cycle: Cycle,
+
+    /// The client's retry policy, the same for every algorithm. Optional; every key has a
+    /// default.
+    #[serde(default)]
+    pub retry: Retry,
+
+    /// The client's circuit breaker, which stops using an endpoint after repeated failures.
+    /// Optional; every key has a default.
+    #[serde(default)]
+    pub breaker: Breaker,
+
+    /// Provider behaviour that is the same for every endpoint. Optional; every key has a default.
+    #[serde(default)]
+    pub provider: Provider,
+
+    /// Algorithms this world cannot meaningfully exercise, as `algorithm_name = "reason"`. They
+    /// are left out of the default comparison and of every winner; requesting one explicitly
+    /// still runs it, with a warning. Keys must be registered algorithm names. Default: empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "unsuited_schema")]
+    pub unsuited: BTreeMap<String, String>,
+
+    /// The provider's endpoints, in pool order (that order breaks ties between equally good
+    /// endpoints and orders per-endpoint tables). Required; at least one; ids must be unique.
+    #[schemars(length(min = 1))]
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// The provider-wide capacity rhythm: every endpoint's capacity is multiplied by a raised cosine
+/// that starts at `trough` (at `phase_s`) and reaches `peak` half a period later.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cycle {
+    /// Length of one cycle [s]; 0 means no rhythm (capacity stays at `peak`). How fast the
+    /// vendor's spare capacity swings. Default 120.0; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub period_s: f64,
+
+    /// Capacity factor at the bottom of the cycle (a fraction of nominal capacity). Default
+    /// 0.35; must be >= 0 and <= `peak`.
+    #[schemars(range(min = 0))]
+    pub trough: f64,
+
+    /// Capacity factor at the top of the cycle (1.0 = nominal capacity). Default 1.0; must be
+    /// > 0 and >= `trough`.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub peak: f64,
+
+    /// Time shift of the cycle [s]: the trough falls at `phase_s` (and every period after).
+    /// Default 0.0; any finite number.
+    pub phase_s: f64,
+}
+
+impl Default for Cycle {
+    fn default() -> Self {
+        Cycle {
+            period_s: 120.0,
+            trough: 0.35,
+            peak: 1.0,
+            phase_s: 0.0,
+        }
+    }
+}
+
+/// The client's retry policy: how often and how long a failed step attempt is retried.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Retry {
+    /// Attempts per step, the first one included (1 = never retry). Default 5; range 1 to 1000.
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_attempts: u32,
+
+    /// First backoff delay [s], used when the error carries no Retry-After. Default 0.5; must
+    /// be >= 0.
+    #[schemars(range(min = 0))]
+    pub base: f64,
+
+    /// Growth of the backoff delay per further attempt: delay k = min(cap, base * factor^(k-1)).
+    /// Default 2.0; must be >= 1.
+    #[schemars(range(min = 1))]
+    pub factor: f64,
+
+    /// Largest backoff delay before jitter [s]. Default 8.0; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub cap: f64,
+
+    /// How the backoff delay is randomised so that clients do not retry in lockstep: "none"
+    /// (the raw delay), "full" (uniform in [0, delay)) or "equal" (delay/2 plus uniform in
+    /// [0, delay/2)). Default "full".
+    pub jitter: Jitter,
+
+    /// Retry errors of a retryable class: rate limit (429), timeout, connection reset,
+    /// upstream 5xx. Default true.
+    pub retry_classified: bool,
+
+    /// Retry errors of unknown class, such as "no endpoint available". Default false.
+    pub retry_unknown: bool,
+
+    /// Give up on a step once retrying would exceed this much time since the step started [s].
+    /// A deadline on each unit of work. Default: absent (no limit); must be > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub max_total_s: Option<f64>,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            max_attempts: 5,
+            base: 0.5,
+            factor: 2.0,
+            cap: 8.0,
+            jitter: Jitter::Full,
+            retry_classified: true,
+            retry_unknown: false,
+            max_total_s: None,
+        }
+    }
+}
+
+/// How a backoff delay is randomised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Jitter {
+    // Plain comments, not doc comments: documented variants would turn the schema's simple
+    // `enum` into a `oneOf`, which gives worse errors in editors.
+    // The raw delay.
+    None,
+    // Uniform in `[0, delay)`.
+    Full,
+    // `delay/2` plus uniform in `[0, delay/2)`.
+    Equal,
+}
+
+/// The client's circuit breaker: consecutive failures on one endpoint first degrade it (it is
+/// avoided for `cooldown_s`), then mark it dead (never used again in the run).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Breaker {
+    /// Consecutive failures that mark an endpoint DEGRADED. Default 3; must be >= 1.
+    #[schemars(range(min = 1))]
+    pub degrade_after: u32,
+
+    /// Consecutive failures that mark an endpoint DEAD. Default 8; must be >= `degrade_after`.
+    #[schemars(range(min = 1))]
+    pub dead_after: u32,
+
+    /// How long a DEGRADED endpoint is avoided unless a success ends it early [s]. Default
+    /// 30.0; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub cooldown_s: f64,
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Breaker {
+            degrade_after: 3,
+            dead_after: 8,
+            cooldown_s: 30.0,
+        }
+    }
+}
+
+/// Provider behaviour shared by every endpoint.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Provider {
+    /// Retry-After the provider sends when it refuses a request for lack of capacity (HTTP 503
+    /// "busy") [s], whatever the endpoint's rate limit says. Default 0.25; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub capacity_retry_after_s: f64,
+
+    /// How an injected failure splits into kinds. Optional; the three shares must sum to 1.
+    pub failure_kinds: FailureKinds,
+}
+
+impl Default for Provider {
+    fn default() -> Self {
+        Provider {
+            capacity_retry_after_s: 0.25,
+            failure_kinds: FailureKinds::default(),
+        }
+    }
+}
+
+/// Shares of injected failures by kind; they must sum to 1 (within 1e-9).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct FailureKinds {
+    /// Share of failures that are HTTP 503 responses. Default 0.5; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub http_503: f64,
+
+    /// Share of failures that are connection resets. Default 0.3; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub connection: f64,
+
+    /// Share of failures that are read timeouts. Default 0.2; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub timeout: f64,
+}
+
+impl Default for FailureKinds {
+    fn default() -> Self {
+        FailureKinds {
+            http_503: 0.5,
+            connection: 0.3,
+            timeout: 0.2,
+        }
+    }
+}
+
+/// One endpoint of the provider (for example one region or one API key), and the client-side
+/// resource of the same id.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    /// Endpoint id, shown in reports. Required; must not be empty; unique among endpoints.
+    #[schemars(length(min = 1))]
+    pub id: String,
+
+    /// Nominal number of requests the endpoint serves at once; also the client's concurrency
+    /// cap for it. The provider's real limit is capacity * weight * cycle factor, rounded, at
+    /// least 1. Required; range 1 to 1000000.
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub capacity: u32,
+
+    /// Share of the provider cycle this endpoint feels (a multiplier on `capacity`). Default
+    /// 1.0; must be > 0.
+    #[serde(default = "default_weight")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub weight: f64,
+
+    /// Declared quota in request units, which quota-aware clients budget against (the vendor's
+    /// published allowance). Default: absent; absent or 0 means no quota; must be >= 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub quota_units: Option<f64>,
+
+    /// How long a served request takes. Required (as a table, whose keys all have defaults).
+    pub latency: Latency,
+
+    /// Random errors and failure storms. Optional; every key has a default.
+    #[serde(default)]
+    pub failures: Failures,
+
+    /// Token-bucket rate limit (HTTP 429 with Retry-After when empty). Default: absent, which
+    /// means unmetered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// Lognormal latency with an occasional slow tail: median * exp(sigma * Z), multiplied by
+/// `tail_factor` with probability `tail_rate`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Latency {
+    /// Median service time of a request [s]. Default 0.4; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub median_s: f64,
+
+    /// Spread of the service time: the standard deviation of its logarithm (0 = every request
+    /// takes exactly `median_s`). Default 0.55; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub sigma: f64,
+
+    /// Probability that a request lands in the slow tail (cold caches, GC pauses, queueing).
+    /// Default 0.02; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub tail_rate: f64,
+
+    /// Multiplier applied to a slow-tail request's latency. Default 6.0; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub tail_factor: f64,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            median_s: 0.4,
+            sigma: 0.55,
+            tail_rate: 0.02,
+            tail_factor: 6.0,
+        }
+    }
+}
+
+/// Independent request errors plus failure storms: at every multiple of `storm_check_s` a storm
+/// starts with probability `storm_rate` and lasts `storm_duration_s`, during which the error
+/// rate is `storm_error_rate`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Failures {
+    /// Probability that an admitted request fails outside a storm (background error rate).
+    /// Default 0.01; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub error_rate: f64,
+
+    /// Probability that a storm (an incident at the vendor) starts at each check instant.
+    /// Default 0.05; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub storm_rate: f64,
+
+    /// Spacing of the storm check instants [s]. Default 10.0; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub storm_check_s: f64,
+
+    /// Length of a storm [s] (0 disables storms). Default 30.0; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub storm_duration_s: f64,
+
+    /// Probability that an admitted request fails during a storm. Default 0.5; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub storm_error_rate: f64,
+}
+
+impl Default for Failures {
+    fn default() -> Self {
+        Failures {
+            error_rate: 0.01,
+            storm_rate: 0.05,
+            storm_check_s: 10.0,
+            storm_duration_s: 30.0,
+            storm_error_rate: 0.5,
+        }
+    }
+}
+
+/// A token bucket that refills `per_window` tokens per `window_s`, holds up to
+/// `per_window * burst`, and tightens (refills more slowly) each time a client is refused.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimit {
+    /// Requests allowed per window (the vendor's published rate limit). Default 300; an
+    /// integer >= 1.
+    #[schemars(range(min = 1))]
+    pub per_window: u64,
+
+    /// Length of the rate-limit window [s]. Default 60.0; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub window_s: f64,
+
+    /// Bucket size as a multiple of `per_window` (how much unused allowance can be saved up for
+    /// a burst). Default 1.5; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub burst: f64,
+
+    /// Retry-After sent with a 429 refusal [s]. Default 1.0; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub retry_after_s: f64,
+
+    /// Factor applied to the refill allowance on every refusal (a provider that punishes
+    /// clients who ignore 429s). Default 0.5; must be > 0 and <= 1 (1 = never tightens).
+    #[schemars(extend("exclusiveMinimum" = 0), range(max = 1))]
+    pub tightening: f64,
+
+    /// Lowest allowance tightening can reach, as a fraction of the full refill rate. Default
+    /// 0.25; must be > 0 and <= 1.
+    #[schemars(extend("exclusiveMinimum" = 0), range(max = 1))]
+    pub tightening_floor: f64,
+
+    /// Allowance regained per elapsed window once refusals stop (1.0 = back to full after one
+    /// quiet window). Default 1.0; must be >= 0.
+    #[schemars(range(min = 0))]
+    pub recovery_per_window: f64,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit {
+            per_window: 300,
+            window_s: 60.0,
+            burst: 1.5,
+            retry_after_s: 1.0,
+            tightening: 0.5,
+            tightening_floor: 0.25,
+            recovery_per_window: 1.0,
+        }
+    }
+}
+
+fn default_seed() -> u64 {
+    20_260_917
+}
+fn default_jobs() -> u32 {
+    3000
+}
+fn default_concurrency() -> u32 {
+    32
+}
+fn default_horizon_s() -> f64 {
+    600.0
+}
+fn default_steps_per_job() -> u32 {
+    3
+}
+fn default_calls_per_step() -> u32 {
+    2
+}
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// `[unsuited]`: keys are registry names (listed in the schema so editors can complete them),
+/// values are non-empty reasons.
+fn unsuited_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::client::registry::names().collect();
+    schemars::json_schema!({
+        "type": "object",
+        "propertyNames": { "enum": names },
+        "additionalProperties": { "type": "string", "minLength": 1 },
+    })
+}

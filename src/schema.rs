@@ -1,1 +1,809 @@
-//! TODO
+//! The JSON Schema of scenario files and everything that joins it to the TOML source: generating
+//! the schema from [`crate::scenario`], converting the parsed TOML tree to a JSON instance,
+//! validating it, and mapping each violation back to a byte span with a message and a help line.
+//!
+//! The schema is the single statement of types, required keys and single-field ranges; the same
+//! document is committed as `schema/scenario.schema.json` for editors. Cross-field rules live in
+//! [`crate::compile`]. This module never builds a [`crate::world::World`] and never prints.
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use serde_json::{Map, Value, json};
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::diagnostics::{Finding, Seg, finding, key_path};
+use crate::scenario::Scenario;
+
+/// The JSON Schema (draft 2020-12) of a scenario file.
+pub fn scenario_schema() -> Value {
+    SCHEMA.clone()
+}
+
+/// The schema as `simbench schema` prints it and `schema/scenario.schema.json` stores it.
+pub fn scenario_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&*SCHEMA).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    let schema = SchemaSettings::draft2020_12()
+        .with_transform(RecursiveTransform(tidy))
+        .into_generator()
+        .into_root_schema_for::<Scenario>();
+    serde_json::to_value(schema).expect("a generated schema is JSON")
+});
+
+static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&SCHEMA)
+        .expect("the generated schema compiles")
+});
+
+/// Adapts schemars' output to TOML, which has no null: `Option<T>` becomes plain `T` (so errors
+/// inside an optional table are reported, not collapsed into "anyOf failed"), and unsigned
+/// integers get the upper bound of their Rust type, so overflow is a schema error too.
+fn tidy(schema: &mut schemars::Schema) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(branches)) = obj.get("anyOf") {
+        let is_null = |b: &Value| b.get("type") == Some(&json!("null"));
+        let kept: Vec<Value> = branches.iter().filter(|b| !is_null(b)).cloned().collect();
+        if branches.len() == 2 && kept.len() == 1 {
+            obj.remove("anyOf");
+            if let Some(Value::Object(inner)) = kept.into_iter().next() {
+                for (k, v) in inner {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            obj.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::String(d)) = obj.get_mut("description") {
+        // Doc comments wrap at 100 columns; the schema keeps paragraphs, not line breaks.
+        *d = d
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+    }
+    if obj.get("default") == Some(&Value::Null) {
+        obj.remove("default");
+    }
+    let max = match obj.get("format").and_then(Value::as_str) {
+        Some("uint32") => Some(json!(u32::MAX)),
+        Some("uint64") => Some(json!(i64::MAX)),
+        _ => None,
+    };
+    if let Some(max) = max {
+        obj.entry("maximum").or_insert(max);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problems before they have a position.
+
+/// A problem found in the scenario, addressed by key path; [`resolve`] turns it into a
+/// [`Finding`] with a span.
+#[derive(Clone, Debug)]
+pub(crate) struct Problem {
+    pub path: Vec<Seg>,
+    pub target: Target,
+    pub message: String,
+    pub label: String,
+    pub help: Option<String>,
+}
+
+/// Which part of the source a problem underlines.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    /// The value at the path (or the nearest enclosing table if the key is absent).
+    Value,
+    /// The key at the end of the path.
+    Key,
+    /// An explicit byte range.
+    Span(Range<usize>),
+}
+
+/// Where a key path lands in the source.
+pub(crate) struct Located {
+    /// Span of the value at the path, or of the nearest enclosing value that exists.
+    pub value: Range<usize>,
+    /// Span of the last key, when the path exists and ends in a key.
+    pub key: Option<Range<usize>>,
+    /// Whether the whole path exists in the file (false for defaulted or missing keys).
+    pub exact: bool,
+    /// TOML type of the value at the path, when it exists.
+    pub kind: Option<&'static str>,
+}
+
+enum Node<'a, 'i> {
+    Table(&'a DeTable<'i>),
+    Value(&'a DeValue<'i>),
+}
+
+/// Walks the parsed TOML tree along `path`.
+pub(crate) fn locate(root: &Spanned<DeTable<'_>>, path: &[Seg]) -> Located {
+    let mut here = Located {
+        value: root.span(),
+        key: None,
+        exact: true,
+        kind: Some("table"),
+    };
+    let mut node = Node::Table(root.get_ref());
+    for seg in path {
+        let table = match node {
+            Node::Table(t) => Some(t),
+            Node::Value(DeValue::Table(t)) => Some(t),
+            _ => None,
+        };
+        let next = match (seg, table, &node) {
+            (Seg::Key(k), Some(t), _) => t
+                .iter()
+                .find(|(key, _)| key.get_ref().as_ref() == k.as_str())
+                .map(|(key, v)| (Some(key.span()), v)),
+            (Seg::Index(i), _, Node::Value(DeValue::Array(a))) => a.get(*i).map(|v| (None, v)),
+            _ => None,
+        };
+        let Some((key, value)) = next else {
+            here.exact = false;
+            here.key = None;
+            here.kind = None;
+            return here;
+        };
+        here.value = value.span();
+        here.key = key;
+        here.kind = Some(value.get_ref().type_str());
+        node = Node::Value(value.get_ref());
+    }
+    here
+}
+
+/// Gives a problem its span, line and column.
+pub(crate) fn resolve(root: &Spanned<DeTable<'_>>, text: &str, problem: Problem) -> Finding {
+    let at = locate(root, &problem.path);
+    let span = match problem.target {
+        Target::Span(span) => span,
+        Target::Key => at.key.unwrap_or(at.value),
+        Target::Value => at.value,
+    };
+    finding(
+        text,
+        span,
+        &problem.path,
+        problem.message,
+        problem.label,
+        problem.help,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Looking things up in the schema.
+
+/// What the schema says about one key.
+pub(crate) struct FieldInfo<'s> {
+    /// The key's schema with `$ref`s followed.
+    pub schema: &'s Value,
+    /// The key's description (from the property, or from the referenced type).
+    pub description: Option<&'s str>,
+}
+
+fn deref(mut node: &Value) -> &Value {
+    for _ in 0..16 {
+        let Some(r) = node.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        match r.strip_prefix('#').and_then(|p| SCHEMA.pointer(p)) {
+            Some(target) => node = target,
+            None => break,
+        }
+    }
+    node
+}
+
+/// The schema of the value at `path`, if the schema describes it.
+pub(crate) fn field(path: &[Seg]) -> Option<FieldInfo<'static>> {
+    let mut raw: &'static Value = &SCHEMA;
+    for seg in path {
+        let node = deref(raw);
+        raw = match seg {
+            Seg::Key(k) => match node.get("properties").and_then(|p| p.get(k)) {
+                Some(p) => p,
+                None => node.get("additionalProperties").filter(|a| a.is_object())?,
+            },
+            Seg::Index(_) => node.get("items")?,
+        };
+    }
+    let schema = deref(raw);
+    let description = raw
+        .get("description")
+        .or_else(|| schema.get("description"))
+        .and_then(Value::as_str);
+    Some(FieldInfo {
+        schema,
+        description,
+    })
+}
+
+/// The first sentence of a description.
+pub(crate) fn first_sentence(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.find(". ") {
+        Some(end) => flat[..=end].to_owned(),
+        None => flat,
+    }
+}
+
+fn last_key(path: &[Seg]) -> String {
+    match path.iter().rev().find_map(|s| match s {
+        Seg::Key(k) => Some(k.clone()),
+        Seg::Index(_) => None,
+    }) {
+        Some(k) => k,
+        None => "value".to_owned(),
+    }
+}
+
+/// The allowed range of a numeric field as a formula, e.g. `1 <= jobs <= 10000000`.
+pub(crate) fn range_text(path: &[Seg]) -> Option<String> {
+    let info = field(path)?;
+    let s = info.schema;
+    let name = last_key(path);
+    let lower = s
+        .get("exclusiveMinimum")
+        .map(|v| (v, "<"))
+        .or_else(|| s.get("minimum").map(|v| (v, "<=")));
+    let upper = s
+        .get("exclusiveMaximum")
+        .map(|v| (v, "<"))
+        .or_else(|| s.get("maximum").map(|v| (v, "<=")));
+    match (lower, upper) {
+        (Some((lo, lop)), Some((hi, hip))) => Some(format!("{lo} {lop} {name} {hip} {hi}")),
+        (Some((lo, "<")), None) => Some(format!("{name} > {lo}")),
+        (Some((lo, _)), None) => Some(format!("{name} >= {lo}")),
+        (None, Some((hi, "<"))) => Some(format!("{name} < {hi}")),
+        (None, Some((hi, _))) => Some(format!("{name} <= {hi}")),
+        (None, None) => None,
+    }
+}
+
+/// The closest candidate to `word`, if one is close enough to be a likely typo.
+pub(crate) fn did_you_mean<'c>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> Option<&'c str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(word, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+fn backticked<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    items
+        .into_iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn expected_type(schema: &Value) -> String {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("integer") => "an integer".into(),
+        Some("number") => "a number".into(),
+        Some("string") => "a string".into(),
+        Some("boolean") => "true or false".into(),
+        Some("object") => "a table".into(),
+        Some("array") => "an array".into(),
+        _ => "another type".into(),
+    }
+}
+
+fn found_type(kind: Option<&str>) -> &'static str {
+    match kind {
+        Some("string") => "a string",
+        Some("integer") => "an integer",
+        Some("float") => "a float",
+        Some("boolean") => "a boolean",
+        Some("datetime") => "a date-time",
+        Some("array") => "an array",
+        Some("table") => "a table",
+        _ => "something else",
+    }
+}
+
+fn in_table(path: &[Seg]) -> String {
+    if path.is_empty() {
+        "at the top level".to_owned()
+    } else {
+        format!("in `{}`", key_path(path))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TOML tree -> JSON instance.
+
+/// The JSON instance of a parsed file, and the paths whose values could not be represented.
+pub(crate) struct Instance {
+    pub json: Value,
+    /// Paths already reported (non-finite float, integer overflow, float for an integer key);
+    /// schema errors at these paths are consequences and are dropped.
+    pub reported: Vec<Vec<Seg>>,
+}
+
+/// Converts the tree to JSON, reporting what JSON or the schema's integer keys cannot hold.
+pub(crate) fn to_json(root: &Spanned<DeTable<'_>>, problems: &mut Vec<Problem>) -> Instance {
+    let mut ctx = Convert {
+        problems,
+        reported: Vec::new(),
+        path: Vec::new(),
+    };
+    let json = ctx.table(root.get_ref());
+    Instance {
+        json,
+        reported: ctx.reported,
+    }
+}
+
+struct Convert<'p> {
+    problems: &'p mut Vec<Problem>,
+    reported: Vec<Vec<Seg>>,
+    path: Vec<Seg>,
+}
+
+impl Convert<'_> {
+    fn table(&mut self, table: &DeTable<'_>) -> Value {
+        let mut out = Map::new();
+        for (key, value) in table.iter() {
+            self.path.push(Seg::Key(key.get_ref().to_string()));
+            let v = self.value(value.get_ref());
+            self.path.pop();
+            out.insert(key.get_ref().to_string(), v);
+        }
+        Value::Object(out)
+    }
+
+    fn value(&mut self, value: &DeValue<'_>) -> Value {
+        match value {
+            DeValue::String(s) => Value::String(s.to_string()),
+            DeValue::Boolean(b) => Value::Bool(*b),
+            DeValue::Datetime(d) => Value::String(d.to_string()),
+            DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
+                Ok(n) => json!(n),
+                Err(_) => self.reject(
+                    format!("`{}` = {i} does not fit in a 64-bit integer", self.here()),
+                    "too large for a TOML integer",
+                    format!(
+                        "TOML integers lie between {} and {}{}",
+                        i64::MIN,
+                        i64::MAX,
+                        self.range_suffix()
+                    ),
+                ),
+            },
+            DeValue::Float(f) => self.float(f.as_str()),
+            DeValue::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (n, item) in items.iter().enumerate() {
+                    self.path.push(Seg::Index(n));
+                    out.push(self.value(item.get_ref()));
+                    self.path.pop();
+                }
+                Value::Array(out)
+            }
+            DeValue::Table(t) => self.table(t),
+        }
+    }
+
+    fn float(&mut self, text: &str) -> Value {
+        let parsed = text.parse::<f64>().ok().filter(|x| x.is_finite());
+        let wants_integer =
+            field(&self.path).is_some_and(|f| f.schema.get("type") == Some(&json!("integer")));
+        match parsed {
+            None => self.reject(
+                format!("`{}` = {text} is not a finite number", self.here()),
+                "not a finite number",
+                format!(
+                    "TOML allows nan and inf, but every number in a scenario must be finite{}",
+                    self.range_suffix()
+                ),
+            ),
+            Some(_) if wants_integer => self.reject(
+                format!(
+                    "`{}` must be an integer, found a float ({text})",
+                    self.here()
+                ),
+                "expected an integer",
+                "write the number without a decimal point or exponent".to_owned(),
+            ),
+            Some(x) => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
+        }
+    }
+
+    fn here(&self) -> String {
+        key_path(&self.path)
+    }
+
+    fn range_suffix(&self) -> String {
+        match range_text(&self.path) {
+            Some(r) => format!("; allowed range: {r}"),
+            None => String::new(),
+        }
+    }
+
+    fn reject(&mut self, message: String, label: &str, help: String) -> Value {
+        self.problems.push(Problem {
+            path: self.path.clone(),
+            target: Target::Value,
+            message,
+            label: label.to_owned(),
+            help: Some(help),
+        });
+        self.reported.push(self.path.clone());
+        Value::Null
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation.
+
+/// Validates the instance and maps every violation to a problem.
+pub(crate) fn validate(root: &Spanned<DeTable<'_>>, instance: &Instance) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for error in VALIDATOR.iter_errors(&instance.json) {
+        let path = instance_path(&instance.json, error.instance_path().as_str());
+        if instance.reported.iter().any(|r| path.starts_with(r)) {
+            continue;
+        }
+        let found = locate(root, &path).kind;
+        map_error(&error, path, found, &mut problems);
+    }
+    problems
+}
+
+/// Splits an RFC 6901 pointer into key path steps, deciding key or index from the instance.
+fn instance_path(json: &Value, pointer: &str) -> Vec<Seg> {
+    let mut path = Vec::new();
+    let mut node = Some(json);
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        let step = match (node, seg.parse::<usize>()) {
+            (Some(Value::Array(items)), Ok(i)) => {
+                node = items.get(i);
+                Seg::Index(i)
+            }
+            (Some(Value::Object(map)), _) => {
+                node = map.get(&seg);
+                Seg::Key(seg)
+            }
+            _ => {
+                node = None;
+                Seg::Key(seg)
+            }
+        };
+        path.push(step);
+    }
+    path
+}
+
+fn map_error(
+    error: &jsonschema::ValidationError<'_>,
+    path: Vec<Seg>,
+    found: Option<&str>,
+    out: &mut Vec<Problem>,
+) {
+    use jsonschema::error::ValidationErrorKind as K;
+    let here = key_path(&path);
+    let info = field(&path);
+    let description = info
+        .as_ref()
+        .and_then(|i| i.description)
+        .map(first_sentence);
+    let problem = |message: String, label: String, help: Option<String>| Problem {
+        path: path.clone(),
+        target: Target::Value,
+        message,
+        label,
+        help,
+    };
+    match error.kind() {
+        K::Type { .. } => {
+            let expected = info
+                .as_ref()
+                .map_or("another type".into(), |i| expected_type(i.schema));
+            let found = found_type(found.or(json_kind(error.instance())));
+            let mut help = description.map(|d| format!("`{}`: {d}", last_key(&path)));
+            if let Some(range) = range_text(&path) {
+                help = Some(match help {
+                    Some(h) => format!("{h} Allowed range: {range}."),
+                    None => format!("allowed range: {range}"),
+                });
+            }
+            out.push(problem(
+                format!("`{here}` must be {expected}, found {found}"),
+                format!("expected {expected}"),
+                help,
+            ));
+        }
+        K::Minimum { .. }
+        | K::Maximum { .. }
+        | K::ExclusiveMinimum { .. }
+        | K::ExclusiveMaximum { .. } => {
+            let bound = match error.kind() {
+                K::Minimum { limit } => format!("must be >= {limit}"),
+                K::Maximum { limit } => format!("must be <= {limit}"),
+                K::ExclusiveMinimum { limit } => format!("must be > {limit}"),
+                K::ExclusiveMaximum { limit } => format!("must be < {limit}"),
+                _ => String::new(),
+            };
+            out.push(problem(
+                format!("`{here}` = {} is out of range", error.instance()),
+                bound,
+                range_text(&path).map(|r| format!("allowed range: {r}")),
+            ));
+        }
+        K::Enum { options } => {
+            let choices: Vec<&str> = options
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let given = error.instance().as_str().unwrap_or_default();
+            let mut help = format!("valid choices: {}", backticked(choices.iter().copied()));
+            if let Some(best) = did_you_mean(given, choices.iter().copied()) {
+                help = format!("did you mean `{best}`? {help}");
+            }
+            out.push(problem(
+                format!("`{here}` = {} is not a valid choice", error.instance()),
+                "not a valid choice".into(),
+                Some(help),
+            ));
+        }
+        K::AdditionalProperties { unexpected } => {
+            let known: Vec<&str> = info
+                .as_ref()
+                .and_then(|i| i.schema.get("properties"))
+                .and_then(Value::as_object)
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            for key in unexpected {
+                let help = match did_you_mean(key, known.iter().copied()) {
+                    Some(best) => format!("did you mean `{best}`?"),
+                    None => format!(
+                        "valid keys {}: {}",
+                        in_table(&path),
+                        backticked(known.iter().copied())
+                    ),
+                };
+                let mut at = path.clone();
+                at.push(Seg::Key(key.clone()));
+                out.push(Problem {
+                    message: format!("unknown key `{key}` {}", in_table(&path)),
+                    path: at,
+                    target: Target::Key,
+                    label: "unknown key".into(),
+                    help: Some(help),
+                });
+            }
+        }
+        K::Required { property } => {
+            let name = property.as_str().unwrap_or_default().to_owned();
+            let mut at = path.clone();
+            at.push(Seg::Key(name.clone()));
+            let help = field(&at)
+                .and_then(|i| i.description)
+                .map(|d| format!("`{name}`: {}", first_sentence(d)));
+            out.push(Problem {
+                message: format!("missing required key `{}`", key_path(&at)),
+                label: if path.is_empty() {
+                    format!("this file has no `{name}`")
+                } else {
+                    format!("this table has no `{name}`")
+                },
+                path: at,
+                target: Target::Value,
+                help,
+            });
+        }
+        K::MinItems { limit } => out.push(problem(
+            format!("`{here}` needs at least {limit} entry"),
+            "empty".into(),
+            Some(if here == "endpoints" {
+                "add an `[[endpoints]]` table with at least `id`, `capacity` and `latency`".into()
+            } else {
+                format!("give `{here}` at least {limit} entry")
+            }),
+        )),
+        K::MinLength { .. } => out.push(problem(
+            format!("`{here}` must not be empty"),
+            "empty string".into(),
+            description.map(|d| format!("`{}`: {d}", last_key(&path))),
+        )),
+        K::PropertyNames { error: inner } => {
+            let name = inner.instance().as_str().unwrap_or_default().to_owned();
+            let names: Vec<&str> = crate::client::registry::names().collect();
+            let mut help = format!("known algorithms: {}", backticked(names.iter().copied()));
+            if let Some(best) = did_you_mean(&name, names.iter().copied()) {
+                help = format!("did you mean `{best}`? {help}");
+            }
+            let mut at = path.clone();
+            at.push(Seg::Key(name.clone()));
+            out.push(Problem {
+                message: format!("unknown algorithm `{name}` {}", in_table(&path)),
+                path: at,
+                target: Target::Key,
+                label: "not a registered algorithm".into(),
+                help: Some(help),
+            });
+        }
+        _ => out.push(problem(
+            format!("`{here}`: {error}"),
+            "invalid".into(),
+            description,
+        )),
+    }
+}
+
+fn json_kind(value: &Value) -> Option<&'static str> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "table",
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference tables of docs/scenario-format.md.
+
+/// Markdown tables of every key (type, default, allowed values, meaning), generated from the
+/// schema. `docs/scenario-format.md` embeds this text and a test keeps the two in sync.
+pub fn reference_tables() -> String {
+    let mut out = String::new();
+    table_section(&mut out, "Top level", &[], &SCHEMA);
+    out
+}
+
+fn table_section(out: &mut String, title: &str, path: &[Seg], node: &Value) {
+    let node = deref(node);
+    let Some(props) = node.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let required: Vec<&str> = node
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    out.push_str(&format!("### {title}\n\n"));
+    if let Some(d) = node.get("description").and_then(Value::as_str) {
+        if !path.is_empty() {
+            out.push_str(&format!("{}\n\n", d.replace('\n', " ")));
+        }
+    }
+    out.push_str("| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n");
+    let mut children = Vec::new();
+    for (name, raw) in props {
+        let mut at = path.to_vec();
+        at.push(Seg::Key(name.clone()));
+        let target = deref(raw);
+        let description = raw
+            .get("description")
+            .or_else(|| target.get("description"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = type_cell(target);
+        let default = match raw.get("default") {
+            _ if required.contains(&name.as_str()) => "**required**".to_owned(),
+            Some(Value::Object(_)) | Some(Value::Array(_)) => "see below".to_owned(),
+            Some(v) => format!("`{v}`"),
+            None => "absent".to_owned(),
+        };
+        out.push_str(&format!(
+            "| `{name}` | {kind} | {default} | {} | {} |\n",
+            allowed_cell(&at, target),
+            description.replace('|', "\\|").replace('\n', " ")
+        ));
+        let heading: Vec<Seg> = at
+            .iter()
+            .filter(|s| matches!(s, Seg::Key(_)))
+            .cloned()
+            .collect();
+        if target.get("properties").is_some() {
+            children.push((format!("[{}]", key_path(&heading)), at, target));
+        } else if let Some(items) = target
+            .get("items")
+            .filter(|i| deref(i).get("properties").is_some())
+        {
+            let mut item = at;
+            item.push(Seg::Index(0));
+            children.push((format!("[[{}]]", key_path(&heading)), item, items));
+        }
+    }
+    out.push('\n');
+    for (title, at, child) in children {
+        table_section(out, &title, &at, child);
+    }
+}
+
+fn type_cell(schema: &Value) -> String {
+    if schema.get("enum").is_some() {
+        return "string".into();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") if schema.get("properties").is_some() => "table".into(),
+        Some("object") => "table of strings".into(),
+        Some("array") => "array of tables".into(),
+        Some("number") => "number".into(),
+        Some(other) => other.into(),
+        None => "any".into(),
+    }
+}
+
+fn allowed_cell(path: &[Seg], schema: &Value) -> String {
+    if let Some(choices) = schema.get("enum").and_then(Value::as_array) {
+        let names: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
+        return names.join(", ");
+    }
+    if let Some(range) = range_text(path) {
+        return format!("`{range}`");
+    }
+    if schema.get("propertyNames").is_some() {
+        return "keys: algorithm names".into();
+    }
+    if schema.get("minLength").is_some() || schema.get("minItems").is_some() {
+        return "not empty".into();
+    }
+    if schema.get("type").and_then(Value::as_str) == Some("number") {
+        return "any finite number".into();
+    }
+    String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_compiles_and_has_no_null_branches() {
+        let text = scenario_schema_text();
+        assert!(!text.contains("\"null\""), "{text}");
+        assert!(!VALIDATOR.is_valid(&json!({"name": "x"})));
+    }
+
+    #[test]
+    fn field_lookup_follows_refs() {
+        let path = [
+            Seg::Key("endpoints".into()),
+            Seg::Index(0),
+            Seg::Key("latency".into()),
+            Seg::Key("median_s".into()),
+        ];
+        assert_eq!(range_text(&path).as_deref(), Some("median_s > 0"));
+        let jobs = [Seg::Key("jobs".into())];
+        assert_eq!(range_text(&jobs).as_deref(), Some("1 <= jobs <= 10000000"));
+    }
+
+    #[test]
+    fn near_misses_are_suggested() {
+        assert_eq!(
+            did_you_mean("median", ["median_s", "sigma"]),
+            Some("median_s")
+        );
+        assert_eq!(did_you_mean("zzz", ["median_s", "sigma"]), None);
+    }
+}

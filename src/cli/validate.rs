@@ -1,21 +1,174 @@
-//! `simbench validate` and `simbench schema`.
+//! `simbench validate` and `simbench schema`: read scenario files, report every problem in every
+//! file, and print the JSON Schema.
+//!
+//! Human output goes to stderr (miette reports, then one summary line); `--format json` writes
+//! one JSON document to stdout and nothing else. Exit code: 0 all valid, 1 some file invalid,
+//! 2 some file unreadable (missing, a directory, no permission), which wins over 1. Every file is
+//! checked even after a failure. This module never decides what is valid; [`crate::compile`]
+//! does.
 
-use clap::Args;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use crate::compile::{self, MAX_FILE_BYTES};
+use crate::diagnostics::{RenderOptions, ScenarioErrors};
 
 /// Arguments of `simbench validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Scenario files to check.
+    /// Scenario files to check (a shell glob such as `scenarios/*.toml` works).
     #[arg(required = true)]
-    pub files: Vec<std::path::PathBuf>,
+    pub files: Vec<PathBuf>,
+    /// Output format: `human` (miette reports on stderr) or `json` (one document on stdout).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+/// Output format of `simbench validate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Graphical reports on stderr, coloured only on a terminal without `NO_COLOR`.
+    Human,
+    /// One JSON document on stdout: `files`, `findings` and `summary`.
+    Json,
+}
+
+/// Width at which reports wrap; fixed so output does not depend on the terminal.
+const REPORT_WIDTH: usize = 100;
+
+/// What happened to one file.
+enum Outcome {
+    Valid,
+    Invalid(Box<ScenarioErrors>),
+    Unreadable(String),
 }
 
 /// Runs `simbench validate`.
-pub fn main(_args: &ValidateArgs) -> u8 {
-    super::EXIT_OK
+pub fn main(args: &ValidateArgs) -> u8 {
+    let outcomes: Vec<(String, Outcome)> = args
+        .files
+        .iter()
+        .map(|path| (path.display().to_string(), check_file(path)))
+        .collect();
+    match args.format {
+        Format::Human => print_human(&outcomes),
+        Format::Json => print_json(&outcomes),
+    }
+    exit_code(&outcomes)
+}
+
+fn check_file(path: &Path) -> Outcome {
+    match read_limited(path) {
+        Err(e) => Outcome::Unreadable(e.to_string()),
+        Ok(bytes) => match compile::load(&path.display().to_string(), &bytes) {
+            Ok(_) => Outcome::Valid,
+            Err(errors) => Outcome::Invalid(Box::new(errors)),
+        },
+    }
+}
+
+/// Reads at most one byte past the size limit, so a huge file is rejected without reading it.
+fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn exit_code(outcomes: &[(String, Outcome)]) -> u8 {
+    let any = |f: fn(&Outcome) -> bool| outcomes.iter().any(|(_, o)| f(o));
+    if any(|o| matches!(o, Outcome::Unreadable(_))) {
+        super::EXIT_ERROR
+    } else if any(|o| matches!(o, Outcome::Invalid(_))) {
+        super::EXIT_INVALID
+    } else {
+        super::EXIT_OK
+    }
+}
+
+/// `3 files: 2 valid, 1 invalid` (plus `, 1 unreadable` when there are any).
+fn summary_line(outcomes: &[(String, Outcome)]) -> String {
+    let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|(_, o)| f(o)).count();
+    let valid = count(|o| matches!(o, Outcome::Valid));
+    let invalid = count(|o| matches!(o, Outcome::Invalid(_)));
+    let unreadable = count(|o| matches!(o, Outcome::Unreadable(_)));
+    let n = outcomes.len();
+    let mut line = format!(
+        "{n} file{}: {valid} valid, {invalid} invalid",
+        if n == 1 { "" } else { "s" }
+    );
+    if unreadable > 0 {
+        line.push_str(&format!(", {unreadable} unreadable"));
+    }
+    line
+}
+
+fn print_human(outcomes: &[(String, Outcome)]) {
+    let stderr = std::io::stderr();
+    let colour = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let options = RenderOptions {
+        colour,
+        width: REPORT_WIDTH,
+    };
+    let mut err = stderr.lock();
+    for (name, outcome) in outcomes {
+        // A closed stderr is not worth a panic; the exit code still tells the story.
+        let _ = match outcome {
+            Outcome::Valid => Ok(()),
+            Outcome::Invalid(errors) => write!(err, "{}", errors.render(options)),
+            Outcome::Unreadable(e) => writeln!(err, "error: cannot read `{name}`: {e}\n"),
+        };
+    }
+    let _ = writeln!(err, "{}", summary_line(outcomes));
+}
+
+fn print_json(outcomes: &[(String, Outcome)]) {
+    let mut files = Vec::new();
+    let mut findings = Vec::new();
+    for (name, outcome) in outcomes {
+        let (status, error) = match outcome {
+            Outcome::Valid => ("valid", None),
+            Outcome::Invalid(errors) => {
+                for f in errors.findings() {
+                    findings.push(json!({
+                        "file": name,
+                        "line": f.line,
+                        "column": f.column,
+                        "key_path": f.key_path,
+                        "message": f.message,
+                        "help": f.help,
+                    }));
+                }
+                ("invalid", None)
+            }
+            Outcome::Unreadable(e) => ("unreadable", Some(e.clone())),
+        };
+        files.push(json!({ "file": name, "status": status, "error": error }));
+    }
+    let count = |s: &str| files.iter().filter(|f| f["status"] == s).count();
+    let document = json!({
+        "files": files,
+        "findings": findings,
+        "summary": {
+            "files": outcomes.len(),
+            "valid": count("valid"),
+            "invalid": count("invalid"),
+            "unreadable": count("unreadable"),
+        },
+    });
+    let text = serde_json::to_string_pretty(&document).unwrap_or_default();
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 /// Runs `simbench schema`.
 pub fn print_schema() -> u8 {
-    super::EXIT_OK
+    let text = crate::schema::scenario_schema_text();
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => super::EXIT_OK,
+        Err(_) => super::EXIT_ERROR,
+    }
 }

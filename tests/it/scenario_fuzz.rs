@@ -1,0 +1,162 @@
+//! The loader never panics: arbitrary bytes, TOML-shaped noise and mutations of valid scenarios
+//! all come back as `Ok` or `Err`, and every `Err` renders.
+//!
+//! The default is 120 000 cases in total (a few seconds in release). For a longer run set
+//! `PROPTEST_CASES`, which is the case count of *each* of the three properties, e.g.
+//! `PROPTEST_CASES=1000000 cargo test --release --test it scenario_fuzz`.
+
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+
+use simbench::compile::{self, BUILTIN_BURSTY_TOML};
+use simbench::diagnostics::RenderOptions;
+
+const BYTES_CASES: u32 = 40_000;
+const NOISE_CASES: u32 = 30_000;
+const MUTATION_CASES: u32 = 50_000;
+
+fn config(default_cases: u32) -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default_cases);
+    Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// Loads and, on error, renders: both must return normally, and every finding must point inside
+/// the source it came with.
+fn check(bytes: &[u8]) {
+    if let Err(errors) = compile::load("fuzz.toml", bytes) {
+        assert!(!errors.findings().is_empty());
+        let len = errors.source_text().len();
+        for f in errors.findings() {
+            assert!(f.span.start <= f.span.end && f.span.end <= len, "{f:?}");
+            assert!(f.line >= 1 && f.column >= 1);
+        }
+        let rendered = errors.render(RenderOptions {
+            colour: false,
+            width: 100,
+        });
+        assert!(rendered.contains("problem"));
+    }
+}
+
+const MINIMAL: &str = "name = \"m\"\nsummary = \"s\"\n[[endpoints]]\nid = \"a\"\ncapacity = 1\n\
+                       latency = { median_s = 0.1 }\nrate_limit = { per_window = 5 }\n";
+
+/// Fragments that tend to reach interesting code: special floats, huge integers, headers,
+/// unbalanced brackets, non-ASCII and control characters.
+const TOKENS: &[&str] = &[
+    "nan",
+    "+inf",
+    "-inf",
+    "1e999",
+    "-0.0",
+    "0",
+    "-1",
+    "99999999999999999999",
+    "0xffffffffffffffff",
+    "4294967296",
+    "1979-05-27",
+    "true",
+    "\"\"",
+    "\"x\"",
+    "'",
+    "\"",
+    "=",
+    ".",
+    ",",
+    "[",
+    "]",
+    "{",
+    "}",
+    "[[endpoints]]",
+    "[cycle]",
+    "[provider.failure_kinds]",
+    "[unsuited]",
+    "\n",
+    "\r",
+    "\r\n",
+    "\t",
+    "#",
+    "é",
+    "\u{0}",
+    "\u{feff}",
+    "\u{1F600}",
+    "median",
+    "id = \"a\"",
+    "failover = \"r\"",
+    "endpoints = []",
+    "latency = {}",
+    "a.b.c = 1",
+    "\"\"\"",
+    "'''",
+];
+
+fn mutation() -> impl Strategy<Value = (usize, usize, usize, usize)> {
+    (any::<usize>(), 0usize..40, any::<usize>(), any::<usize>())
+}
+
+/// Applies a deletion and an insertion at char boundaries chosen by the random numbers.
+fn mutate(text: &str, (at, del, tok, kind): (usize, usize, usize, usize)) -> Vec<u8> {
+    let mut bytes = text.as_bytes().to_vec();
+    let at = at % (bytes.len() + 1);
+    let end = (at + del).min(bytes.len());
+    let token = TOKENS[tok % TOKENS.len()].as_bytes();
+    match kind % 4 {
+        0 => {
+            bytes.splice(at..end, token.iter().copied());
+        }
+        1 => {
+            bytes.drain(at..end);
+        }
+        2 => {
+            bytes.splice(at..at, token.iter().copied());
+        }
+        _ => {
+            // Duplicate a slice: repeated keys and tables.
+            let copy = bytes[at..end].to_vec();
+            bytes.splice(end..end, copy);
+        }
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(config(BYTES_CASES))]
+    #[test]
+    fn scenario_fuzz_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        check(&bytes);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(NOISE_CASES))]
+    #[test]
+    fn scenario_fuzz_toml_shaped_noise(
+        text in "([a-z_]{1,8}( ?= ?)(-?[0-9_.e+]{1,6}|\"[a-z]{0,4}\"|nan|inf|\\[\\]|\\{\\}|true)\n|\\[\\[?[a-z_.]{1,12}\\]\\]?\n){0,12}"
+    ) {
+        check(text.as_bytes());
+    }
+}
+
+proptest! {
+    #![proptest_config(config(MUTATION_CASES))]
+    #[test]
+    fn scenario_fuzz_mutated_valid_files(
+        which in 0usize..2,
+        edits in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        let base = [BUILTIN_BURSTY_TOML, MINIMAL][which];
+        let mut bytes = base.as_bytes().to_vec();
+        for edit in edits {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            bytes = mutate(&text, edit);
+        }
+        check(&bytes);
+    }
+}
