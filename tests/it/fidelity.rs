@@ -1,0 +1,140 @@
+//! Statistical agreement of the native scheme with the reference on its own world.
+//!
+//! The native scheme draws different dice than the reference, so single runs differ; the
+//! distributions must not. Over the reference's seeds 20260917–26 (tests/reference/), for every
+//! default algorithm and the headline metrics: simbench's 10-seed median lies inside the
+//! reference's 10-seed [min, max], and a two-sided Mann–Whitney test does not separate the two
+//! samples (p ≥ 0.001, a Bonferroni-style bound for the 40 comparisons). docs/fidelity.md shows
+//! the full side-by-side table, including the stricter "within 12 % of the median" view.
+
+use serde_json::Value;
+use simbench::client::registry;
+use simbench::compile;
+use simbench::harness::{self, RngScheme, RunConfig};
+use simbench::metrics::Metric;
+
+const METRICS: [&str; 8] = [
+    "jobs_done",
+    "throughput_rps",
+    "refusal_rate",
+    "error_rate",
+    "attempt_inflation",
+    "utilization",
+    "request_latency_p50_ms",
+    "endpoint_spread",
+];
+
+fn never() -> bool {
+    false
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Two-sided Mann–Whitney U test, normal approximation with tie-averaged ranks.
+fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut rank_sum_a = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        rank_sum_a += all[i..=j].iter().filter(|x| x.1).count() as f64 * rank;
+        i = j + 1;
+    }
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let z = (u - n1 * n2 / 2.0) / (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
+    2.0 * (1.0 - standard_normal_cdf(z.abs()))
+}
+
+fn standard_normal_cdf(z: f64) -> f64 {
+    // Abramowitz–Stegun 7.1.26 for erf; accurate to 1.5e-7, plenty for a p-value bound.
+    let x = z / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    0.5 * (1.0 + (1.0 - poly * (-x * x).exp()))
+}
+
+#[test]
+fn mann_whitney_sanity() {
+    let a: Vec<f64> = (0..10).map(f64::from).collect();
+    let shifted: Vec<f64> = (100..110).map(f64::from).collect();
+    assert!(mann_whitney_p(&a, &a) > 0.99);
+    assert!(mann_whitney_p(&a, &shifted) < 0.001);
+}
+
+#[test]
+fn native_scheme_agrees_with_the_reference_statistically() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/reference/bursty_seeds10.json");
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let world = compile::builtin_bursty();
+    let seeds: Vec<u64> = reference["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    let mut failures = Vec::new();
+    for algorithm in ["immediate", "wait", "backoff", "sticky", "quota_aware"] {
+        let strategy = (registry::find(algorithm).unwrap().build)();
+        let ours: Vec<_> = seeds
+            .iter()
+            .map(|&seed| {
+                let config = RunConfig {
+                    seed,
+                    rng: RngScheme::Native,
+                    trace: false,
+                    out_of_time: &never,
+                };
+                harness::run(&world, strategy.as_ref(), &config)
+                    .metrics
+                    .expect("finished")
+            })
+            .collect();
+        for name in METRICS {
+            let theirs: Vec<f64> = reference["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["algorithm"] == algorithm)
+                .map(|r| r["metrics"][name].as_f64().unwrap())
+                .collect();
+            let metric = Metric::from_name(name).unwrap();
+            let mine: Vec<f64> = ours.iter().map(|m| m.get(metric)).collect();
+            let (lo, hi) = theirs
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                    (l.min(x), h.max(x))
+                });
+            let ours_median = median(&mine);
+            let p = mann_whitney_p(&theirs, &mine);
+            if !(lo..=hi).contains(&ours_median) || p < 0.001 {
+                failures.push(format!(
+                    "{algorithm} {name}: median {ours_median} vs reference [{lo}, {hi}], p = {p:.4}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
