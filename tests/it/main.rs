@@ -1,6 +1,9 @@
 //! The one integration-test binary.
 
+mod fidelity;
 mod no_network;
+mod replay;
+mod run_cli;
 mod scenario_cli;
 mod scenario_files;
 mod scenario_fuzz;
