@@ -498,6 +498,30 @@ fn scenario_docs_tables_are_fresh() {
     }
 }
 
+/// The worked example in docs/scenario-format.md is valid, and the error shown for it is real.
+#[test]
+fn scenario_docs_worked_example_is_valid() {
+    let doc = std::fs::read_to_string(root().join("docs/scenario-format.md")).expect("docs");
+    let section = &doc[doc.find("## A worked example").expect("section")..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let example = &section[start..start + section[start..].find("```").expect("closed")];
+    let world = compile::load("two_regions.toml", example.as_bytes())
+        .unwrap_or_else(|e| panic!("{}", e.render_plain()));
+    assert_eq!(world.name(), "two_regions");
+    let broken = example.replacen("median_s = 0.3", "median_s = -0.3", 1);
+    let errors = compile::load("two_regions.toml", broken.as_bytes()).expect_err("negative");
+    let f = &errors.findings()[0];
+    assert_eq!((f.line, f.column), (28, 24));
+    let rendered = errors.render(simbench::diagnostics::RenderOptions {
+        colour: false,
+        width: 100,
+    });
+    assert!(
+        doc.contains(&rendered),
+        "the docs show different output:\n{rendered}"
+    );
+}
+
 #[test]
 fn scenario_example_runs() {
     validate_and_compile_example::main();
