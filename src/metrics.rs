@@ -217,12 +217,10 @@ impl Samples {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Sorts the stored values; call once before [`Samples::percentile`].
-    pub fn sort(&mut self) {
-        self.values.sort_by(f64::total_cmp);
-    }
-    /// Linear-interpolated percentile (type 7) of the sorted sample, `q` in `[0, 1]`; 0 if empty.
-    pub fn percentile(&self, q: f64) -> f64 {
+    /// Linear-interpolated percentile (type 7), `q` in `[0, 1]`; 0 if empty.
+    ///
+    /// Uses selection rather than a full sort (linear time); it reorders the stored values.
+    pub fn percentile(&mut self, q: f64) -> f64 {
         let n = self.len();
         if n == 0 {
             return 0.0;
@@ -231,19 +229,25 @@ impl Samples {
         let lo = pos.floor() as u64;
         let hi = (lo + 1).min(n - 1);
         let w = pos - lo as f64;
-        let (x_lo, x_hi) = (self.nth(lo), self.nth(hi));
+        let x_lo = self.nth(lo);
+        let x_hi = self.nth(hi);
         x_lo * (1.0 - w) + x_hi * w
     }
+
     /// The `i`-th smallest observation; negative values sort before the zeros.
-    fn nth(&self, i: u64) -> f64 {
-        let negatives = self.values.partition_point(|v| *v < 0.0) as u64;
-        if i < negatives {
-            self.values[i as usize]
+    fn nth(&mut self, i: u64) -> f64 {
+        let negatives = self.values.iter().filter(|v| **v < 0.0).count() as u64;
+        let k = if i < negatives {
+            i
         } else if i < negatives + self.zeros {
-            0.0
+            return 0.0;
         } else {
-            self.values[(i - self.zeros) as usize]
-        }
+            i - self.zeros
+        };
+        *self
+            .values
+            .select_nth_unstable_by(k as usize, f64::total_cmp)
+            .1
     }
 }
 
@@ -253,9 +257,12 @@ fn ratio(num: f64, den: f64) -> f64 {
 
 /// Computes every metric but `wall_s` (left at 0) from a run's tally.
 pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
-    tally.job_latencies_ms.sort();
-    tally.acquire_waits_ms.sort();
-    tally.request_latencies_ms.sort();
+    let job_p50 = tally.job_latencies_ms.percentile(0.50);
+    let job_p95 = tally.job_latencies_ms.percentile(0.95);
+    let job_p99 = tally.job_latencies_ms.percentile(0.99);
+    let wait_p50 = tally.acquire_waits_ms.percentile(0.50);
+    let wait_p99 = tally.acquire_waits_ms.percentile(0.99);
+    let request_p50 = tally.request_latencies_ms.percentile(0.50);
     let t = &*tally;
     let sum = |f: fn(&EndpointTally) -> f64| endpoints.iter().map(f).sum::<f64>();
     let requests = sum(|e| e.requests as f64);
@@ -297,30 +304,12 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
         ratio(sum(|e| e.refused as f64), requests),
     );
     put(Metric::ErrorRate, ratio(sum(|e| e.failed as f64), requests));
-    put(
-        Metric::SuccessfulJobLatencyP50Ms,
-        t.job_latencies_ms.percentile(0.50),
-    );
-    put(
-        Metric::SuccessfulJobLatencyP95Ms,
-        t.job_latencies_ms.percentile(0.95),
-    );
-    put(
-        Metric::SuccessfulJobLatencyP99Ms,
-        t.job_latencies_ms.percentile(0.99),
-    );
-    put(
-        Metric::AcquireWaitP50Ms,
-        t.acquire_waits_ms.percentile(0.50),
-    );
-    put(
-        Metric::AcquireWaitP99Ms,
-        t.acquire_waits_ms.percentile(0.99),
-    );
-    put(
-        Metric::RequestLatencyP50Ms,
-        t.request_latencies_ms.percentile(0.50),
-    );
+    put(Metric::SuccessfulJobLatencyP50Ms, job_p50);
+    put(Metric::SuccessfulJobLatencyP95Ms, job_p95);
+    put(Metric::SuccessfulJobLatencyP99Ms, job_p99);
+    put(Metric::AcquireWaitP50Ms, wait_p50);
+    put(Metric::AcquireWaitP99Ms, wait_p99);
+    put(Metric::RequestLatencyP50Ms, request_p50);
     put(
         Metric::Utilization,
         ratio(sum(|e| e.busy_s), sum(|e| e.offered_capacity_s)),
@@ -362,7 +351,6 @@ mod tests {
     fn samples(xs: &[f64]) -> Samples {
         let mut s = Samples::default();
         xs.iter().for_each(|&x| s.push(x));
-        s.sort();
         s
     }
 
@@ -370,10 +358,10 @@ mod tests {
     fn percentile_is_linear_interpolation() {
         assert_eq!(samples(&[]).percentile(0.5), 0.0);
         assert_eq!(samples(&[7.0]).percentile(0.99), 7.0);
-        let s = samples(&[4.0, 1.0, 3.0, 2.0]);
+        let mut s = samples(&[4.0, 1.0, 3.0, 2.0]);
         assert_eq!(s.percentile(0.5), 2.5);
         assert!((s.percentile(0.95) - 3.85).abs() < 1e-12);
-        let z = samples(&[0.0, 0.0, 0.0, 10.0, -2.0]);
+        let mut z = samples(&[0.0, 0.0, 0.0, 10.0, -2.0]);
         assert_eq!(z.percentile(0.0), -2.0);
         assert_eq!(z.percentile(0.5), 0.0);
         assert!((z.percentile(0.99) - 9.6).abs() < 1e-12);

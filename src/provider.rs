@@ -5,6 +5,8 @@
 //! and the client never sees it: only the harness joins the two. Its randomness comes from keyed
 //! streams (request ordinal, storm window), so its dice do not depend on who is asking or when.
 
+use std::cell::Cell;
+
 use crate::rng::{RandomSource, Stream};
 use crate::world::{Endpoint, World};
 
@@ -92,6 +94,8 @@ pub struct Provider<'w> {
     /// Cumulative thresholds of the failure-kind split.
     kind_503: f64,
     kind_connection: f64,
+    /// Last `(time, cycle factor)` computed.
+    factor_at: Cell<(f64, f64)>,
 }
 
 impl<'w> Provider<'w> {
@@ -118,13 +122,14 @@ impl<'w> Provider<'w> {
             endpoints,
             kind_503: kinds.http_503,
             kind_connection: kinds.http_503 + kinds.connection,
+            factor_at: Cell::new((f64::NAN, 0.0)),
         }
     }
 
     /// The concurrency limit of endpoint `e` at time `now`: `max(1, round_half_even(c·w·f(t)))`.
     pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
         let endpoint = &self.world.endpoints()[e];
-        let raw = f64::from(endpoint.capacity) * endpoint.weight * self.world.cycle().factor(now);
+        let raw = f64::from(endpoint.capacity) * endpoint.weight * self.factor(now);
         let rounded = raw.round_ties_even();
         if rounded < 1.0 {
             1
@@ -133,6 +138,18 @@ impl<'w> Provider<'w> {
         } else {
             rounded as u32
         }
+    }
+
+    /// The cycle factor at `now`, remembered for the last instant asked: arrivals often share
+    /// an instant (workers refused together retry together), and the cosine is not free.
+    fn factor(&self, now: f64) -> f64 {
+        let (at, factor) = self.factor_at.get();
+        if at == now {
+            return factor;
+        }
+        let factor = self.world.cycle().factor(now);
+        self.factor_at.set((now, factor));
+        factor
     }
 
     /// A request arrives at endpoint `e` at time `now` (§2.2).

@@ -30,6 +30,8 @@ pub enum State {
 pub struct Resource {
     state: State,
     blocked_until: f64,
+    /// A cooldown check is on the event queue.
+    cooldown_armed: bool,
     capacity: u32,
     active: u32,
     quota: Option<f64>,
@@ -133,6 +135,7 @@ impl Pool {
             .map(|endpoint| Resource {
                 state: State::Ready,
                 blocked_until: 0.0,
+                cooldown_armed: false,
                 capacity: endpoint.pool_capacity(),
                 active: 0,
                 quota: endpoint.quota_units,
@@ -207,53 +210,78 @@ impl Pool {
 
     /// Selects and leases one candidate (§4.4), or returns `None` without blocking.
     pub fn select(&mut self, filter: Filter, score: Score, now: f64) -> Option<ResourceId> {
+        if let Filter::Only(r) = filter {
+            // A single possible candidate is its own head.
+            if !self.is_candidate(r, filter, now) {
+                return None;
+            }
+            return Some(self.take(r));
+        }
         let n = self.resources.len();
-        let mut candidate = [false; 64];
-        let mut candidates_heap;
-        let mask: &mut [bool] = if n <= 64 {
-            &mut candidate[..n]
+        let mut on_stack = [f64::NAN; 64];
+        let mut on_heap;
+        // Load ratio of each candidate; NaN marks a resource that is not one.
+        let ratios: &mut [f64] = if n <= on_stack.len() {
+            &mut on_stack[..n]
         } else {
-            candidates_heap = vec![false; n];
-            &mut candidates_heap
+            on_heap = vec![f64::NAN; n];
+            &mut on_heap
         };
         let mut any = false;
-        for (r, slot) in mask.iter_mut().enumerate() {
-            *slot = self.is_candidate(r, filter, now);
-            any |= *slot;
+        for (r, ratio) in ratios.iter_mut().enumerate() {
+            if self.is_candidate(r, filter, now) {
+                *ratio = self.resources[r].load_ratio();
+                any = true;
+            }
         }
         if !any {
             return None;
         }
         if let Score::Quota { reserve, penalty } = score {
-            let best = (0..n)
-                .filter(|&r| mask[r])
-                .map(|r| quota_score(&self.resources[r], reserve, penalty))
-                .fold(None, |best: Option<(f64, f64)>, s| match best {
-                    Some(b) if !lexi_greater(s, b) => Some(b),
-                    _ => Some(s),
-                })
-                .expect("at least one candidate");
-            for (slot, resource) in mask.iter_mut().zip(&self.resources) {
-                if *slot && quota_score(resource, reserve, penalty) != best {
-                    *slot = false;
-                }
+            self.keep_best_scores(ratios, reserve, penalty);
+        }
+        let (mut best, mut head) = (f64::INFINITY, 0u64);
+        for &ratio in ratios.iter() {
+            if ratio < best {
+                (best, head) = (ratio, 1);
+            } else if ratio == best {
+                head += 1;
             }
         }
-        let best_ratio = (0..n)
-            .filter(|&r| mask[r])
-            .map(|r| self.resources[r].load_ratio())
-            .fold(f64::INFINITY, f64::min);
-        let head = (0..n)
-            .filter(|&r| mask[r] && self.resources[r].load_ratio() == best_ratio)
-            .count() as u64;
         let pick = (self.rr % head) as usize;
-        let chosen = (0..n)
-            .filter(|&r| mask[r] && self.resources[r].load_ratio() == best_ratio)
+        let chosen = ratios
+            .iter()
+            .enumerate()
+            .filter(|(_, ratio)| **ratio == best)
             .nth(pick)
+            .map(|(r, _)| r)
             .expect("pick is within the head");
+        Some(self.take(chosen))
+    }
+
+    /// Drops (marks NaN) every candidate whose quota score is below the best one.
+    fn keep_best_scores(&self, ratios: &mut [f64], reserve: f64, penalty: f64) {
+        let score = |r: usize| quota_score(&self.resources[r], reserve, penalty);
+        let best = (0..ratios.len())
+            .filter(|&r| !ratios[r].is_nan())
+            .map(score)
+            .fold(None, |best: Option<(f64, f64)>, s| match best {
+                Some(b) if !lexi_greater(s, b) => Some(b),
+                _ => Some(s),
+            })
+            .expect("at least one candidate");
+        for (r, ratio) in ratios.iter_mut().enumerate() {
+            if !ratio.is_nan() && score(r) != best {
+                *ratio = f64::NAN;
+            }
+        }
+    }
+
+    /// Leases the selected resource and advances the round-robin counter.
+    fn take(&mut self, r: ResourceId) -> ResourceId {
         self.rr += 1;
-        self.lease(chosen);
-        Some(chosen)
+        self.lease(r);
+        r
     }
 
     fn lease(&mut self, r: ResourceId) {
@@ -305,8 +333,12 @@ impl Pool {
             resource.state = State::Degraded;
             resource.blocked_until = until;
             resource.degraded_count += 1;
+            let arm = !resource.cooldown_armed;
+            resource.cooldown_armed = true;
             self.wake_all();
-            self.signals.push(Signal::Cooldown(r, until));
+            if arm {
+                self.signals.push(Signal::Cooldown(r, until));
+            }
         }
     }
 
@@ -322,11 +354,22 @@ impl Pool {
 
     /// A scheduled cooldown check of `r` fired at `now`: if the cooldown really ended, the
     /// resource becomes READY and every waiter re-checks.
+    ///
+    /// One check is pending per resource at most: a check that finds the cooldown extended
+    /// re-arms itself at the new deadline.
     pub fn cooldown_check(&mut self, r: ResourceId, now: f64) {
-        let resource = &self.resources[r];
-        if resource.state == State::Degraded && resource.blocked_until <= now {
-            self.resources[r].state = State::Ready;
+        let resource = &mut self.resources[r];
+        resource.cooldown_armed = false;
+        if resource.state != State::Degraded {
+            return;
+        }
+        if resource.blocked_until <= now {
+            resource.state = State::Ready;
             self.wake_all();
+        } else {
+            resource.cooldown_armed = true;
+            let until = resource.blocked_until;
+            self.signals.push(Signal::Cooldown(r, until));
         }
     }
 

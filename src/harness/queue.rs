@@ -2,7 +2,7 @@
 //!
 //! The order is total: events at the same simulated time pop in the order they were scheduled,
 //! whatever they are. Times are non-negative finite `f64` seconds, whose IEEE bit patterns sort
-//! like the numbers, so the key is one `u128`: `time bits << 64 | seq`.
+//! like the numbers, so the key is `(time bits, seq)`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -16,33 +16,32 @@ pub enum Event {
     Cooldown(u32),
 }
 
+/// A heap entry: the time's bit pattern, then `seq << 24 | event`. Comparing the tuple compares
+/// time, then sequence number; the low 24 bits never decide since sequence numbers are unique.
+/// Two `u64`s keep the entry at 16 bytes, which the heap moves a lot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    key: u128,
-    event: EventBits,
+struct Entry(u64, u64);
+
+const EVENT_BITS: u32 = 24;
+const COOLDOWN_FLAG: u64 = 1 << (EVENT_BITS - 1);
+const INDEX_MASK: u64 = COOLDOWN_FLAG - 1;
+
+fn pack(event: Event) -> u64 {
+    let (index, flag) = match event {
+        Event::Resume(w) => (u64::from(w), 0),
+        Event::Cooldown(r) => (u64::from(r), COOLDOWN_FLAG),
+    };
+    assert!(index <= INDEX_MASK, "event index {index} out of range");
+    index | flag
 }
 
-/// `Event` packed into a `u64` so the heap entry stays small and `Ord` is derived on the key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct EventBits(u64);
-
-impl From<Event> for EventBits {
-    fn from(event: Event) -> EventBits {
-        match event {
-            Event::Resume(w) => EventBits(u64::from(w)),
-            Event::Cooldown(r) => EventBits(1 << 32 | u64::from(r)),
-        }
-    }
-}
-
-impl From<EventBits> for Event {
-    fn from(bits: EventBits) -> Event {
-        let index = bits.0 as u32;
-        if bits.0 >> 32 == 0 {
-            Event::Resume(index)
-        } else {
-            Event::Cooldown(index)
-        }
+fn unpack(bits: u64) -> Event {
+    let low = bits & ((1 << EVENT_BITS) - 1);
+    let index = (low & INDEX_MASK) as u32;
+    if low & COOLDOWN_FLAG == 0 {
+        Event::Resume(index)
+    } else {
+        Event::Cooldown(index)
     }
 }
 
@@ -65,25 +64,26 @@ impl EventQueue {
     /// Schedules `event` at `at`, behind everything already scheduled for the same time.
     ///
     /// # Panics
-    /// Panics if `at` is negative or not finite (the simulation never produces such a time).
+    /// Panics if `at` is negative or not finite (the simulation never produces such a time), or
+    /// after 2^40 events.
     pub fn push(&mut self, at: f64, event: Event) {
         assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
+        assert!(
+            self.next_seq < 1 << (64 - EVENT_BITS),
+            "event sequence exhausted"
+        );
         // -0.0 and 0.0 must share a key.
-        let bits = (at + 0.0).to_bits();
-        let key = u128::from(bits) << 64 | u128::from(self.next_seq);
+        let time = (at + 0.0).to_bits();
+        let order = self.next_seq << EVENT_BITS | pack(event);
         self.next_seq += 1;
-        self.heap.push(Reverse(Entry {
-            key,
-            event: event.into(),
-        }));
+        self.heap.push(Reverse(Entry(time, order)));
     }
 
     /// Removes and returns the earliest event with its time.
     pub fn pop(&mut self) -> Option<(f64, Event)> {
-        self.heap.pop().map(|Reverse(entry)| {
-            let at = f64::from_bits((entry.key >> 64) as u64);
-            (at, entry.event.into())
-        })
+        self.heap
+            .pop()
+            .map(|Reverse(Entry(time, order))| (f64::from_bits(time), unpack(order)))
     }
 
     /// Number of pending events.
