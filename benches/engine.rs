@@ -1,0 +1,112 @@
+//! Engine benchmarks (divan): the event queue alone, one bursty run, the default comparison,
+//! a 1,000,000-job run, and simulated requests per second. `cargo bench`; CI does not run them
+//! and no test asserts a time. Whole-command timings against the reference: scripts/bench.sh.
+
+use divan::counter::ItemsCount;
+use divan::{Bencher, black_box};
+use simbench::client::registry;
+use simbench::compile;
+use simbench::harness::queue::{Event, EventQueue};
+use simbench::harness::{self, RngScheme, RunConfig, RunResult};
+use simbench::metrics::Metric;
+use simbench::world::World;
+
+fn main() {
+    divan::main();
+}
+
+fn never() -> bool {
+    false
+}
+
+fn run(world: &World, algorithm: &str, seed: u64, rng: RngScheme) -> RunResult {
+    let strategy = (registry::find(algorithm).expect("registered").build)();
+    let config = RunConfig {
+        seed,
+        rng,
+        trace: false,
+        out_of_time: &never,
+    };
+    harness::run(world, strategy.as_ref(), &config)
+}
+
+/// The bursty world with `jobs` jobs, an unbounded horizon, and a breaker that cannot kill an
+/// endpoint for good (so a long run measures the engine instead of stalling).
+fn long_bursty(jobs: u64) -> World {
+    let text = compile::BUILTIN_BURSTY_TOML
+        .replace("jobs = 3000", &format!("jobs = {jobs}"))
+        .replace("horizon_s = 600.0", "horizon_s = 1e12")
+        .replace("dead_after = 8", "dead_after = 1000000");
+    compile::load("long-bursty", text.as_bytes()).expect("valid world")
+}
+
+fn requests(result: &RunResult) -> u64 {
+    result.metrics.as_ref().expect("finished").get(Metric::Requests) as u64
+}
+
+/// Push then pop 10,000 events at pseudo-random times, 16 pending at a time (like 12 workers).
+#[divan::bench]
+fn event_queue(bencher: Bencher) {
+    let times: Vec<f64> = (0..10_000u64)
+        .map(|i| (simbench::rng::mix64(i) >> 11) as f64 / (1u64 << 53) as f64)
+        .collect();
+    bencher
+        .counter(ItemsCount::new(times.len()))
+        .bench(|| {
+            let mut queue = EventQueue::with_capacity(32);
+            let mut now = 0.0;
+            for (i, dt) in times.iter().enumerate() {
+                queue.push(now + dt, Event::Resume(i as u32 % 16));
+                if queue.len() >= 16 {
+                    now = queue.pop().expect("non-empty").0;
+                }
+            }
+            while let Some((at, event)) = queue.pop() {
+                black_box((at, event));
+            }
+        });
+}
+
+/// One `wait` run of the built-in bursty world (3000 jobs, horizon 600 s).
+#[divan::bench(args = ["wait", "backoff", "sticky", "quota_aware"])]
+fn bursty_run(bencher: Bencher, algorithm: &str) {
+    let world = compile::builtin_bursty();
+    let n = requests(&run(&world, algorithm, world.seed(), RngScheme::Native));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench(|| run(&world, algorithm, world.seed(), RngScheme::Native));
+}
+
+/// The same run replaying the reference's random numbers.
+#[divan::bench]
+fn bursty_run_reference_rng(bencher: Bencher) {
+    let world = compile::builtin_bursty();
+    let n = requests(&run(&world, "wait", world.seed(), RngScheme::Reference));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench(|| run(&world, "wait", world.seed(), RngScheme::Reference));
+}
+
+/// The reference's default comparison, serially: 5 algorithms × 3 seeds.
+#[divan::bench(sample_count = 20)]
+fn default_comparison(bencher: Bencher) {
+    let world = compile::builtin_bursty();
+    let algorithms = ["immediate", "wait", "backoff", "sticky", "quota_aware"];
+    bencher.bench(|| {
+        for algorithm in algorithms {
+            for k in 0..3 {
+                black_box(run(&world, algorithm, world.seed() + k, RngScheme::Native));
+            }
+        }
+    });
+}
+
+/// Cost against jobs: 10^4, 10^5 and 10^6 jobs of `wait`, every job run to completion.
+#[divan::bench(args = [10_000, 100_000, 1_000_000], sample_count = 3, sample_size = 1)]
+fn jobs_scaling(bencher: Bencher, jobs: u64) {
+    let world = long_bursty(jobs);
+    let n = requests(&run(&world, "wait", world.seed(), RngScheme::Native));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench(|| run(&world, "wait", world.seed(), RngScheme::Native));
+}
