@@ -251,6 +251,21 @@ fn number(json: &Value, path: &[Seg]) -> Option<f64> {
     node.as_f64()
 }
 
+/// " (`trough` is not set and defaults to 0.35)" for each key of a rule the file leaves out, so
+/// a message about a default is not a mystery.
+fn defaulted_note(
+    keys: &[(&Vec<Seg>, &str)],
+    written: &dyn Fn(&[Seg]) -> bool,
+    json: &Value,
+) -> String {
+    keys.iter()
+        .filter(|(path, _)| !written(path))
+        .filter_map(|(path, name)| {
+            number(json, path).map(|v| format!(" (`{name}` is not set and defaults to {v})"))
+        })
+        .collect()
+}
+
 /// Rules the schema cannot express, checked on the JSON instance (with schema defaults filled
 /// in) so that they are reported together with schema violations. Each rule blames a key the
 /// user wrote, never a default.
@@ -262,15 +277,19 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
     if let (Some(trough), Some(peak)) = (number(json, &trough_at), number(json, &peak_at)) {
         if trough > peak {
             out.push(Problem {
-                path: pick(trough_at, peak_at),
+                path: pick(trough_at.clone(), peak_at.clone()),
                 target: Target::Value,
                 message: format!("`cycle.trough` ({trough}) is greater than `cycle.peak` ({peak})"),
                 label: "trough above peak".into(),
-                help: Some(
+                help: Some(format!(
                     "the capacity factor swings between trough (lowest) and peak (highest): \
-                     0 <= trough <= peak"
-                        .into(),
-                ),
+                     0 <= trough <= peak{}",
+                    defaulted_note(
+                        &[(&trough_at, "trough"), (&peak_at, "peak")],
+                        &written,
+                        json
+                    )
+                )),
             });
         }
     }
@@ -280,18 +299,22 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
     if let (Some(degrade), Some(dead)) = (number(json, &degrade_at), number(json, &dead_at)) {
         if dead < degrade {
             out.push(Problem {
-                path: pick(dead_at, degrade_at),
+                path: pick(dead_at.clone(), degrade_at.clone()),
                 target: Target::Value,
                 message: format!(
                     "`breaker.dead_after` ({dead}) is less than `breaker.degrade_after` \
                      ({degrade})"
                 ),
                 label: "dead before degraded".into(),
-                help: Some(
+                help: Some(format!(
                     "an endpoint is degraded before it is declared dead: \
-                     dead_after >= degrade_after"
-                        .into(),
-                ),
+                     dead_after >= degrade_after{}",
+                    defaulted_note(
+                        &[(&dead_at, "dead_after"), (&degrade_at, "degrade_after")],
+                        &written,
+                        json
+                    )
+                )),
             });
         }
     }

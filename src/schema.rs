@@ -246,6 +246,14 @@ pub(crate) fn first_sentence(text: &str) -> String {
     }
 }
 
+/// How a help line names the key: its own name, or the full path for an array element.
+fn subject(path: &[Seg]) -> String {
+    match path.last() {
+        Some(Seg::Index(_)) => key_path(path),
+        _ => last_key(path),
+    }
+}
+
 fn last_key(path: &[Seg]) -> String {
     match path.iter().rev().find_map(|s| match s {
         Seg::Key(k) => Some(k.clone()),
@@ -525,7 +533,7 @@ fn map_error(
                 .as_ref()
                 .map_or("another type".into(), |i| expected_type(i.schema));
             let found = found_type(found.or(json_kind(error.instance())));
-            let mut help = description.map(|d| format!("`{}`: {d}", last_key(&path)));
+            let mut help = description.map(|d| format!("`{}`: {d}", subject(&path)));
             if let Some(range) = range_text(&path) {
                 help = Some(match help {
                     Some(h) => format!("{h} Allowed range: {range}."),
@@ -629,7 +637,7 @@ fn map_error(
         K::MinLength { .. } => out.push(problem(
             format!("`{here}` must not be empty"),
             "empty string".into(),
-            description.map(|d| format!("`{}`: {d}", last_key(&path))),
+            description.map(|d| format!("`{}`: {d}", subject(&path))),
         )),
         K::PropertyNames { error: inner } => {
             let name = inner.instance().as_str().unwrap_or_default().to_owned();

@@ -522,6 +522,21 @@ fn scenario_docs_worked_example_is_valid() {
     );
 }
 
+/// `ScenarioErrors` is a plain miette diagnostic too (for callers that install a miette hook):
+/// each finding is a related diagnostic with its own snippet of the shared source.
+#[test]
+fn scenario_errors_render_through_any_miette_handler() {
+    let errors = load_file(&root().join("tests/data/invalid/errors_in_two_endpoints.toml"))
+        .expect_err("invalid");
+    let handler =
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
+    let mut out = String::new();
+    handler.render_report(&mut out, &errors).expect("renders");
+    assert!(out.contains("2 problems in"), "{out}");
+    assert!(out.contains("errors_in_two_endpoints.toml:8:37]"), "{out}");
+    assert!(out.contains("errors_in_two_endpoints.toml:14:27]"), "{out}");
+}
+
 #[test]
 fn scenario_example_runs() {
     validate_and_compile_example::main();
