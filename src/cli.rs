@@ -27,8 +27,8 @@ enum Command {
     Schema,
     /// Run algorithms on a world over several seeds.
     Run(run::RunArgs),
-    /// List algorithms, metrics and the built-in world.
-    List,
+    /// List algorithms, metrics, and the scenarios of a folder (or the built-in world).
+    List(run::ListArgs),
 }
 
 /// Exit code: success.
@@ -55,7 +55,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::main(&args),
         Command::Schema => validate::print_schema(),
         Command::Run(args) => run::main(&args),
-        Command::List => run::list(),
+        Command::List(args) => run::list(&args),
     };
     ExitCode::from(code)
 }

@@ -5,13 +5,14 @@
 //! ```text
 //! TOML text ──schema──▶ Scenario ──compile──▶ World ──harness::run(algorithm, seed)──▶ RunResult
 //!                                                                 │
-//!                                   metrics (catalogue) ◀─────────┘ ──▶ report (issue 4)
+//!                                   metrics (catalogue) ◀─────────┘ ──▶ sweep ──▶ report
 //! ```
 //!
 //! [`scenario`] mirrors the file and nothing more; [`compile`] checks it and freezes it into a
 //! [`world::World`]; [`harness`] joins the simulated [`provider`] and the [`client`] (pool, retry
-//! policy, strategies) on an event heap; [`metrics`] is the catalogue every output reads. Only
-//! [`cli`] reads files, prints and picks exit codes.
+//! policy, strategies) on an event heap; [`metrics`] is the catalogue every output reads;
+//! [`sweep`] runs every algorithm on every seed in parallel and [`report`] ranks and renders the
+//! comparison without any I/O. Only [`cli`] reads files, prints and picks exit codes.
 
 pub mod cli;
 pub mod client;
@@ -20,7 +21,9 @@ pub mod diagnostics;
 pub mod harness;
 pub mod metrics;
 pub mod provider;
+pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod schema;
+pub mod sweep;
 pub mod world;

@@ -1,23 +1,33 @@
-//! `simbench run` and `simbench list`.
+//! `simbench run` and `simbench list`: the edge where the comparison meets files, terminals and
+//! the real clock.
 //!
-//! `run` loads a world (or takes the built-in bursty one), runs every requested algorithm on
-//! every seed — in parallel across cores, with results put back in (algorithm, seed) order so the
-//! output is the same whatever the thread count — and prints one line per run, plus JSON on
-//! request. Wall time is measured here, at the edge, never inside the simulator.
+//! `run` loads a world (or takes the built-in bursty one), applies the size overrides, sweeps
+//! every requested algorithm over every seed ([`crate::sweep`], in parallel), builds the report
+//! ([`crate::report`], pure) and decides where each rendering goes: the table to standard output,
+//! `--json`/`--markdown`/`--csv` to files written atomically. Wall time is read here and nowhere
+//! else. Exit codes: 0 done (even if some runs stalled — the report says so), 1 invalid scenario,
+//! 2 usage or I/O error, or every run stalled or timed out.
 
-use std::io::Write;
+mod output;
+mod progress;
+
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
-use serde::Serialize;
 
 use crate::client::registry;
 use crate::compile;
-use crate::harness::{self, RngScheme, RunConfig, RunResult};
-use crate::metrics::{CATALOGUE, Metric, MetricValues};
+use crate::diagnostics::RenderOptions;
+use crate::harness::RngScheme;
+use crate::metrics::{CATALOGUE, Direction};
+use crate::report::terminal::TerminalOptions;
+use crate::report::{self, Report, SweepInfo};
+use crate::sweep::{self, SweepConfig};
 use crate::world::{Overrides, World};
+use output::Output;
+use progress::Progress;
 
 /// Arguments of `simbench run`.
 #[derive(Debug, Args)]
@@ -45,13 +55,19 @@ pub struct RunArgs {
     /// Worker threads for the runs [default: the number of cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// Write the runs as JSON to PATH (`-` for standard output).
+    /// Write the report as JSON to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Write the report as markdown to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Write one CSV row per (algorithm, seed) to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
     /// Random-number scheme: `native` (fast) or `reference` (replays the reference exactly).
     #[arg(long, value_enum, default_value_t = RngArg::Native)]
     pub rng: RngArg,
-    /// Print nothing but errors (and JSON on standard output if asked for).
+    /// No header, progress or "wrote" lines; no table when a file output is requested.
     #[arg(long)]
     pub quiet: bool,
 }
@@ -65,11 +81,17 @@ pub enum RngArg {
     Reference,
 }
 
-impl From<RngArg> for RngScheme {
-    fn from(arg: RngArg) -> RngScheme {
-        match arg {
+impl RngArg {
+    fn scheme(self) -> RngScheme {
+        match self {
             RngArg::Native => RngScheme::Native,
             RngArg::Reference => RngScheme::Reference,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            RngArg::Native => "native",
+            RngArg::Reference => "reference",
         }
     }
 }
@@ -85,14 +107,13 @@ fn parse_positive_seconds(text: &str) -> Result<f64, String> {
 /// Runs `simbench run`.
 pub fn main(args: &RunArgs) -> u8 {
     let world = match load_world(args.file.as_deref()) {
-        Ok(world) => world,
+        Ok(world) => world.with_overrides(&Overrides {
+            jobs: args.jobs,
+            concurrency: args.concurrency,
+            horizon_s: args.horizon,
+        }),
         Err(code) => return code,
     };
-    let world = world.with_overrides(&Overrides {
-        jobs: args.jobs,
-        concurrency: args.concurrency,
-        horizon_s: args.horizon,
-    });
     let algorithms = match pick_algorithms(&world, args.algorithms.as_deref()) {
         Ok(names) => names,
         Err(message) => {
@@ -100,51 +121,122 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
-    for name in &algorithms {
-        if let Some(reason) = world.unsuited().get(name.as_str()) {
-            eprintln!("warning: `{name}` is marked unsuited for this world: {reason}");
-        }
+    let report = compare(&world, &algorithms, args);
+    let code = emit(&report, args);
+    warn_unfinished(&report);
+    if report.nothing_finished() {
+        eprintln!("error: no run finished, so there is nothing to compare");
+        return super::EXIT_ERROR;
     }
-    let seeds: Vec<u64> = (0..u64::from(args.seeds))
-        .map(|k| world.seed().saturating_add(k))
-        .collect();
-    let plan: Vec<(&str, u64)> = algorithms
-        .iter()
-        .flat_map(|a| seeds.iter().map(move |&s| (a.as_str(), s)))
-        .collect();
+    code
+}
+
+/// Runs the sweep and builds the report.
+fn compare(world: &World, algorithms: &[String], args: &RunArgs) -> Report {
+    let seeds = sweep::seeds(world, args.seeds);
+    let plan = sweep::plan(algorithms, &seeds);
+    let threads = args.threads.map_or_else(default_threads, |t| t as usize);
     if !args.quiet {
         eprintln!(
-            "simbench: {} algorithm(s) × {} seed(s) on `{}` ({} jobs × {} steps × {} calls, {} workers)",
-            algorithms.len(),
-            seeds.len(),
+            "simbench: {} × {} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
+            plural(algorithms.len(), "algorithm"),
+            plural(seeds.len(), "seed"),
             world.name(),
             world.jobs(),
             world.steps_per_job(),
             world.calls_per_step(),
-            world.concurrency()
+            world.concurrency(),
+            args.rng.name(),
+            plural(threads.min(plan.len()), "thread"),
         );
     }
-    let threads = args.threads.map_or_else(default_threads, |t| t as usize);
-    let budget = Duration::from_secs_f64(args.wall_budget);
-    let started = now();
-    let runs = run_all(&world, &plan, threads, budget, args.rng.into());
-    let sweep_wall_s = started.elapsed().as_secs_f64();
-    if !args.quiet {
-        print_listing(&runs);
-    }
+    let origin = now();
+    let clock = move || origin.elapsed().as_secs_f64();
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let progress = Progress::new(plan.len(), show_progress);
+    let runs = progress.around(|on_run| {
+        sweep::sweep(
+            world,
+            &plan,
+            &SweepConfig {
+                rng: args.rng.scheme(),
+                threads,
+                wall_budget_s: args.wall_budget,
+                clock: &clock,
+                on_run,
+            },
+        )
+    });
+    let sweep = SweepInfo {
+        seeds,
+        rng: args.rng.name(),
+        wall_s: clock(),
+    };
+    report::analyse(world, sweep, runs)
+}
+
+/// Writes the requested files and prints the table; returns the exit code.
+fn emit(report: &Report, args: &RunArgs) -> u8 {
+    let mut outputs = Vec::new();
     if let Some(path) = &args.json {
-        let json = to_json(&world, &seeds, &runs, sweep_wall_s);
-        if let Err(err) = write_output(path, &json) {
-            eprintln!("error: cannot write {}: {err}", path.display());
-            return super::EXIT_ERROR;
+        outputs.push(Output::new(path, report::json::render(report)));
+    }
+    if let Some(path) = &args.markdown {
+        outputs.push(Output::new(path, report::markdown::render(report)));
+    }
+    if let Some(path) = &args.csv {
+        outputs.push(Output::new(path, report::csv::render(report)));
+    }
+    let written = output::write_all(&outputs);
+    let mut stdout = std::io::stdout().lock();
+    for out in outputs.iter().filter(|o| o.is_stdout()) {
+        let _ = stdout.write_all(out.text.as_bytes());
+    }
+    if !args.quiet || outputs.is_empty() {
+        let options = TerminalOptions {
+            colour: std::io::stdout().is_terminal() && colour_allowed(),
+        };
+        let _ = stdout.write_all(report::terminal::render(report, &options).as_bytes());
+    }
+    let _ = stdout.flush();
+    match written {
+        Ok(paths) => {
+            if !args.quiet {
+                paths
+                    .iter()
+                    .for_each(|p| eprintln!("wrote {}", p.display()));
+            }
+            super::EXIT_OK
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            super::EXIT_ERROR
         }
     }
-    let failed = runs.iter().filter(|r| r.result.metrics.is_none()).count();
-    if failed > 0 {
-        eprintln!("error: {failed} run(s) did not finish (see above)");
-        return super::EXIT_ERROR;
+}
+
+/// Stalls are not errors unless nothing finished, but they are never silent, even with --quiet.
+fn warn_unfinished(report: &Report) {
+    let n = report.unfinished_runs();
+    if n > 0 {
+        eprintln!(
+            "warning: {n} of {} runs did not finish; their algorithms are left out of every ranking (see the notes under the table)",
+            report.runs.len()
+        );
     }
-    super::EXIT_OK
+}
+
+/// `NO_COLOR` set to anything non-empty turns colour off (<https://no-color.org>).
+fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// The world named on the command line, or the built-in one; prints diagnostics on failure.
@@ -157,12 +249,14 @@ fn load_world(path: Option<&Path>) -> Result<World, u8> {
         super::EXIT_ERROR
     })?;
     compile::load(&path.display().to_string(), &bytes).map_err(|errors| {
-        eprintln!("{:?}", miette::Report::new(errors));
+        let colour = std::io::stderr().is_terminal() && colour_allowed();
+        eprint!("{}", errors.render(RenderOptions { colour, width: 100 }));
         super::EXIT_INVALID
     })
 }
 
-/// The requested algorithms, checked against the registry, or the world's default list.
+/// The requested algorithms, checked against the registry and deduplicated, or the world's
+/// default list (every registered algorithm it does not mark unsuited).
 fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<String>, String> {
     let Some(requested) = requested else {
         return Ok(registry::names()
@@ -170,15 +264,8 @@ fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<St
             .map(str::to_string)
             .collect());
     };
-    let names: Vec<String> = requested
-        .iter()
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty())
-        .collect();
-    if names.is_empty() {
-        return Err("--algorithms names no algorithm".into());
-    }
-    for name in &names {
+    let mut names: Vec<String> = Vec::new();
+    for name in requested.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if registry::find(name).is_none() {
             let known: Vec<&str> = registry::names().collect();
             return Err(format!(
@@ -186,6 +273,20 @@ fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<St
                 known.join(", ")
             ));
         }
+        if names.iter().any(|n| n == name) {
+            // Identical reruns would only shrink the spread; the reference keeps them, we don't.
+            eprintln!("warning: `{name}` is listed twice; running it once");
+            continue;
+        }
+        if let Some(reason) = world.unsuited().get(name) {
+            eprintln!(
+                "warning: `{name}` is unsuited to this world and will not be ranked: {reason}"
+            );
+        }
+        names.push(name.to_string());
+    }
+    if names.is_empty() {
+        return Err("--algorithms names no algorithm".into());
     }
     Ok(names)
 }
@@ -194,241 +295,135 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-#[allow(clippy::disallowed_methods)] // The CLI is where wall time is measured.
+/// The real clock, read only at this edge (clippy.toml forbids it elsewhere).
+#[allow(clippy::disallowed_methods)]
 fn now() -> Instant {
     Instant::now()
 }
 
-/// One finished (algorithm, seed) run with its wall time.
-struct Run<'a> {
-    algorithm: &'a str,
-    seed: u64,
-    result: RunResult,
-    wall_s: f64,
+/// Arguments of `simbench list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// A folder of scenario files (`*.toml`) or one file to describe [default: the built-in world].
+    pub scenarios: Option<PathBuf>,
 }
 
-/// Runs the plan on `threads` threads; results come back in plan order.
-fn run_all<'a>(
-    world: &World,
-    plan: &[(&'a str, u64)],
-    threads: usize,
-    budget: Duration,
-    rng: RngScheme,
-) -> Vec<Run<'a>> {
-    let next = AtomicUsize::new(0);
-    let mut slots: Vec<Option<Run<'a>>> = (0..plan.len()).map(|_| None).collect();
-    let results = std::sync::Mutex::new(&mut slots);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, plan.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(algorithm, seed)) = plan.get(i) else {
-                        break;
-                    };
-                    let run = run_one(world, algorithm, seed, budget, rng);
-                    results.lock().expect("no thread panics holding the lock")[i] = Some(run);
+/// Runs `simbench list`: algorithms, metrics, then scenarios.
+pub fn list(args: &ListArgs) -> u8 {
+    let mut out = String::from("algorithms:\n");
+    for info in registry::ALGORITHMS {
+        out.push_str(&format!("  {:<12} {}\n", info.name, info.summary));
+    }
+    out.push_str("\nmetrics (name, unit, better; † = gated: compared only among algorithms that complete enough jobs):\n");
+    for info in CATALOGUE {
+        let name = format!("{}{}", info.name, if info.gated { " †" } else { "" });
+        let better = match info.direction {
+            Direction::Neutral => "neutral",
+            d => d.name(),
+        };
+        out.push_str(&format!(
+            "  {name:<32} {:<9} {better:<8} {}\n",
+            info.unit, info.meaning
+        ));
+    }
+    let code = match &args.scenarios {
+        None => {
+            out.push_str("\nbuilt-in world (`simbench run` without a file):\n");
+            describe_world(&mut out, "", &compile::builtin_bursty());
+            super::EXIT_OK
+        }
+        Some(path) => match scenario_files(path) {
+            Ok(files) => {
+                out.push_str(&format!("\nscenarios in {}:\n", path.display()));
+                describe_files(&mut out, &files);
+                super::EXIT_OK
+            }
+            Err(err) => {
+                eprintln!("error: cannot list {}: {err}", path.display());
+                return super::EXIT_ERROR;
+            }
+        },
+    };
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    code
+}
+
+/// The `*.toml` files of a folder (sorted by name), or the path itself if it is a file.
+fn scenario_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn describe_files(out: &mut String, files: &[PathBuf]) {
+    if files.is_empty() {
+        out.push_str("  (no *.toml files)\n");
+    }
+    for file in files {
+        let shown = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        );
+        match std::fs::read(file) {
+            Err(err) => out.push_str(&format!("  {shown}: unreadable, skipped: {err}\n")),
+            Ok(bytes) => match compile::load(&file.display().to_string(), &bytes) {
+                Ok(world) => describe_world(out, &format!("{shown}: "), &world),
+                Err(errors) => {
+                    let findings = errors.findings();
+                    let first = findings
+                        .first()
+                        .map_or_else(String::new, |f| format!(" line {}: {}", f.line, f.message));
+                    out.push_str(&format!(
+                        "  {shown}: invalid, skipped ({}{first}; see `simbench validate {}`)\n",
+                        plural(findings.len(), "problem"),
+                        file.display()
+                    ));
                 }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|slot| slot.expect("every planned run was executed"))
-        .collect()
-}
-
-fn run_one<'a>(
-    world: &World,
-    algorithm: &'a str,
-    seed: u64,
-    budget: Duration,
-    rng: RngScheme,
-) -> Run<'a> {
-    let info = registry::find(algorithm).expect("checked against the registry");
-    let strategy = (info.build)();
-    let started = now();
-    let out_of_time = || started.elapsed() > budget;
-    let config = RunConfig {
-        seed,
-        rng,
-        trace: false,
-        out_of_time: &out_of_time,
-    };
-    let mut result = harness::run(world, strategy.as_ref(), &config);
-    let wall_s = started.elapsed().as_secs_f64();
-    if let Some(metrics) = &mut result.metrics {
-        metrics.set(Metric::WallS, wall_s);
-    }
-    Run {
-        algorithm,
-        seed,
-        result,
-        wall_s,
-    }
-}
-
-fn print_listing(runs: &[Run<'_>]) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "{:<12} {:>10} {:>8} {:>8} {:>10} {:>10} {:>11} {:>8}",
-        "algorithm", "seed", "done", "failed", "unstarted", "jobs/s", "utilization", "wall s"
-    );
-    for run in runs {
-        match &run.result.metrics {
-            Some(m) => {
-                let _ = writeln!(
-                    out,
-                    "{:<12} {:>10} {:>8.0} {:>8.0} {:>10.0} {:>10.4} {:>11.4} {:>8.3}",
-                    run.algorithm,
-                    run.seed,
-                    m.get(Metric::JobsDone),
-                    m.get(Metric::JobsFailed),
-                    m.get(Metric::JobsUnstarted),
-                    m.get(Metric::ThroughputRps),
-                    m.get(Metric::Utilization),
-                    run.wall_s
-                );
-            }
-            None => {
-                let reason = run.result.outcome.reason().unwrap_or_default();
-                let _ = writeln!(out, "{:<12} {:>10} {reason}", run.algorithm, run.seed);
-            }
+            },
         }
     }
 }
 
-/// Rounds to 6 decimals for output; computations keep full precision.
-fn round6(x: f64) -> f64 {
-    let r = (x * 1e6).round() / 1e6;
-    if r == 0.0 { 0.0 } else { r }
-}
-
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    simbench_version: &'static str,
-    scenario: &'a str,
-    summary: &'a str,
-    seeds: &'a [u64],
-    jobs: u32,
-    concurrency: u32,
-    wall_s: f64,
-    runs: Vec<JsonRun<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonRun<'a> {
-    scenario: &'a str,
-    algorithm: &'a str,
-    seed: u64,
-    outcome: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    metrics: Option<OrderedMetrics<'a>>,
-    error_classes: std::collections::BTreeMap<&'static str, u64>,
-    endpoint_admitted: std::collections::BTreeMap<&'a str, u64>,
-}
-
-fn to_json(world: &World, seeds: &[u64], runs: &[Run<'_>], wall_s: f64) -> String {
-    let report = JsonReport {
-        simbench_version: env!("CARGO_PKG_VERSION"),
-        scenario: world.name(),
-        summary: world.summary(),
-        seeds,
-        jobs: world.jobs(),
-        concurrency: world.concurrency(),
-        wall_s: (wall_s * 1e3).round() / 1e3,
-        runs: runs.iter().map(|run| json_run(world, run)).collect(),
-    };
-    let mut text = serde_json::to_string_pretty(&report).expect("plain data serializes");
-    text.push('\n');
-    text
-}
-
-fn json_run<'a>(world: &'a World, run: &'a Run<'a>) -> JsonRun<'a> {
-    let metrics = run.result.metrics.as_ref().map(OrderedMetrics);
-    JsonRun {
-        scenario: world.name(),
-        algorithm: run.algorithm,
-        seed: run.seed,
-        outcome: run.result.outcome.name(),
-        reason: run.result.outcome.reason(),
-        metrics,
-        error_classes: run.result.error_classes.clone(),
-        endpoint_admitted: run
-            .result
-            .endpoints
-            .iter()
-            .map(|e| (e.id.as_str(), e.provider.admitted))
-            .collect(),
-    }
-}
-
-/// Metric values as a JSON object in catalogue order, rounded to 6 decimals.
-struct OrderedMetrics<'a>(&'a MetricValues);
-
-impl Serialize for OrderedMetrics<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(CATALOGUE.len()))?;
-        for (info, value) in self.0.iter() {
-            map.serialize_entry(info.name, &round6(value))?;
-        }
-        map.end()
-    }
-}
-
-fn write_output(path: &Path, text: &str) -> std::io::Result<()> {
-    if path == Path::new("-") {
-        return std::io::stdout().lock().write_all(text.as_bytes());
-    }
-    if let Some(parent) = path.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, text)?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
-}
-
-/// Runs `simbench list`.
-pub fn list() -> u8 {
-    let world = compile::builtin_bursty();
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "built-in world:");
-    let _ = writeln!(
-        out,
-        "  {} ({} jobs, {} workers, {} s horizon)\n      {}",
+fn describe_world(out: &mut String, prefix: &str, world: &World) {
+    out.push_str(&format!(
+        "  {prefix}{} ({} jobs × {} steps × {} calls, {} workers, {} s horizon, {} endpoints)\n",
         world.name(),
         world.jobs(),
+        world.steps_per_job(),
+        world.calls_per_step(),
         world.concurrency(),
         world.horizon_s(),
-        world.summary()
-    );
+        world.endpoints().len()
+    ));
+    for line in wrap(world.summary(), 92) {
+        out.push_str(&format!("      {line}\n"));
+    }
     for (name, reason) in world.unsuited() {
-        let _ = writeln!(out, "      unsuited: {name}: {reason}");
+        out.push_str(&format!("      unsuited: {name}: {reason}\n"));
     }
-    let _ = writeln!(out, "\nalgorithms:");
-    for info in registry::ALGORITHMS {
-        let _ = writeln!(out, "  {:<12} {}", info.name, info.summary);
+}
+
+/// Greedy word wrap at `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
     }
-    let _ = writeln!(
-        out,
-        "\nmetrics (name [unit] direction, * = needs comparable completion):"
-    );
-    for info in CATALOGUE {
-        let _ = writeln!(
-            out,
-            "  {}{} [{}] {}: {}",
-            info.name,
-            if info.gated { "*" } else { "" },
-            info.unit,
-            info.direction.name(),
-            info.meaning
-        );
+    if !line.is_empty() {
+        lines.push(line);
     }
-    super::EXIT_OK
+    lines
 }

@@ -3,6 +3,8 @@
 mod fidelity;
 mod no_network;
 mod replay;
+mod report;
+mod report_cli;
 mod run_cli;
 mod scenario_cli;
 mod scenario_files;

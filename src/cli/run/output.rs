@@ -1,0 +1,103 @@
+//! Output files that are either complete or absent.
+//!
+//! Owns writing `--json`, `--markdown` and `--csv`: parent folders are created, every text goes
+//! to a temporary file in its target's folder first, and only when all of them are written are
+//! they renamed into place. On any failure the temporaries and any folders created for them are
+//! removed, so an interrupted or failed write never leaves a truncated report behind. `-` means
+//! standard output and is printed by the caller.
+
+use std::path::{Path, PathBuf};
+
+/// One requested output.
+pub struct Output {
+    /// Where it goes (`-` for standard output).
+    pub path: PathBuf,
+    /// What to write.
+    pub text: String,
+}
+
+impl Output {
+    pub fn new(path: &Path, text: String) -> Output {
+        Output {
+            path: path.to_path_buf(),
+            text,
+        }
+    }
+
+    pub fn is_stdout(&self) -> bool {
+        self.path == Path::new("-")
+    }
+}
+
+/// What to undo if a later step fails.
+#[derive(Default)]
+struct Staged {
+    temporaries: Vec<(PathBuf, PathBuf)>,
+    created_dirs: Vec<PathBuf>,
+}
+
+impl Staged {
+    fn undo(&self) {
+        for (tmp, _) in &self.temporaries {
+            let _ = std::fs::remove_file(tmp);
+        }
+        // Deepest first; remove_dir leaves any folder that is not empty.
+        for dir in self.created_dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Writes every file output atomically; returns the paths written, or a message naming the
+/// first failure (after which nothing new is left on disk).
+pub fn write_all(outputs: &[Output]) -> Result<Vec<PathBuf>, String> {
+    let mut staged = Staged::default();
+    for (i, out) in outputs.iter().enumerate().filter(|(_, o)| !o.is_stdout()) {
+        if let Err(message) = stage(&mut staged, i, out) {
+            staged.undo();
+            return Err(message);
+        }
+    }
+    for k in 0..staged.temporaries.len() {
+        let (tmp, path) = &staged.temporaries[k];
+        if let Err(err) = std::fs::rename(tmp, path) {
+            let message = format!("cannot write {}: {err}", path.display());
+            staged.temporaries.drain(..k);
+            staged.undo();
+            return Err(message);
+        }
+    }
+    Ok(staged.temporaries.into_iter().map(|(_, p)| p).collect())
+}
+
+fn stage(staged: &mut Staged, index: usize, out: &Output) -> Result<(), String> {
+    let path = &out.path;
+    let Some(name) = path.file_name() else {
+        return Err(format!("cannot write {}: not a file name", path.display()));
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    create_dirs(staged, &dir)
+        .map_err(|err| format!("cannot create the folder of {}: {err}", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.{}-{index}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    staged.temporaries.push((tmp.clone(), path.clone()));
+    std::fs::write(&tmp, &out.text).map_err(|err| format!("cannot write {}: {err}", path.display()))
+}
+
+/// Creates `dir` and its missing ancestors, remembering which ones were created.
+fn create_dirs(staged: &mut Staged, dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    staged.created_dirs.extend(missing.into_iter().rev());
+    Ok(())
+}

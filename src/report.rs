@@ -1,0 +1,302 @@
+//! The comparison report: from a sweep's runs to verdicts and rendered text.
+//!
+//! [`analyse`] groups the runs by algorithm (in order of first appearance), aggregates every
+//! metric ([`stats`]), applies the completion gate and the per-metric winner rules ([`rank`]),
+//! and fingerprints the world ([`fingerprint`]). The renderers — [`terminal`], [`markdown`],
+//! [`json`], [`csv`] — turn the resulting [`Report`] into a `String` each.
+//!
+//! This module is pure: it never runs a simulation, reads a clock, touches a file or prints.
+//! Runs that did not finish are carried through and shown; they never reach the ranking.
+
+pub mod csv;
+pub mod fingerprint;
+mod format;
+pub mod json;
+pub mod markdown;
+pub mod rank;
+pub mod stats;
+pub mod terminal;
+
+use std::collections::BTreeMap;
+
+use crate::metrics::{CATALOGUE, Metric, MetricInfo, MetricValues};
+use crate::world::World;
+use rank::{Contestant, Gate, Standing, Verdict};
+use stats::Summary;
+
+/// How one run ended, as the report reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The run finished; its metrics are complete.
+    Finished(MetricValues),
+    /// The run stalled or ran out of wall-clock budget; it has no metrics.
+    Unfinished {
+        /// `stalled` or `timeout`.
+        kind: &'static str,
+        /// One sentence saying where and why.
+        reason: String,
+    },
+}
+
+/// One (algorithm, seed) run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    /// Registry name of the algorithm.
+    pub algorithm: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Metrics, or why there are none.
+    pub outcome: Outcome,
+    /// Failed attempts per error class, sorted by class.
+    pub error_classes: BTreeMap<String, u64>,
+    /// Admitted requests per endpoint, in world order.
+    pub endpoint_admitted: Vec<u64>,
+    /// Real seconds the run took (the only value allowed to differ between identical sweeps).
+    pub wall_s: f64,
+}
+
+impl Run {
+    /// The metrics of a finished run.
+    pub fn metrics(&self) -> Option<&MetricValues> {
+        match &self.outcome {
+            Outcome::Finished(values) => Some(values),
+            Outcome::Unfinished { .. } => None,
+        }
+    }
+}
+
+/// What the report says about the world, copied out so the report stands alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldInfo {
+    /// Scenario name.
+    pub name: String,
+    /// Scenario summary.
+    pub summary: String,
+    /// Jobs (after overrides).
+    pub jobs: u32,
+    /// Steps per job.
+    pub steps_per_job: u32,
+    /// Calls per step.
+    pub calls_per_step: u32,
+    /// Workers (after overrides).
+    pub concurrency: u32,
+    /// Admission horizon \[s\] (after overrides).
+    pub horizon_s: f64,
+    /// Endpoint ids in world order.
+    pub endpoints: Vec<String>,
+    /// [`fingerprint::world_hash`] of the world.
+    pub hash: String,
+}
+
+impl WorldInfo {
+    /// Copies what the report shows out of `world`.
+    pub fn of(world: &World) -> WorldInfo {
+        WorldInfo {
+            name: world.name().to_string(),
+            summary: world.summary().to_string(),
+            jobs: world.jobs(),
+            steps_per_job: world.steps_per_job(),
+            calls_per_step: world.calls_per_step(),
+            concurrency: world.concurrency(),
+            horizon_s: world.horizon_s(),
+            endpoints: world.endpoints().iter().map(|e| e.id.clone()).collect(),
+            hash: fingerprint::world_hash(world),
+        }
+    }
+}
+
+/// One algorithm's column: its status and aggregates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Why the world marks it unsuited, if it does.
+    pub unsuited: Option<String>,
+    /// Runs made (finished or not).
+    pub runs: usize,
+    /// `(seed, kind, reason)` of every run that did not finish.
+    pub unfinished: Vec<(u64, &'static str, String)>,
+    /// Per-metric summaries over the finished runs, in catalogue order; empty if none finished.
+    pub stats: Vec<Summary>,
+    /// Mean admitted requests per finished run, per endpoint in world order.
+    pub endpoint_admitted: Vec<f64>,
+    /// Mean failed attempts per finished run, per error class.
+    pub error_classes: BTreeMap<String, f64>,
+}
+
+impl Column {
+    /// The summary of `metric`, if any run finished.
+    pub fn summary(&self, metric: Metric) -> Option<&Summary> {
+        self.stats.get(metric as usize)
+    }
+
+    /// Whether the column takes part in the ranking.
+    pub fn standing(&self) -> Standing {
+        if !self.unfinished.is_empty() {
+            Standing::Unfinished
+        } else if self.unsuited.is_some() {
+            Standing::Unsuited
+        } else {
+            Standing::Ranked
+        }
+    }
+
+    /// `stalled`, `timed out` or `unfinished` (a mix), for the column header and notes.
+    pub fn unfinished_word(&self) -> &'static str {
+        let all = |kind: &str| self.unfinished.iter().all(|(_, k, _)| *k == kind);
+        if all("stalled") {
+            "stalled"
+        } else if all("timeout") {
+            "timed out"
+        } else {
+            "unfinished"
+        }
+    }
+}
+
+/// One metric's row: the catalogue entry and the verdict.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The metric.
+    pub info: &'static MetricInfo,
+    /// Who wins it, and why.
+    pub verdict: Verdict,
+}
+
+/// How the sweep was carried out, as the report states it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepInfo {
+    /// The sweep's seeds.
+    pub seeds: Vec<u64>,
+    /// The random-number scheme's name (`native` or `reference`).
+    pub rng: &'static str,
+    /// Real seconds the whole sweep took.
+    pub wall_s: f64,
+}
+
+/// Everything the renderers show.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The world the runs came from.
+    pub world: WorldInfo,
+    /// How the sweep was run.
+    pub sweep: SweepInfo,
+    /// Every run, in sweep order.
+    pub runs: Vec<Run>,
+    /// One column per algorithm, in order of first appearance.
+    pub columns: Vec<Column>,
+    /// One row per metric, in catalogue order.
+    pub rows: Vec<Row>,
+    /// The completion gate shared by the gated rows.
+    pub gate: Gate,
+}
+
+impl Report {
+    /// Whether every run failed to finish (the CLI then exits with an error).
+    pub fn nothing_finished(&self) -> bool {
+        self.runs.iter().all(|r| r.metrics().is_none())
+    }
+
+    /// Runs that did not finish.
+    pub fn unfinished_runs(&self) -> usize {
+        self.runs.iter().filter(|r| r.metrics().is_none()).count()
+    }
+
+    /// The row of `metric`.
+    pub fn row(&self, metric: Metric) -> &Row {
+        &self.rows[metric as usize]
+    }
+}
+
+/// Builds the report of a sweep over `world`, from its runs in sweep order.
+pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
+    let columns: Vec<Column> = algorithms_in_order(&runs)
+        .into_iter()
+        .map(|name| column(world, &runs, name))
+        .collect();
+    let contestants: Vec<Contestant<'_>> = columns
+        .iter()
+        .map(|c| Contestant {
+            name: &c.algorithm,
+            standing: c.standing(),
+            runs: runs
+                .iter()
+                .filter(|r| r.algorithm == c.algorithm)
+                .filter_map(|r| r.metrics().map(|m| (r.seed, m)))
+                .collect(),
+        })
+        .collect();
+    let gate = rank::gate(&contestants);
+    let rows = CATALOGUE
+        .iter()
+        .map(|info| Row {
+            info,
+            verdict: rank::verdict(info, &contestants, &gate),
+        })
+        .collect();
+    Report {
+        world: WorldInfo::of(world),
+        sweep,
+        columns,
+        rows,
+        gate,
+        runs,
+    }
+}
+
+fn algorithms_in_order(runs: &[Run]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for run in runs {
+        if !names.contains(&run.algorithm.as_str()) {
+            names.push(&run.algorithm);
+        }
+    }
+    names
+}
+
+fn column(world: &World, runs: &[Run], name: &str) -> Column {
+    let mine: Vec<&Run> = runs.iter().filter(|r| r.algorithm == name).collect();
+    let finished: Vec<&Run> = mine
+        .iter()
+        .copied()
+        .filter(|r| r.metrics().is_some())
+        .collect();
+    let stats = CATALOGUE
+        .iter()
+        .filter_map(|info| {
+            let values: Vec<f64> = finished
+                .iter()
+                .filter_map(|r| r.metrics().map(|m| m.get(info.metric)))
+                .collect();
+            Summary::of(&values)
+        })
+        .collect();
+    let per_run = |total: u64| total as f64 / finished.len().max(1) as f64;
+    let endpoint_admitted = (0..world.endpoints().len())
+        .map(|e| per_run(finished.iter().map(|r| r.endpoint_admitted[e]).sum()))
+        .collect();
+    let mut classes: BTreeMap<String, u64> = BTreeMap::new();
+    for run in &finished {
+        for (class, n) in &run.error_classes {
+            *classes.entry(class.clone()).or_default() += n;
+        }
+    }
+    Column {
+        algorithm: name.to_string(),
+        unsuited: world.unsuited().get(name).cloned(),
+        runs: mine.len(),
+        unfinished: mine
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                Outcome::Unfinished { kind, reason } => Some((r.seed, *kind, reason.clone())),
+                Outcome::Finished(_) => None,
+            })
+            .collect(),
+        stats,
+        endpoint_admitted,
+        error_classes: classes
+            .into_iter()
+            .map(|(class, n)| (class, per_run(n)))
+            .collect(),
+    }
+}

@@ -1,0 +1,56 @@
+//! The CSV export (`--csv PATH`): one row per (algorithm, seed) with every metric, for
+//! spreadsheets and plotting.
+//!
+//! Owns the column layout: `algorithm,seed,outcome`, then the catalogue's metric names in order.
+//! Values are rounded to 6 decimals; a run that did not finish has empty metric cells. RFC 4180
+//! quoting, `\n` line ends. Returns a `String`; never writes it.
+
+use super::format::round6;
+use super::{Outcome, Report};
+use crate::metrics::CATALOGUE;
+
+/// Renders the CSV export.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let mut header = vec!["algorithm", "seed", "outcome"];
+    header.extend(CATALOGUE.iter().map(|m| m.name));
+    out.push_str(&header.join(","));
+    out.push('\n');
+    for run in &report.runs {
+        let mut cells = vec![field(&run.algorithm), run.seed.to_string()];
+        match &run.outcome {
+            Outcome::Finished(values) => {
+                cells.push("ok".into());
+                cells.extend(values.iter().map(|(_, v)| round6(v).to_string()));
+            }
+            Outcome::Unfinished { kind, .. } => {
+                cells.push((*kind).to_string());
+                cells.extend(CATALOGUE.iter().map(|_| String::new()));
+            }
+        }
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Quotes a field if it holds a comma, a quote or a line break.
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn fields_are_quoted_only_when_needed() {
+        assert_eq!(field("wait"), "wait");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

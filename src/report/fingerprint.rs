@@ -1,0 +1,246 @@
+//! The world hash: a short content hash of a compiled [`World`], so that a shared result names
+//! exactly the world it came from.
+//!
+//! The hash covers every value the simulation reads — the world after `--jobs`, `--concurrency`
+//! and `--horizon` overrides, every endpoint, the cycle, the retry policy, the breaker, the failure
+//! split and the unsuited list — and nothing about the file it came from: key order, comments,
+//! whitespace, number spelling (`1.0` vs `1`) and defaulted-versus-written values do not change it.
+//! It does not cover the algorithms, the seeds or the random-number scheme; the JSON names those
+//! separately. Never reads a file.
+//!
+//! Method: a canonical text (one `key=value` line per field; floats by their exact bit pattern)
+//! hashed with 64-bit FNV-1a and printed as 16 hex digits. FNV-1a is not collision-resistant
+//! against an adversary; it identifies, it does not authenticate.
+
+use std::fmt::Write;
+
+use crate::world::{
+    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, RateLimit, RetryPolicy,
+    World,
+};
+
+/// The world hash: 16 lowercase hex digits.
+pub fn world_hash(world: &World) -> String {
+    format!("{:016x}", fnv1a64(canonical_text(world).as_bytes()))
+}
+
+/// The text the hash is taken over. Every struct is destructured without `..` where its fields are
+/// visible, so adding a field to the world fails to compile until it is hashed here.
+pub fn canonical_text(world: &World) -> String {
+    let World {
+        name,
+        summary,
+        seed,
+        jobs,
+        concurrency,
+        horizon_s,
+        steps_per_job,
+        calls_per_step,
+        cycle,
+        retry,
+        breaker,
+        capacity_retry_after_s,
+        failure_kinds,
+        endpoints,
+        unsuited,
+    } = world;
+    let mut out = Text::default();
+    out.str("name", name);
+    out.str("summary", summary);
+    out.int("seed", *seed);
+    out.int("jobs", *jobs);
+    out.int("concurrency", *concurrency);
+    out.float("horizon_s", *horizon_s);
+    out.int("steps_per_job", *steps_per_job);
+    out.int("calls_per_step", *calls_per_step);
+    cycle_text(&mut out, cycle);
+    retry_text(&mut out, retry);
+    let Breaker {
+        degrade_after,
+        dead_after,
+        cooldown_s,
+    } = breaker;
+    out.int("breaker.degrade_after", *degrade_after);
+    out.int("breaker.dead_after", *dead_after);
+    out.float("breaker.cooldown_s", *cooldown_s);
+    out.float("capacity_retry_after_s", *capacity_retry_after_s);
+    let FailureKinds {
+        http_503,
+        connection,
+        timeout,
+    } = failure_kinds;
+    out.float("failure_kinds.http_503", *http_503);
+    out.float("failure_kinds.connection", *connection);
+    out.float("failure_kinds.timeout", *timeout);
+    out.int("endpoints", endpoints.len() as u64);
+    for endpoint in endpoints {
+        endpoint_text(&mut out, endpoint);
+    }
+    for (algorithm, reason) in unsuited {
+        out.str(&format!("unsuited.{algorithm}"), reason);
+    }
+    out.0
+}
+
+/// Cycle keeps derived constants private; they follow from the four fields hashed here.
+fn cycle_text(out: &mut Text, cycle: &Cycle) {
+    out.float("cycle.period_s", cycle.period_s);
+    out.float("cycle.trough", cycle.trough);
+    out.float("cycle.peak", cycle.peak);
+    out.float("cycle.phase_s", cycle.phase_s);
+}
+
+fn retry_text(out: &mut Text, retry: &RetryPolicy) {
+    let RetryPolicy {
+        max_attempts,
+        backoff,
+        retry_classified,
+        retry_unknown,
+        max_total_s,
+    } = retry;
+    let Backoff {
+        base,
+        factor,
+        cap,
+        jitter,
+    } = backoff;
+    out.int("retry.max_attempts", *max_attempts);
+    out.float("retry.base", *base);
+    out.float("retry.factor", *factor);
+    out.float("retry.cap", *cap);
+    out.str("retry.jitter", jitter.name());
+    out.int("retry.retry_classified", u8::from(*retry_classified));
+    out.int("retry.retry_unknown", u8::from(*retry_unknown));
+    out.opt_float("retry.max_total_s", *max_total_s);
+}
+
+fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
+    let Endpoint {
+        id,
+        capacity,
+        weight,
+        quota_units,
+        latency,
+        failures,
+        rate_limit,
+    } = endpoint;
+    out.str("endpoint.id", id);
+    out.int("endpoint.capacity", *capacity);
+    out.float("endpoint.weight", *weight);
+    out.opt_float("endpoint.quota_units", *quota_units);
+    let Latency {
+        median_s,
+        sigma,
+        tail_rate,
+        tail_factor,
+    } = latency;
+    out.float("latency.median_s", *median_s);
+    out.float("latency.sigma", *sigma);
+    out.float("latency.tail_rate", *tail_rate);
+    out.float("latency.tail_factor", *tail_factor);
+    let Failures {
+        error_rate,
+        storm_rate,
+        storm_check_s,
+        storm_duration_s,
+        storm_error_rate,
+    } = failures;
+    out.float("failures.error_rate", *error_rate);
+    out.float("failures.storm_rate", *storm_rate);
+    out.float("failures.storm_check_s", *storm_check_s);
+    out.float("failures.storm_duration_s", *storm_duration_s);
+    out.float("failures.storm_error_rate", *storm_error_rate);
+    match rate_limit {
+        None => out.str("rate_limit", "none"),
+        Some(limit) => rate_limit_text(out, limit),
+    }
+}
+
+fn rate_limit_text(out: &mut Text, limit: &RateLimit) {
+    let RateLimit {
+        per_window,
+        window_s,
+        burst,
+        retry_after_s,
+        tightening,
+        tightening_floor,
+        recovery_per_window,
+        refill_per_s: _, // Derived from per_window and window_s.
+        burst_size: _,   // Derived from per_window and burst.
+    } = limit;
+    out.int("rate_limit.per_window", *per_window);
+    out.float("rate_limit.window_s", *window_s);
+    out.float("rate_limit.burst", *burst);
+    out.float("rate_limit.retry_after_s", *retry_after_s);
+    out.float("rate_limit.tightening", *tightening);
+    out.float("rate_limit.tightening_floor", *tightening_floor);
+    out.float("rate_limit.recovery_per_window", *recovery_per_window);
+}
+
+/// Builder of the canonical text; strings are `{:?}`-quoted so no value can forge a line break.
+#[derive(Default)]
+struct Text(String);
+
+impl Text {
+    fn str(&mut self, key: &str, value: &str) {
+        let _ = writeln!(self.0, "{key}={value:?}");
+    }
+    fn int(&mut self, key: &str, value: impl Into<u64>) {
+        let _ = writeln!(self.0, "{key}={}", value.into());
+    }
+    /// Floats by bit pattern (with `-0.0` folded into `0.0`), so the text is exact and does not
+    /// depend on how Rust prints floats.
+    fn float(&mut self, key: &str, value: f64) {
+        let value = if value == 0.0 { 0.0 } else { value };
+        let _ = writeln!(self.0, "{key}=f{:016x}", value.to_bits());
+    }
+    fn opt_float(&mut self, key: &str, value: Option<f64>) {
+        match value {
+            Some(v) => self.float(key, v),
+            None => self.str(key, "none"),
+        }
+    }
+}
+
+/// 64-bit FNV-1a.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile;
+    use crate::world::Overrides;
+
+    #[test]
+    fn fnv_matches_the_published_vectors() {
+        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn formatting_does_not_change_the_hash_but_values_do() {
+        let base = compile::builtin_bursty();
+        let reformatted = compile::BUILTIN_BURSTY_TOML
+            .replace("horizon_s = 600.0", "# a comment\nhorizon_s   =   600")
+            .replace("tail_factor = 5.0", "tail_factor = 5.000");
+        let same = compile::load("other.toml", reformatted.as_bytes()).expect("still valid");
+        assert_eq!(world_hash(&base), world_hash(&same));
+        let more_jobs = base.with_overrides(&Overrides {
+            jobs: Some(3001),
+            ..Overrides::default()
+        });
+        assert_ne!(world_hash(&base), world_hash(&more_jobs));
+        let tweaked =
+            compile::BUILTIN_BURSTY_TOML.replace("tail_factor = 5.0", "tail_factor = 5.01");
+        let tweaked = compile::load("t.toml", tweaked.as_bytes()).expect("valid");
+        assert_ne!(world_hash(&base), world_hash(&tweaked));
+        assert_eq!(world_hash(&base).len(), 16);
+    }
+}

@@ -1,0 +1,106 @@
+//! Number and list formatting shared by the renderers.
+//!
+//! Owns how a value is spelled (precision per unit, thousands separators, percentages, seed
+//! ranges) so the terminal, markdown and CSV outputs agree. Never decides what to show.
+
+/// Decimals for a unit (reference §8.7): 2 for times, 1 for counts, 4 for rates and ratios.
+pub fn decimals(unit: &str) -> usize {
+    match unit {
+        "s" | "ms" => 2,
+        "jobs" | "requests" | "attempts" | "leases" => 1,
+        _ => 4,
+    }
+}
+
+/// `x` with `decimals` digits; never prints `-0.00`.
+pub fn fixed(x: f64, decimals: usize) -> String {
+    let text = format!("{x:.decimals$}");
+    if text.starts_with('-') && text[1..].chars().all(|c| c == '0' || c == '.') {
+        text[1..].to_string()
+    } else {
+        text
+    }
+}
+
+/// `x` with `decimals` digits and `,` between thousands: `12,184.3`.
+pub fn thousands(x: f64, decimals: usize) -> String {
+    let text = fixed(x, decimals);
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let (int, frac) = digits.split_once('.').map_or((digits, ""), |(i, f)| (i, f));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if frac.is_empty() {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped}.{frac}")
+    }
+}
+
+/// A ratio as a percentage with one decimal: `0.6012` → `60.1 %`.
+pub fn percent(ratio: f64) -> String {
+    format!("{} %", fixed(ratio * 100.0, 1))
+}
+
+/// A rule's constant as a percentage without decimals: `0.9` → `90 %`.
+pub fn whole_percent(ratio: f64) -> String {
+    format!("{} %", fixed(ratio * 100.0, 0))
+}
+
+/// Rounds to 6 decimals for machine output; computations keep full precision.
+pub fn round6(x: f64) -> f64 {
+    let r = (x * 1e6).round() / 1e6;
+    if r == 0.0 { 0.0 } else { r }
+}
+
+/// The seed list, shortened when it is a run of consecutive seeds: `20260917…20260919`.
+pub fn seeds(seeds: &[u64]) -> String {
+    let consecutive = seeds.windows(2).all(|w| w[1] == w[0].wrapping_add(1));
+    match seeds {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [first, .., last] if consecutive => format!("{first}…{last}"),
+        _ => seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// `1 seed` / `3 seeds`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_spelled_consistently() {
+        assert_eq!(fixed(-0.0001, 2), "0.00");
+        assert_eq!(fixed(-1.5, 1), "-1.5");
+        assert_eq!(thousands(1234567.891, 2), "1,234,567.89");
+        assert_eq!(thousands(-999.0, 1), "-999.0");
+        assert_eq!(thousands(1000.0, 0), "1,000");
+        assert_eq!(percent(0.60123), "60.1 %");
+        assert_eq!(seeds(&[5, 6, 7]), "5…7");
+        assert_eq!(seeds(&[5, 7]), "5, 7");
+        assert_eq!(seeds(&[5]), "5");
+        assert_eq!(decimals("ms"), 2);
+        assert_eq!(decimals("requests"), 1);
+        assert_eq!(decimals("jobs/s"), 4);
+    }
+}

@@ -1,0 +1,218 @@
+//! The JSON report (`--json PATH`): every run, the aggregates, the verdicts and the provenance
+//! (simbench version and world hash), 2-space indented.
+//!
+//! Owns the JSON shape (reference §8.6 plus `simbench_version`, `world_hash`, `median`,
+//! `outcome`/`reason` per run and `stalled`). Objects keep report order — algorithms as they
+//! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
+//! decimals; verdicts were computed from the unrounded ones. Returns a `String`; never writes it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use super::format::round6;
+use super::{Column, Outcome, Report, Run};
+use crate::metrics::CATALOGUE;
+
+/// Renders the JSON report, ending with a newline.
+pub fn render(report: &Report) -> String {
+    let doc = Document {
+        simbench_version: env!("CARGO_PKG_VERSION"),
+        world_hash: &report.world.hash,
+        scenario: &report.world.name,
+        summary: &report.world.summary,
+        seeds: &report.sweep.seeds,
+        rng: report.sweep.rng,
+        jobs: report.world.jobs,
+        concurrency: report.world.concurrency,
+        wall_s: (report.sweep.wall_s * 1e3).round() / 1e3,
+        runs: report.runs.iter().map(|r| run(report, r)).collect(),
+        aggregates: aggregates(report),
+        winners: Ordered(
+            report
+                .rows
+                .iter()
+                .map(|r| (r.info.name, r.verdict.winners.clone()))
+                .collect(),
+        ),
+        excluded_by_completion: Ordered(
+            report
+                .rows
+                .iter()
+                .filter(|r| r.info.gated)
+                .map(|r| {
+                    let list = r
+                        .verdict
+                        .excluded
+                        .iter()
+                        .map(|e| Excluded {
+                            algorithm: &e.algorithm,
+                            completion_ratio: round6(e.completion_ratio),
+                        })
+                        .collect();
+                    (r.info.name, list)
+                })
+                .collect(),
+        ),
+        unsuited: Ordered(
+            report
+                .columns
+                .iter()
+                .filter_map(|c| c.unsuited.as_deref().map(|u| (c.algorithm.as_str(), u)))
+                .collect(),
+        ),
+        not_compared: Ordered(
+            report
+                .rows
+                .iter()
+                .filter_map(|r| r.verdict.not_compared.as_deref().map(|a| (r.info.name, a)))
+                .collect(),
+        ),
+        stalled: Ordered(
+            report
+                .columns
+                .iter()
+                .filter(|c| !c.unfinished.is_empty())
+                .map(|c| (c.algorithm.as_str(), unfinished(c)))
+                .collect(),
+        ),
+    };
+    let mut text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
+    text.push('\n');
+    text
+}
+
+/// A JSON object whose keys keep the order given (serde_json's own map would sort them).
+struct Ordered<K, V>(Vec<(K, V)>);
+
+impl<K: Serialize, V: Serialize> Serialize for Ordered<K, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    simbench_version: &'static str,
+    world_hash: &'a str,
+    scenario: &'a str,
+    summary: &'a str,
+    seeds: &'a [u64],
+    rng: &'static str,
+    jobs: u32,
+    concurrency: u32,
+    wall_s: f64,
+    runs: Vec<JsonRun<'a>>,
+    aggregates: Ordered<&'a str, Ordered<&'static str, Aggregate>>,
+    winners: Ordered<&'static str, Vec<String>>,
+    excluded_by_completion: Ordered<&'static str, Vec<Excluded<'a>>>,
+    unsuited: Ordered<&'a str, &'a str>,
+    not_compared: Ordered<&'static str, &'a str>,
+    stalled: Ordered<&'a str, Vec<Unfinished<'a>>>,
+}
+
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    scenario: &'a str,
+    algorithm: &'a str,
+    seed: u64,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metrics: Option<Ordered<&'static str, f64>>,
+    error_classes: &'a BTreeMap<String, u64>,
+    endpoint_admitted: BTreeMap<&'a str, u64>,
+}
+
+fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
+    let (outcome, reason) = match &run.outcome {
+        Outcome::Finished(_) => ("ok", None),
+        Outcome::Unfinished { kind, reason } => (*kind, Some(reason.as_str())),
+    };
+    JsonRun {
+        scenario: &report.world.name,
+        algorithm: &run.algorithm,
+        seed: run.seed,
+        outcome,
+        reason,
+        metrics: run
+            .metrics()
+            .map(|m| Ordered(m.iter().map(|(info, v)| (info.name, round6(v))).collect())),
+        error_classes: &run.error_classes,
+        endpoint_admitted: report
+            .world
+            .endpoints
+            .iter()
+            .map(String::as_str)
+            .zip(run.endpoint_admitted.iter().copied())
+            .collect(),
+    }
+}
+
+#[derive(Serialize)]
+struct Aggregate {
+    mean: f64,
+    min: f64,
+    max: f64,
+    stdev: f64,
+    median: f64,
+}
+
+/// Per algorithm with at least one finished run, per metric in catalogue order.
+fn aggregates(report: &Report) -> Ordered<&str, Ordered<&'static str, Aggregate>> {
+    Ordered(
+        report
+            .columns
+            .iter()
+            .filter(|c| !c.stats.is_empty())
+            .map(|c| {
+                let per_metric = CATALOGUE
+                    .iter()
+                    .zip(&c.stats)
+                    .map(|(info, s)| {
+                        let a = Aggregate {
+                            mean: round6(s.mean),
+                            min: round6(s.min),
+                            max: round6(s.max),
+                            stdev: round6(s.stdev),
+                            median: round6(s.median),
+                        };
+                        (info.name, a)
+                    })
+                    .collect();
+                (c.algorithm.as_str(), Ordered(per_metric))
+            })
+            .collect(),
+    )
+}
+
+#[derive(Serialize)]
+struct Excluded<'a> {
+    algorithm: &'a str,
+    completion_ratio: f64,
+}
+
+#[derive(Serialize)]
+struct Unfinished<'a> {
+    seed: u64,
+    outcome: &'static str,
+    reason: &'a str,
+}
+
+fn unfinished(column: &Column) -> Vec<Unfinished<'_>> {
+    column
+        .unfinished
+        .iter()
+        .map(|(seed, outcome, reason)| Unfinished {
+            seed: *seed,
+            outcome,
+            reason,
+        })
+        .collect()
+}

@@ -1,0 +1,153 @@
+//! The markdown report (`--markdown PATH`): the scenario, the full table (mean ± stdev and
+//! min–max per cell), admissions per endpoint, error classes, and the notes.
+//!
+//! Owns the layout of the file teams paste into reviews. Returns a `String`; never writes it.
+
+use super::format::{count, decimals, fixed, seeds, thousands};
+use super::terminal::{column_title, notes, verdict_text};
+use super::{Column, Report, Row};
+use crate::metrics::Direction;
+
+/// Renders the markdown report.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let w = &report.world;
+    out.push_str(&format!("### `{}`\n\n{}\n\n", w.name, w.summary));
+    out.push_str(&format!(
+        "{} {} · {} jobs × {} steps × {} calls, {} workers · horizon {} s simulated · wall {} s · world `{}`\n\n",
+        count(report.sweep.seeds.len(), "seed"),
+        seeds(&report.sweep.seeds),
+        w.jobs,
+        w.steps_per_job,
+        w.calls_per_step,
+        w.concurrency,
+        fixed(w.horizon_s, 0),
+        fixed(report.sweep.wall_s, 1),
+        w.hash
+    ));
+    metric_table(&mut out, report);
+    endpoint_table(&mut out, report);
+    error_class_table(&mut out, report);
+    out.push_str("#### Notes\n\n");
+    for line in notes(report).iter().skip(1) {
+        out.push_str(&format!("- {}\n", line.trim_start()));
+    }
+    out
+}
+
+fn table_header(out: &mut String, first: &[&str], columns: &[Column], last: &[&str]) {
+    let mut cells: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+    cells.extend(columns.iter().map(|c| format!("`{}`", column_title(c))));
+    cells.extend(last.iter().map(|s| s.to_string()));
+    out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    out.push_str(&"|---".repeat(cells.len()));
+    out.push_str("|\n");
+}
+
+fn metric_table(out: &mut String, report: &Report) {
+    table_header(
+        out,
+        &["metric", "unit", "better"],
+        &report.columns,
+        &["verdict"],
+    );
+    for row in &report.rows {
+        let info = row.info;
+        let mut cells = vec![
+            if info.gated {
+                format!("{} †", info.name)
+            } else {
+                info.name.to_string()
+            },
+            info.unit.to_string(),
+            match info.direction {
+                Direction::Higher => "higher".into(),
+                Direction::Lower => "lower".into(),
+                Direction::Neutral => "—".into(),
+            },
+        ];
+        cells.extend(report.columns.iter().map(|c| cell(row, c)));
+        cells.push(verdict(row));
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
+}
+
+/// `**mean** ± stdev<br>min – max`, bold for a winner, bracketed if excluded by the gate.
+fn cell(row: &Row, column: &Column) -> String {
+    let Some(s) = column.summary(row.info.metric) else {
+        return "—".into();
+    };
+    let d = decimals(row.info.unit);
+    let mean = thousands(s.mean, d);
+    let mean = if row.verdict.winners.contains(&column.algorithm) {
+        format!("**{mean}**")
+    } else {
+        mean
+    };
+    let text = format!(
+        "{mean} ± {}<br>{} – {}",
+        thousands(s.stdev, d),
+        thousands(s.min, d),
+        thousands(s.max, d)
+    );
+    if row
+        .verdict
+        .excluded
+        .iter()
+        .any(|e| e.algorithm == column.algorithm)
+    {
+        format!("({text})")
+    } else {
+        text
+    }
+}
+
+fn verdict(row: &Row) -> String {
+    verdict_text(&row.verdict, &|n| format!("`{n}`"))
+}
+
+fn endpoint_table(out: &mut String, report: &Report) {
+    out.push_str("#### Admitted requests per endpoint (mean per finished run)\n\n");
+    let mut header: Vec<String> = vec!["algorithm".into()];
+    header.extend(report.world.endpoints.iter().map(|e| format!("`{e}`")));
+    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&"|---".repeat(header.len()));
+    out.push_str("|\n");
+    for column in &report.columns {
+        let mut cells = vec![format!("`{}`", column.algorithm)];
+        cells.extend(column.endpoint_admitted.iter().map(|&n| thousands(n, 1)));
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
+}
+
+fn error_class_table(out: &mut String, report: &Report) {
+    let mut classes: Vec<&str> = report
+        .columns
+        .iter()
+        .flat_map(|c| c.error_classes.keys().map(String::as_str))
+        .collect();
+    classes.sort_unstable();
+    classes.dedup();
+    out.push_str("#### Failed attempts by error class (mean per finished run)\n\n");
+    if classes.is_empty() {
+        out.push_str("No attempt failed.\n\n");
+        return;
+    }
+    let mut header: Vec<String> = vec!["algorithm".into()];
+    header.extend(classes.iter().map(|c| format!("`{c}`")));
+    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&"|---".repeat(header.len()));
+    out.push_str("|\n");
+    for column in &report.columns {
+        let mut cells = vec![format!("`{}`", column.algorithm)];
+        cells.extend(
+            classes
+                .iter()
+                .map(|c| thousands(column.error_classes.get(*c).copied().unwrap_or(0.0), 1)),
+        );
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
+}

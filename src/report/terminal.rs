@@ -1,0 +1,250 @@
+//! The terminal table: one row per metric, one column per algorithm, a verdict column, and the
+//! notes that explain every blank or bracketed cell.
+//!
+//! Owns the layout of `simbench run`'s standard output. Returns a `String`; whether it is
+//! coloured is the caller's decision (a terminal without `NO_COLOR`), never detected here.
+
+use tabled::builder::Builder;
+use tabled::settings::object::{Cell, Columns, Rows};
+use tabled::settings::{Alignment, Color, Style};
+
+use super::format::{count, decimals, fixed, percent, seeds, whole_percent};
+use super::rank::{COMPLETION_FLOOR, Kind, SIGNIFICANCE_K, TIE_TOLERANCE, Verdict};
+use super::{Column, Report, Row};
+use crate::metrics::{Direction, MetricInfo};
+
+/// How to render the table.
+#[derive(Clone, Copy, Debug)]
+pub struct TerminalOptions {
+    /// Colour winners, excluded cells and unfinished columns with ANSI escapes.
+    pub colour: bool,
+}
+
+/// Columns before the first algorithm: metric (with its unit), better.
+const LEAD: usize = 2;
+
+/// Renders the table and its notes.
+pub fn render(report: &Report, options: &TerminalOptions) -> String {
+    let mut builder = Builder::default();
+    builder.push_record(header(report));
+    for row in &report.rows {
+        builder.push_record(body_row(report, row));
+    }
+    let mut table = builder.build();
+    table.with(Style::rounded());
+    table.modify(
+        Columns::new(LEAD..LEAD + report.columns.len()),
+        Alignment::right(),
+    );
+    table.modify(Rows::first(), Alignment::center());
+    if options.colour {
+        colour(&mut table, report);
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    for line in notes(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn header(report: &Report) -> Vec<String> {
+    let mut cells = vec!["metric [unit]".to_string(), "better".into()];
+    cells.extend(report.columns.iter().map(column_title));
+    cells.push("verdict".into());
+    cells
+}
+
+/// The algorithm's name, marked `(n/a)` if unsuited and with its unfinished-run count.
+pub(super) fn column_title(column: &Column) -> String {
+    let mut title = column.algorithm.clone();
+    if column.unsuited.is_some() {
+        title.push_str(" (n/a)");
+    }
+    if !column.unfinished.is_empty() {
+        title.push_str(&format!(
+            " ({}/{} {})",
+            column.unfinished.len(),
+            column.runs,
+            column.unfinished_word()
+        ));
+    }
+    title
+}
+
+fn body_row(report: &Report, row: &Row) -> Vec<String> {
+    let info = row.info;
+    let gated = if info.gated { " †" } else { "" };
+    let name = format!("{} [{}]{gated}", info.name, info.unit);
+    let mut cells = vec![name, better(info).to_string()];
+    cells.extend(report.columns.iter().map(|c| cell(info, &row.verdict, c)));
+    cells.push(verdict_text(&row.verdict, &|n| n.to_string()));
+    cells
+}
+
+fn better(info: &MetricInfo) -> &'static str {
+    match info.direction {
+        Direction::Higher => "higher",
+        Direction::Lower => "lower",
+        Direction::Neutral => "—",
+    }
+}
+
+/// `mean ± stdev` and a marker: `*` for a winner, brackets for an algorithm the gate excluded.
+fn cell(info: &MetricInfo, verdict: &Verdict, column: &Column) -> String {
+    let Some(summary) = column.summary(info.metric) else {
+        return "—".into();
+    };
+    let d = decimals(info.unit);
+    let text = format!("{} ± {}", fixed(summary.mean, d), fixed(summary.stdev, d));
+    if verdict.winners.contains(&column.algorithm) {
+        format!("{text}*")
+    } else if excluded(verdict, column) {
+        format!("({text})")
+    } else {
+        format!("{text} ")
+    }
+}
+
+fn excluded(verdict: &Verdict, column: &Column) -> bool {
+    verdict
+        .excluded
+        .iter()
+        .any(|e| e.algorithm == column.algorithm)
+}
+
+/// The verdict column: who won, or why nobody did; `name` spells an algorithm's name.
+pub(super) fn verdict_text(verdict: &Verdict, name: &dyn Fn(&str) -> String) -> String {
+    match (
+        verdict.kind,
+        verdict.winners.as_slice(),
+        &verdict.not_compared,
+    ) {
+        (Kind::Neutral, ..) => "—".into(),
+        (_, _, Some(only)) => format!("only {} eligible", name(only)),
+        (Kind::TooFew, ..) => "too few to compare".into(),
+        (Kind::AllZero, ..) => "zero for all".into(),
+        (Kind::Ranked, [one], _) => name(one),
+        (Kind::Ranked, several, _) => {
+            let names: Vec<String> = several.iter().map(|n| name(n)).collect();
+            format!("tie: {}", names.join(", "))
+        }
+    }
+}
+
+fn colour(table: &mut tabled::Table, report: &Report) {
+    for (c, column) in report.columns.iter().enumerate() {
+        let col = LEAD + c;
+        if !column.unfinished.is_empty() {
+            table.modify(Cell::new(0, col), Color::FG_RED);
+        }
+        for (r, row) in report.rows.iter().enumerate() {
+            let winner = row.verdict.winners.contains(&column.algorithm);
+            if winner {
+                table.modify(Cell::new(r + 1, col), Color::FG_GREEN);
+            } else if column.unsuited.is_some() || excluded(&row.verdict, column) {
+                table.modify(Cell::new(r + 1, col), Color::FG_BRIGHT_BLACK);
+            }
+        }
+    }
+    let verdict_col = LEAD + report.columns.len();
+    for (r, row) in report.rows.iter().enumerate() {
+        if row.verdict.kind == Kind::Ranked {
+            table.modify(Cell::new(r + 1, verdict_col), Color::FG_GREEN);
+        }
+    }
+}
+
+/// The lines under the table: what ran, how to read it, and every exception.
+pub(super) fn notes(report: &Report) -> Vec<String> {
+    let w = &report.world;
+    let mut lines = vec![
+        format!(
+            "{} · {} {} · {} jobs × {} steps × {} calls, {} workers · horizon {} s · wall {} s · world {}",
+            w.name,
+            count(report.sweep.seeds.len(), "seed"),
+            seeds(&report.sweep.seeds),
+            w.jobs,
+            w.steps_per_job,
+            w.calls_per_step,
+            w.concurrency,
+            fixed(w.horizon_s, 0),
+            fixed(report.sweep.wall_s, 1),
+            w.hash
+        ),
+        format!(
+            "mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within {} of it, or within {} paired standard errors of the per-seed differences.",
+            whole_percent(TIE_TOLERANCE),
+            fixed(SIGNIFICANCE_K, 0),
+        ),
+        format!(
+            "† gated: only algorithms whose mean jobs_done reaches {} of the best compete; (brackets) = excluded by that gate.",
+            whole_percent(COMPLETION_FLOOR)
+        ),
+    ];
+    if !report.gate.excluded.is_empty() {
+        let list: Vec<String> = report
+            .gate
+            .excluded
+            .iter()
+            .map(|e| format!("{} {}", e.algorithm, percent(e.completion_ratio)))
+            .collect();
+        lines.push(format!(
+            "excluded from † rows (completion vs the best): {}",
+            list.join(", ")
+        ));
+    }
+    lines.extend(not_compared_line(report));
+    for column in &report.columns {
+        if let Some(reason) = &column.unsuited {
+            lines.push(format!(
+                "n/a: {} is unsuited to this world and never ranked: {reason}",
+                column.algorithm
+            ));
+        }
+    }
+    for column in report.columns.iter().filter(|c| !c.unfinished.is_empty()) {
+        lines.push(format!(
+            "{}: {} of {} runs {}; it is left out of every ranking.",
+            column.algorithm,
+            column.unfinished.len(),
+            column.runs,
+            column.unfinished_word()
+        ));
+        for (seed, _, reason) in &column.unfinished {
+            lines.push(format!("  seed {seed}: {reason}"));
+        }
+    }
+    lines
+}
+
+/// `not compared: sticky on every † row` or `… on throughput_rps, utilization`.
+fn not_compared_line(report: &Report) -> Option<String> {
+    let pairs: Vec<(&str, &str)> = report
+        .rows
+        .iter()
+        .filter_map(|r| r.verdict.not_compared.as_deref().map(|a| (a, r.info.name)))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let gated = report.rows.iter().filter(|r| r.info.gated).count();
+    let mut algorithms: Vec<&str> = pairs.iter().map(|p| p.0).collect();
+    algorithms.dedup();
+    let parts: Vec<String> = algorithms
+        .iter()
+        .map(|&a| {
+            let metrics: Vec<&str> = pairs.iter().filter(|p| p.0 == a).map(|p| p.1).collect();
+            if metrics.len() == gated {
+                format!("{a} on every † row")
+            } else {
+                format!("{a} on {}", metrics.join(", "))
+            }
+        })
+        .collect();
+    Some(format!(
+        "not compared (the only eligible algorithm, so not crowned): {}",
+        parts.join("; ")
+    ))
+}

@@ -1,0 +1,125 @@
+//! The sweep: every algorithm on every seed, spread over threads, results back in plan order.
+//!
+//! Owns scheduling independent runs on a fixed number of threads and turning each
+//! [`harness::RunResult`] into a [`report::Run`]. Every run is a pure function of (world,
+//! algorithm, seed), and results are stored by plan index, so the output is identical whatever
+//! the thread count or finishing order. It never reads a clock: wall time comes from the
+//! caller's `clock` closure (the CLI passes a real one, tests a frozen one).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::client::registry;
+use crate::harness::{self, RngScheme, RunConfig, RunResult};
+use crate::metrics::Metric;
+use crate::report::{Outcome, Run};
+use crate::world::World;
+
+/// How to carry out a sweep.
+pub struct SweepConfig<'a> {
+    /// The random-number scheme of every run.
+    pub rng: RngScheme,
+    /// Threads to run on (at least one is used).
+    pub threads: usize,
+    /// Real seconds one run may take before it is stopped as timed out.
+    pub wall_budget_s: f64,
+    /// Seconds since an arbitrary fixed instant; only differences are used.
+    pub clock: &'a (dyn Fn() -> f64 + Sync),
+    /// Called after each run finishes, from the thread that ran it (for progress display).
+    pub on_run: &'a (dyn Fn(&Run) + Sync),
+}
+
+/// The seeds of an `n`-seed sweep: the world's seed, seed + 1, … seed + n − 1.
+pub fn seeds(world: &World, n: u32) -> Vec<u64> {
+    (0..u64::from(n))
+        .map(|k| world.seed().wrapping_add(k))
+        .collect()
+}
+
+/// The plan, algorithm-major: each algorithm on every seed before the next algorithm.
+pub fn plan<'a>(algorithms: &'a [String], seeds: &'a [u64]) -> Vec<(&'a str, u64)> {
+    algorithms
+        .iter()
+        .flat_map(|a| seeds.iter().map(move |&s| (a.as_str(), s)))
+        .collect()
+}
+
+/// Runs every (algorithm, seed) of `plan` and returns the runs in plan order.
+///
+/// # Panics
+/// Panics if an algorithm is not in the registry (the CLI checks names first).
+pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> Vec<Run> {
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Run>>> = Mutex::new((0..plan.len()).map(|_| None).collect());
+    let threads = config.threads.clamp(1, plan.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(algorithm, seed)) = plan.get(i) else {
+                        break;
+                    };
+                    let run = run_one(world, algorithm, seed, config);
+                    (config.on_run)(&run);
+                    slots.lock().expect("no thread panics holding the lock")[i] = Some(run);
+                }
+            });
+        }
+    });
+    slots
+        .into_inner()
+        .expect("no thread panicked")
+        .into_iter()
+        .map(|slot| slot.expect("every planned run was executed"))
+        .collect()
+}
+
+fn run_one(world: &World, algorithm: &str, seed: u64, config: &SweepConfig<'_>) -> Run {
+    let info = registry::find(algorithm).expect("algorithm names are checked before a sweep");
+    let strategy = (info.build)();
+    let started = (config.clock)();
+    let elapsed = || (config.clock)() - started;
+    let out_of_time = || elapsed() > config.wall_budget_s;
+    let result = harness::run(
+        world,
+        strategy.as_ref(),
+        &RunConfig {
+            seed,
+            rng: config.rng,
+            trace: false,
+            out_of_time: &out_of_time,
+        },
+    );
+    into_run(algorithm, seed, result, elapsed())
+}
+
+/// The report's view of a harness result; the wall time goes into the `wall_s` metric.
+fn into_run(algorithm: &str, seed: u64, result: RunResult, wall_s: f64) -> Run {
+    let outcome = match (result.metrics, result.outcome.reason()) {
+        (Some(mut metrics), _) => {
+            metrics.set(Metric::WallS, wall_s);
+            Outcome::Finished(metrics)
+        }
+        (None, reason) => Outcome::Unfinished {
+            kind: result.outcome.name(),
+            reason: reason.unwrap_or_else(|| "no metrics were produced".into()),
+        },
+    };
+    Run {
+        algorithm: algorithm.to_string(),
+        seed,
+        outcome,
+        error_classes: result
+            .error_classes
+            .into_iter()
+            .map(|(class, n)| (class.to_string(), n))
+            .collect(),
+        endpoint_admitted: result
+            .endpoints
+            .iter()
+            .map(|e| e.provider.admitted)
+            .collect(),
+        wall_s,
+    }
+}

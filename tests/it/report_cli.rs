@@ -1,0 +1,266 @@
+//! `simbench run` and `simbench list` as a user runs them: the table, the report files, their
+//! determinism, exit codes for partial and total stalls, and failed writes that leave nothing
+//! behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn simbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A fresh, empty folder for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("simbench-report-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The JSON with `wall_s` values removed: the only thing allowed to differ between runs.
+fn without_wall_times(text: &str) -> serde_json::Value {
+    fn blank(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.remove("wall_s");
+                map.values_mut().for_each(blank);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+    blank(&mut value);
+    value
+}
+
+#[test]
+fn report_cli_five_seeds_twice_and_on_one_thread_are_identical() {
+    let dir = scratch("determinism");
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let run = |file: &str, threads: Option<&str>| {
+        let mut args = vec!["run", "scenarios/bursty.toml", "--seeds", "5", "--quiet"];
+        args.extend(["--json", file]);
+        if let Some(t) = threads {
+            args.extend(["--threads", t]);
+        }
+        let out = simbench(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        without_wall_times(&std::fs::read_to_string(file).unwrap())
+    };
+    let (a, b, c) = (path("a.json"), path("b.json"), path("c.json"));
+    let first = run(&a, None);
+    assert_eq!(first, run(&b, None));
+    assert_eq!(first, run(&c, Some("1")));
+    assert_eq!(first["runs"].as_array().unwrap().len(), 25);
+    assert_eq!(first["seeds"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn report_cli_run_prints_the_table_and_notes() {
+    let out = simbench(&[
+        "run",
+        "--seeds",
+        "2",
+        "--jobs",
+        "400",
+        "--algorithms",
+        "wait,sticky,least_busy",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in [
+        "verdict",
+        "least_busy (n/a)",
+        "jobs_done",
+        "throughput_rps [jobs/s] †",
+        "* = best mean",
+        "n/a: least_busy is unsuited",
+        "bursty_provider · 2 seeds 20260917…20260918",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    let err = stderr(&out);
+    assert!(
+        err.contains("simbench: 3 algorithms × 2 seeds on `bursty_provider`"),
+        "{err}"
+    );
+    assert!(err.contains("warning: `least_busy` is unsuited"), "{err}");
+}
+
+#[test]
+fn report_cli_writes_markdown_csv_and_json_together() {
+    let dir = scratch("outputs");
+    let md = dir.join("deep/er/report.md");
+    let csv = dir.join("runs.csv");
+    let json = dir.join("report.json");
+    let out = simbench(&[
+        "run",
+        "--seeds",
+        "2",
+        "--jobs",
+        "300",
+        "--algorithms",
+        "wait,backoff",
+        "--markdown",
+        md.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("wrote {}", md.display())));
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("| metric | unit | better | `wait` | `backoff` | verdict |"));
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4);
+    assert!(csv.starts_with("algorithm,seed,outcome,jobs_done,"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(json["aggregates"].as_object().unwrap().len(), 2);
+    assert_eq!(listing(&dir), ["deep", "report.json", "runs.csv"]);
+}
+
+#[test]
+fn report_cli_unwritable_output_fails_cleanly() {
+    let dir = scratch("unwritable");
+    std::fs::write(dir.join("a-file"), "x").unwrap();
+    std::fs::create_dir(dir.join("a-folder")).unwrap();
+    let cases = [
+        // The parent "folder" is a file.
+        ("--json", dir.join("a-file/report.json")),
+        // The target is a folder: the temporary is written, the rename fails, it is removed.
+        ("--json", dir.join("a-folder")),
+        // Fails last: the markdown staged before it and its new folder are removed again.
+        ("--csv", dir.join("a-file/x.csv")),
+    ];
+    for (flag, target) in cases {
+        let good = dir.join("new/good.md");
+        let out = simbench(&[
+            "run",
+            "--seeds",
+            "1",
+            "--jobs",
+            "100",
+            "--algorithms",
+            "wait",
+            "--quiet",
+            "--markdown",
+            good.to_str().unwrap(),
+            flag,
+            target.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{target:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.starts_with("error: cannot "), "{err}");
+        assert!(
+            err.contains(&target.display().to_string()) || err.contains("a-file"),
+            "{err}"
+        );
+        // Nothing partial: not the other output, no temporaries, no new folders.
+        assert_eq!(listing(&dir), ["a-file", "a-folder"], "{target:?}");
+        assert!(listing(&dir.join("a-folder")).is_empty());
+    }
+}
+
+const HALF_DOOMED: &str = r#"
+name = "doomed"
+summary = "Every request fails."
+jobs = 50
+concurrency = 3
+[[endpoints]]
+id = "only"
+capacity = 3
+latency = { median_s = 0.05, sigma = 0.0 }
+failures = { error_rate = 1.0, storm_rate = 0.0 }
+"#;
+
+#[test]
+fn report_cli_a_partial_stall_exits_0_and_a_total_stall_exits_2() {
+    let dir = scratch("stall");
+    let world = dir.join("doomed.toml");
+    std::fs::write(&world, HALF_DOOMED).unwrap();
+    let world = world.to_str().unwrap();
+    let partial = simbench(&[
+        "run",
+        world,
+        "--algorithms",
+        "wait,immediate",
+        "--seeds",
+        "2",
+    ]);
+    assert_eq!(partial.status.code(), Some(0), "{}", stderr(&partial));
+    assert!(
+        stdout(&partial).contains("wait (2/2 stalled)"),
+        "{}",
+        stdout(&partial)
+    );
+    assert!(stderr(&partial).contains("warning: 2 of 4 runs did not finish"));
+    let total = simbench(&[
+        "run",
+        world,
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "2",
+        "--quiet",
+    ]);
+    assert_eq!(total.status.code(), Some(2));
+    assert!(
+        stderr(&total).contains("error: no run finished"),
+        "{}",
+        stderr(&total)
+    );
+}
+
+#[test]
+fn report_cli_list_shows_algorithms_metrics_and_a_folder() {
+    let out = simbench(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("  immediate    Take a free resource or fail the attempt at once.\n"));
+    assert!(text.contains("throughput_rps †"), "{text}");
+    assert!(text.contains("built-in world"));
+
+    let dir = scratch("list");
+    std::fs::copy("scenarios/bursty.toml", dir.join("b.toml")).unwrap();
+    std::fs::write(dir.join("a-broken.toml"), "name = 3\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a scenario").unwrap();
+    let out = simbench(&["list", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let broken = text.find("a-broken.toml: invalid, skipped").expect(&text);
+    let good = text
+        .find("b.toml: bursty_provider (3000 jobs")
+        .expect(&text);
+    assert!(broken < good, "sorted by file name");
+    assert!(text.contains("unsuited: failover: single pool"));
+    assert!(!text.contains("notes.txt"));
+
+    let out = simbench(&["list", "/no/such/folder"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot list /no/such/folder"));
+}
