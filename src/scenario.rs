@@ -54,9 +54,9 @@ pub struct Scenario {
     #[schemars(range(min = 1, max = 100_000))]
     pub concurrency: u32,
 
-    /// Admission cutoff [s]: no job is started after this much simulated time, but started jobs
-    /// run to the end (it is not a truncation). The length of the working session being
-    /// modelled. Default 600.0; must be > 0.
+    /// Admission cutoff (seconds): no job is started after this much simulated time, but
+    /// started jobs run to the end (it is not a truncation). The length of the working session
+    /// being modelled. Default 600.0; must be > 0.
     #[serde(default = "default_horizon_s")]
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub horizon_s: f64,
@@ -110,7 +110,7 @@ pub struct Scenario {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Cycle {
-    /// Length of one cycle [s]; 0 means no rhythm (capacity stays at `peak`). How fast the
+    /// Length of one cycle (seconds); 0 means no rhythm (capacity stays at `peak`). How fast the
     /// vendor's spare capacity swings. Default 120.0; must be >= 0.
     #[schemars(range(min = 0))]
     pub period_s: f64,
@@ -125,7 +125,7 @@ pub struct Cycle {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub peak: f64,
 
-    /// Time shift of the cycle [s]: the trough falls at `phase_s` (and every period after).
+    /// Time shift of the cycle (seconds): the trough falls at `phase_s` (and every period after).
     /// Default 0.0; any finite number.
     pub phase_s: f64,
 }
@@ -149,8 +149,8 @@ pub struct Retry {
     #[schemars(range(min = 1, max = 1000))]
     pub max_attempts: u32,
 
-    /// First backoff delay [s], used when the error carries no Retry-After. Default 0.5; must
-    /// be >= 0.
+    /// First backoff delay (seconds), used when the error carries no Retry-After. Default 0.5;
+    /// must be >= 0.
     #[schemars(range(min = 0))]
     pub base: f64,
 
@@ -159,7 +159,7 @@ pub struct Retry {
     #[schemars(range(min = 1))]
     pub factor: f64,
 
-    /// Largest backoff delay before jitter [s]. Default 8.0; must be >= 0.
+    /// Largest backoff delay before jitter (seconds). Default 8.0; must be >= 0.
     #[schemars(range(min = 0))]
     pub cap: f64,
 
@@ -175,8 +175,8 @@ pub struct Retry {
     /// Retry errors of unknown class, such as "no endpoint available". Default false.
     pub retry_unknown: bool,
 
-    /// Give up on a step once retrying would exceed this much time since the step started [s].
-    /// A deadline on each unit of work. Default: absent (no limit); must be > 0.
+    /// Give up on a step once retrying would exceed this much time (seconds) since the step
+    /// started. A deadline on each unit of work. Default: absent (no limit); must be > 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub max_total_s: Option<f64>,
@@ -224,8 +224,8 @@ pub struct Breaker {
     #[schemars(range(min = 1))]
     pub dead_after: u32,
 
-    /// How long a DEGRADED endpoint is avoided unless a success ends it early [s]. Default
-    /// 30.0; must be >= 0.
+    /// How long (seconds) a DEGRADED endpoint is avoided unless a success ends it early.
+    /// Default 30.0; must be >= 0.
     #[schemars(range(min = 0))]
     pub cooldown_s: f64,
 }
@@ -244,8 +244,8 @@ impl Default for Breaker {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Provider {
-    /// Retry-After the provider sends when it refuses a request for lack of capacity (HTTP 503
-    /// "busy") [s], whatever the endpoint's rate limit says. Default 0.25; must be >= 0.
+    /// Retry-After (seconds) the provider sends when it refuses a request for lack of capacity
+    /// (HTTP 503 "busy"), whatever the endpoint's rate limit says. Default 0.25; must be >= 0.
     #[schemars(range(min = 0))]
     pub capacity_retry_after_s: f64,
 
@@ -334,7 +334,7 @@ pub struct Endpoint {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Latency {
-    /// Median service time of a request [s]. Default 0.4; must be > 0.
+    /// Median service time of a request (seconds). Default 0.4; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub median_s: f64,
 
@@ -380,11 +380,11 @@ pub struct Failures {
     #[schemars(range(min = 0, max = 1))]
     pub storm_rate: f64,
 
-    /// Spacing of the storm check instants [s]. Default 10.0; must be > 0.
+    /// Spacing of the storm check instants (seconds). Default 10.0; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub storm_check_s: f64,
 
-    /// Length of a storm [s] (0 disables storms). Default 30.0; must be >= 0.
+    /// Length of a storm (seconds); 0 disables storms. Default 30.0; must be >= 0.
     #[schemars(range(min = 0))]
     pub storm_duration_s: f64,
 
@@ -415,7 +415,7 @@ pub struct RateLimit {
     #[schemars(range(min = 1))]
     pub per_window: u64,
 
-    /// Length of the rate-limit window [s]. Default 60.0; must be > 0.
+    /// Length of the rate-limit window (seconds). Default 60.0; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub window_s: f64,
 
@@ -424,7 +424,7 @@ pub struct RateLimit {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub burst: f64,
 
-    /// Retry-After sent with a 429 refusal [s]. Default 1.0; must be >= 0.
+    /// Retry-After sent with a 429 refusal (seconds). Default 1.0; must be >= 0.
     #[schemars(range(min = 0))]
     pub retry_after_s: f64,
 
