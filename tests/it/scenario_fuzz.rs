@@ -160,3 +160,29 @@ proptest! {
         check(&bytes);
     }
 }
+
+/// The mutation strategy is only worth its cases if it reaches past the parser: a fixed sample
+/// of mutations must produce valid worlds, syntax errors and schema/rule errors alike.
+#[test]
+fn scenario_fuzz_mutations_reach_every_stage() {
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let (mut ok, mut syntax, mut other) = (0, 0, 0);
+    for _ in 0..2000 {
+        let bytes = mutate(BUILTIN_BURSTY_TOML, (next(), next() % 40, next(), next()));
+        match compile::load("sample.toml", &bytes) {
+            Ok(_) => ok += 1,
+            Err(e) if e.findings()[0].message.starts_with("TOML syntax error") => syntax += 1,
+            Err(_) => other += 1,
+        }
+    }
+    assert!(
+        ok > 100 && syntax > 100 && other > 100,
+        "ok {ok}, syntax {syntax}, other {other}"
+    );
+}
