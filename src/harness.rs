@@ -10,7 +10,7 @@
 
 pub mod queue;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::client::pool::{Filter, Pool, Signal, State};
 use crate::client::retry::{self, Decision, ErrorClass};
@@ -274,6 +274,10 @@ struct Sim<'w, R: RandomSource> {
     queue: EventQueue,
     workers: Vec<Worker<R::Stream>>,
     signals: Vec<Signal>,
+    /// Woken waiters, one batch per `Event::Wake`; batches are created and consumed in order
+    /// because each is created at the current instant, behind everything already due.
+    wake_batches: VecDeque<Vec<u32>>,
+    spare_batches: Vec<Vec<u32>>,
     now: f64,
     live: u32,
     blocked_in_acquire: u32,
@@ -320,6 +324,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             queue: EventQueue::with_capacity(world.concurrency() as usize * 2 + 16),
             workers,
             signals: Vec::new(),
+            wake_batches: VecDeque::new(),
+            spare_batches: Vec::new(),
             now: 0.0,
             live: world.concurrency(),
             blocked_in_acquire: 0,
@@ -345,7 +351,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             debug_assert!(at >= self.now, "time went backwards");
             self.now = at;
             self.events += 1;
-            if self.events % 16_384 == 0 && out_of_time() {
+            if self.events % 16_384 == 1 && out_of_time() {
                 return Outcome::Timeout {
                     at_s: self.now,
                     jobs_done: self.tally.jobs_done,
@@ -353,6 +359,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             }
             match event {
                 Event::Resume(w) => self.resume(w as usize),
+                Event::Wake => self.wake_batch(),
                 Event::Cooldown(r) => {
                     self.pool.cooldown_check(r as usize, self.now);
                     self.flush_signals();
@@ -390,19 +397,38 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.blocked_in_acquire -= 1;
                 Next::Acquire
             }
-            Phase::Waiting => {
-                if self.pool.any_candidate(Filter::All, self.now) {
-                    self.pool.remove_waiter(w as u32);
-                    self.blocked_in_acquire -= 1;
-                    Next::Acquire
-                } else {
-                    self.pool.rewait(w as u32);
-                    Next::Block
-                }
-            }
+            Phase::Waiting => unreachable!("waiters are resumed by wake batches"),
             Phase::Idle | Phase::Done => unreachable!("resumed a worker that is not parked"),
         };
         self.drive(w, next);
+    }
+
+    /// Resumes the waiters of the oldest wake batch, in waiter-list order.
+    ///
+    /// The waiters of one batch were woken by one notification and hold consecutive sequence
+    /// numbers at this instant, so running them back to back is the same as one event each.
+    /// Once one of them finds nothing to lease, nothing changes until the batch ends, so the
+    /// rest go back to sleep without looking: a release that wakes a thousand waiters costs one
+    /// check, not a thousand events.
+    fn wake_batch(&mut self) {
+        let mut batch = self
+            .wake_batches
+            .pop_front()
+            .expect("a batch per wake event");
+        let mut nothing_free = false;
+        for &w in &batch {
+            debug_assert_eq!(self.workers[w as usize].phase, Phase::Waiting);
+            if !nothing_free && self.pool.any_candidate(Filter::All, self.now) {
+                self.pool.remove_waiter(w);
+                self.blocked_in_acquire -= 1;
+                self.drive(w as usize, Next::Acquire);
+            } else {
+                self.pool.rewait(w);
+                nothing_free = true;
+            }
+        }
+        batch.clear();
+        self.spare_batches.push(batch);
     }
 
     /// Runs worker `w` synchronously until it blocks or exits.
@@ -638,15 +664,33 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
-    /// Puts the pool's requested wake-ups and cooldown checks on the queue, in order.
+    /// Puts the pool's requested wake-ups and cooldown checks on the queue, in order; each run
+    /// of consecutive wake-ups becomes one batch event.
     fn flush_signals(&mut self) {
         self.pool.take_signals(&mut self.signals);
-        for signal in self.signals.drain(..) {
-            match signal {
-                Signal::Wake(w) => self.queue.push(self.now, Event::Resume(w)),
-                Signal::Cooldown(r, at) => self.queue.push(at, Event::Cooldown(r as u32)),
+        let mut batch: Option<Vec<u32>> = None;
+        for i in 0..self.signals.len() {
+            match self.signals[i] {
+                Signal::Wake(w) => batch
+                    .get_or_insert_with(|| self.spare_batches.pop().unwrap_or_default())
+                    .push(w),
+                Signal::Cooldown(r, at) => {
+                    if let Some(batch) = batch.take() {
+                        self.push_batch(batch);
+                    }
+                    self.queue.push(at, Event::Cooldown(r as u32));
+                }
             }
         }
+        if let Some(batch) = batch {
+            self.push_batch(batch);
+        }
+        self.signals.clear();
+    }
+
+    fn push_batch(&mut self, batch: Vec<u32>) {
+        self.wake_batches.push_back(batch);
+        self.queue.push(self.now, Event::Wake);
     }
 
     fn finish(mut self, outcome: Outcome) -> RunResult {

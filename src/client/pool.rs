@@ -108,9 +108,12 @@ pub enum Signal {
     Cooldown(ResourceId, f64),
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Waiter {
-    worker: WorkerId,
+/// A worker's place in the waiter list. Entries of the list carry the ticket they were made
+/// with, so leaving is O(1) (the stale entry is skipped, and swept out now and then).
+#[derive(Clone, Copy, Debug, Default)]
+struct WaiterSlot {
+    ticket: u32,
+    waiting: bool,
     woken: bool,
 }
 
@@ -120,7 +123,9 @@ pub struct Pool {
     resources: Vec<Resource>,
     breaker: Breaker,
     rr: u64,
-    waiters: Vec<Waiter>,
+    waiters: Vec<(WorkerId, u32)>,
+    slots: Vec<WaiterSlot>,
+    stale: usize,
     signals: Vec<Signal>,
     down: usize,
     active_total: u32,
@@ -154,6 +159,8 @@ impl Pool {
             breaker: world.breaker().clone(),
             rr: 0,
             waiters: Vec::new(),
+            slots: Vec::new(),
+            stale: 0,
             signals: Vec::new(),
             down: 0,
             active_total: 0,
@@ -375,36 +382,46 @@ impl Pool {
 
     /// Registers `worker` at the end of the waiter list.
     pub fn add_waiter(&mut self, worker: WorkerId) {
-        self.waiters.push(Waiter {
-            worker,
-            woken: false,
-        });
+        let w = worker as usize;
+        if w >= self.slots.len() {
+            self.slots.resize(w + 1, WaiterSlot::default());
+        }
+        let slot = &mut self.slots[w];
+        debug_assert!(!slot.waiting, "worker {worker} is already waiting");
+        slot.ticket = slot.ticket.wrapping_add(1);
+        slot.waiting = true;
+        slot.woken = false;
+        self.waiters.push((worker, slot.ticket));
     }
 
     /// A woken waiter found nothing: it sleeps again, keeping its place in the list.
     pub fn rewait(&mut self, worker: WorkerId) {
-        if let Some(waiter) = self.waiters.iter_mut().find(|w| w.worker == worker) {
-            waiter.woken = false;
-        }
+        self.slots[worker as usize].woken = false;
     }
 
     /// A waiter found a candidate and leaves the list.
     pub fn remove_waiter(&mut self, worker: WorkerId) {
-        if let Some(pos) = self.waiters.iter().position(|w| w.worker == worker) {
-            self.waiters.remove(pos);
+        self.slots[worker as usize].waiting = false;
+        self.stale += 1;
+        if self.stale > 64 && self.stale * 2 > self.waiters.len() {
+            let slots = &self.slots;
+            self.waiters
+                .retain(|&(w, ticket)| is_live(slots[w as usize], ticket));
+            self.stale = 0;
         }
     }
 
     /// Workers waiting now.
     pub fn waiting(&self) -> usize {
-        self.waiters.len()
+        self.waiters.len() - self.stale
     }
 
     fn wake_all(&mut self) {
-        for waiter in &mut self.waiters {
-            if !waiter.woken {
-                waiter.woken = true;
-                self.signals.push(Signal::Wake(waiter.worker));
+        for &(worker, ticket) in &self.waiters {
+            let slot = &mut self.slots[worker as usize];
+            if is_live(*slot, ticket) && !slot.woken {
+                slot.woken = true;
+                self.signals.push(Signal::Wake(worker));
             }
         }
     }
@@ -413,6 +430,11 @@ impl Pool {
     pub fn take_signals(&mut self, out: &mut Vec<Signal>) {
         out.append(&mut self.signals);
     }
+}
+
+/// Whether a waiter-list entry made with `ticket` is the worker's current registration.
+fn is_live(slot: WaiterSlot, ticket: u32) -> bool {
+    slot.waiting && slot.ticket == ticket
 }
 
 /// `quota_aware`'s score of a resource: (share left, amount left), compared lexicographically.

@@ -10,10 +10,12 @@ use std::collections::BinaryHeap;
 /// A scheduled cause of work. Every event of the simulation is one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// Resume a worker: its timer elapsed or a waiter wake-up reached it.
+    /// Resume a worker: its timer elapsed.
     Resume(u32),
     /// Check whether a resource's cooldown has ended.
     Cooldown(u32),
+    /// Resume the next batch of woken waiters (the harness keeps the batches in order).
+    Wake,
 }
 
 /// A heap entry: the time's bit pattern, then `seq << 24 | event`. Comparing the tuple compares
@@ -23,25 +25,26 @@ pub enum Event {
 struct Entry(u64, u64);
 
 const EVENT_BITS: u32 = 24;
-const COOLDOWN_FLAG: u64 = 1 << (EVENT_BITS - 1);
-const INDEX_MASK: u64 = COOLDOWN_FLAG - 1;
+const KIND_SHIFT: u32 = EVENT_BITS - 2;
+const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
 fn pack(event: Event) -> u64 {
-    let (index, flag) = match event {
+    let (index, kind) = match event {
         Event::Resume(w) => (u64::from(w), 0),
-        Event::Cooldown(r) => (u64::from(r), COOLDOWN_FLAG),
+        Event::Cooldown(r) => (u64::from(r), 1),
+        Event::Wake => (0, 2),
     };
     assert!(index <= INDEX_MASK, "event index {index} out of range");
-    index | flag
+    kind << KIND_SHIFT | index
 }
 
 fn unpack(bits: u64) -> Event {
     let low = bits & ((1 << EVENT_BITS) - 1);
     let index = (low & INDEX_MASK) as u32;
-    if low & COOLDOWN_FLAG == 0 {
-        Event::Resume(index)
-    } else {
-        Event::Cooldown(index)
+    match low >> KIND_SHIFT {
+        0 => Event::Resume(index),
+        1 => Event::Cooldown(index),
+        _ => Event::Wake,
     }
 }
 
@@ -109,6 +112,7 @@ mod tests {
         q.push(1.0, Event::Resume(0));
         q.push(0.0, Event::Resume(3));
         q.push(-0.0, Event::Resume(4));
+        q.push(0.5, Event::Wake);
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
@@ -116,6 +120,7 @@ mod tests {
                 (0.0, Event::Resume(3)),
                 (0.0, Event::Resume(4)),
                 (0.5, Event::Cooldown(7)),
+                (0.5, Event::Wake),
                 (1.0, Event::Resume(1)),
                 (1.0, Event::Resume(0)),
             ]
