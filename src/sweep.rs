@@ -1,7 +1,7 @@
 //! The sweep: every algorithm on every seed, spread over threads, results back in plan order.
 //!
 //! Owns scheduling independent runs on a fixed number of threads and turning each
-//! [`harness::RunResult`] into a [`report::Run`]. Every run is a pure function of (world,
+//! [`harness::RunResult`] into a [`crate::report::Run`]. Every run is a pure function of (world,
 //! algorithm, seed), and results are stored by plan index, so the output is identical whatever
 //! the thread count or finishing order. It never reads a clock: wall time comes from the
 //! caller's `clock` closure (the CLI passes a real one, tests a frozen one).

@@ -29,9 +29,10 @@ pub fn render(report: &Report) -> String {
     endpoint_table(&mut out, report);
     error_class_table(&mut out, report);
     out.push_str("#### Notes\n\n");
-    for line in notes(report).iter().skip(1) {
+    for line in notes(report, "**bold**").iter().skip(1) {
         out.push_str(&format!("- {}\n", line.trim_start()));
     }
+    out.push_str("- Each cell: mean ± stdev, then min – max over the finished runs.\n");
     out
 }
 

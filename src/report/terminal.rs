@@ -42,7 +42,7 @@ pub fn render(report: &Report, options: &TerminalOptions) -> String {
     }
     let mut out = table.to_string();
     out.push('\n');
-    for line in notes(report) {
+    for line in notes(report, "*") {
         out.push_str(&line);
         out.push('\n');
     }
@@ -156,8 +156,9 @@ fn colour(table: &mut tabled::Table, report: &Report) {
     }
 }
 
-/// The lines under the table: what ran, how to read it, and every exception.
-pub(super) fn notes(report: &Report) -> Vec<String> {
+/// The lines under the table: what ran, how to read it, and every exception; `winner` names
+/// how a winning cell is marked.
+pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
     let w = &report.world;
     let mut lines = vec![
         format!(
@@ -174,7 +175,7 @@ pub(super) fn notes(report: &Report) -> Vec<String> {
             w.hash
         ),
         format!(
-            "mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within {} of it, or within {} paired standard errors of the per-seed differences.",
+            "mean ± sample stdev over seeds. {winner} = best mean, or not separable from the leader: within {} of it, or within {} paired standard errors of the per-seed differences.",
             whole_percent(TIE_TOLERANCE),
             fixed(SIGNIFICANCE_K, 0),
         ),
