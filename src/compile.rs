@@ -36,6 +36,9 @@ pub const BUILTIN_BURSTY_ORIGIN: &str = "<built-in bursty>";
 
 /// Tolerance on the sum of `[provider.failure_kinds]`.
 const FAILURE_KINDS_TOLERANCE: f64 = 1e-9;
+/// Most storm windows one instant may fall in (`storm_duration_s / storm_check_s`): each request
+/// inspects them all, so an unbounded ratio would make a run hang.
+const MAX_STORM_WINDOWS: u32 = 1000;
 
 /// Loads one scenario file.
 ///
@@ -346,6 +349,29 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
     }
 
     let endpoints = json.get("endpoints").and_then(Value::as_array);
+    for i in 0..endpoints.map_or(0, Vec::len) {
+        let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("failures"), key(name)];
+        let (check_at, duration_at) = (at("storm_check_s"), at("storm_duration_s"));
+        if let (Some(check), Some(duration)) = (number(json, &check_at), number(json, &duration_at))
+            && check > 0.0
+            && duration / check > MAX_STORM_WINDOWS as f64
+        {
+            out.push(Problem {
+                path: pick(check_at, duration_at),
+                target: Target::Value,
+                message: format!(
+                    "storms of {duration} s checked every {check} s overlap {:.0} at a time",
+                    duration / check
+                ),
+                label: "storm windows too dense".into(),
+                help: Some(format!(
+                    "every request looks at each storm that could cover it, so \
+                     storm_duration_s / storm_check_s must be at most {MAX_STORM_WINDOWS}; \
+                     for a storm that is nearly always on, raise storm_rate instead"
+                )),
+            });
+        }
+    }
     let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, endpoint) in endpoints.into_iter().flatten().enumerate() {
         let Some(id) = endpoint.get("id").and_then(Value::as_str) else {

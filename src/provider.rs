@@ -74,6 +74,10 @@ pub struct EndpointStats {
     pub peak_in_flight: u32,
 }
 
+/// Storm decisions remembered per endpoint (a power of two above the windows one instant spans
+/// in any sensible world; see the compile-time limit on `storm_duration_s / storm_check_s`).
+const STORM_CACHE: usize = 64;
+
 /// Endpoint-side state of one endpoint.
 #[derive(Clone, Debug)]
 struct EndpointState {
@@ -81,8 +85,10 @@ struct EndpointState {
     tokens: f64,
     allowance: f64,
     refilled_at: f64,
-    /// Storm decision per window: 0 unknown, 1 calm, 2 storm.
-    storms: Vec<u8>,
+    /// Recent storm decisions, direct-mapped by window: `(window + 1, storm)`; 0 is empty.
+    /// Decisions are a pure function of the window, so the cache only saves draws, and its size
+    /// stays fixed however long the run.
+    storms: Box<[(u64, bool); STORM_CACHE]>,
     stats: EndpointStats,
 }
 
@@ -112,7 +118,7 @@ impl<'w> Provider<'w> {
                     .map_or(f64::INFINITY, |bucket| bucket.burst_size),
                 allowance: 1.0,
                 refilled_at: 0.0,
-                storms: Vec::new(),
+                storms: Box::new([(0, false); STORM_CACHE]),
                 stats: EndpointStats::default(),
             })
             .collect();
@@ -236,16 +242,11 @@ impl<'w> Provider<'w> {
 
     fn storm_starts<R: RandomSource>(&mut self, e: usize, k: u64, rng: &R) -> bool {
         let rate = self.world.endpoints()[e].failures.storm_rate;
-        let cache = &mut self.endpoints[e].storms;
-        let idx = k as usize;
-        if idx >= cache.len() {
-            cache.resize(idx + 1, 0);
+        let slot = &mut self.endpoints[e].storms[(k % STORM_CACHE as u64) as usize];
+        if slot.0 != k + 1 {
+            *slot = (k + 1, rng.storm(e, k).uniform() < rate);
         }
-        if cache[idx] == 0 {
-            let storm = rng.storm(e, k).uniform() < rate;
-            cache[idx] = if storm { 2 } else { 1 };
-        }
-        cache[idx] == 2
+        slot.1
     }
 
     fn decide_failure(
