@@ -300,3 +300,70 @@ fn column(world: &World, runs: &[Run], name: &str) -> Column {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile;
+    use crate::metrics::{self, Tally};
+
+    fn run(algorithm: &str, seed: u64, jobs_done: Option<f64>) -> Run {
+        let outcome = match jobs_done {
+            Some(done) => {
+                let mut v = metrics::compute(&mut Tally::default(), &[]);
+                v.set(Metric::JobsDone, done);
+                Outcome::Finished(v)
+            }
+            None => Outcome::Unfinished {
+                kind: "stalled",
+                reason: "stuck".into(),
+            },
+        };
+        Run {
+            algorithm: algorithm.into(),
+            seed,
+            outcome,
+            error_classes: BTreeMap::from([("rate_limit".to_string(), 4)]),
+            endpoint_admitted: vec![10, 20, 30],
+            wall_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn columns_follow_first_appearance_and_summarise_finished_runs_only() {
+        let world = compile::builtin_bursty();
+        let runs = vec![
+            run("sticky", 1, Some(10.0)),
+            run("failover", 1, Some(30.0)),
+            run("sticky", 2, Some(20.0)),
+            run("wait", 1, Some(5.0)),
+            run("wait", 2, None),
+        ];
+        let sweep = SweepInfo {
+            seeds: vec![1, 2],
+            rng: "native",
+            wall_s: 0.0,
+        };
+        let report = analyse(&world, sweep, runs);
+        let names: Vec<&str> = report
+            .columns
+            .iter()
+            .map(|c| c.algorithm.as_str())
+            .collect();
+        assert_eq!(names, ["sticky", "failover", "wait"]);
+        let [sticky, failover, wait] = &report.columns[..] else {
+            panic!("three columns")
+        };
+        assert_eq!(sticky.summary(Metric::JobsDone).unwrap().mean, 15.0);
+        assert_eq!(sticky.standing(), Standing::Ranked);
+        assert_eq!(failover.standing(), Standing::Unsuited);
+        assert_eq!(wait.standing(), Standing::Unfinished);
+        assert_eq!(wait.summary(Metric::JobsDone).unwrap().n, 1);
+        assert_eq!(wait.error_classes["rate_limit"], 4.0);
+        assert_eq!(wait.endpoint_admitted, [10.0, 20.0, 30.0]);
+        assert_eq!(report.unfinished_runs(), 1);
+        assert!(!report.nothing_finished());
+        // Only sticky is ranked: no contest anywhere, and no star for the unsuited or stalled.
+        assert!(report.rows.iter().all(|r| r.verdict.winners.is_empty()));
+    }
+}

@@ -378,7 +378,7 @@ fn describe_files(out: &mut String, files: &[PathBuf]) {
                     let findings = errors.findings();
                     let first = findings
                         .first()
-                        .map_or_else(String::new, |f| format!(" line {}: {}", f.line, f.message));
+                        .map_or_else(String::new, |f| format!(", line {}: {}", f.line, f.message));
                     out.push_str(&format!(
                         "  {shown}: invalid, skipped ({}{first}; see `simbench validate {}`)\n",
                         plural(findings.len(), "problem"),
