@@ -1,8 +1,9 @@
 //! The command line: argument types, dispatch, exit codes. The only module that reads files,
 //! prints and installs the miette hook.
 //!
-//! Exit codes: 0 success; 1 an invalid scenario file; 2 a usage or I/O error, or a run that could
-//! not produce a result (stall, wall-budget timeout).
+//! Exit codes: 0 success (a comparison in which some runs stalled is still a success: the report
+//! shows them); 1 an invalid scenario file; 2 a usage or I/O error, or a comparison in which no
+//! run finished (every run stalled or hit the wall-clock budget).
 
 mod run;
 mod validate;
@@ -35,7 +36,7 @@ enum Command {
 pub const EXIT_OK: u8 = 0;
 /// Exit code: at least one scenario file is invalid.
 pub const EXIT_INVALID: u8 = 1;
-/// Exit code: usage or I/O error, or a run that produced no result.
+/// Exit code: usage or I/O error, or a comparison in which no run finished.
 pub const EXIT_ERROR: u8 = 2;
 
 /// Parses the command line and runs the command.
