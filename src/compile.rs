@@ -20,8 +20,8 @@ use crate::diagnostics::{Finding, ScenarioErrors, Seg, finding, line_column};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
-    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Jitter, Latency, RateLimit,
-    RetryPolicy, World,
+    Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency,
+    Load, RateLimit, RetryPolicy, Validity, World,
 };
 
 /// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;
@@ -348,8 +348,10 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
         }
     }
 
+    check_load(json, &written, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
+        check_distribution(json, i, &written, out);
         let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("failures"), key(name)];
         let (check_at, duration_at) = (at("storm_check_s"), at("storm_duration_s"));
         if let (Some(check), Some(duration)) = (number(json, &check_at), number(json, &duration_at))
@@ -392,6 +394,97 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
                 line_column(text, earlier.value.start).0
             )),
         });
+    }
+}
+
+/// The string at `path`, if the file (or a schema default) gives one.
+fn string_at<'j>(json: &'j Value, path: &[Seg]) -> Option<&'j str> {
+    let mut node = json;
+    for seg in path {
+        node = match (seg, node) {
+            (Seg::Key(k), Value::Object(map)) => map.get(k)?,
+            (Seg::Index(i), Value::Array(items)) => items.get(*i)?,
+            _ => return None,
+        };
+    }
+    node.as_str()
+}
+
+/// `mean_s` belongs to the exponential and constant shapes, `median_s` and `sigma` to the
+/// lognormal one: a key the chosen shape ignores is an error, not a silent no-op.
+fn check_distribution(
+    json: &Value,
+    i: usize,
+    written: &dyn Fn(&[Seg]) -> bool,
+    out: &mut Vec<Problem>,
+) {
+    let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("latency"), key(name)];
+    let shape = string_at(json, &at("distribution")).unwrap_or("lognormal");
+    let uses_mean = shape != "lognormal";
+    if uses_mean && !written(&at("mean_s")) {
+        out.push(Problem {
+            path: vec![key("endpoints"), Seg::Index(i), key("latency")],
+            target: Target::Value,
+            message: format!("`distribution = \"{shape}\"` needs `mean_s`"),
+            label: "this table needs `mean_s`".into(),
+            help: Some(format!(
+                "the {shape} shape is set by its mean: add `mean_s = …` (seconds, > 0)"
+            )),
+        });
+    }
+    let ignored: &[&str] = if uses_mean {
+        &["median_s", "sigma"]
+    } else {
+        &["mean_s"]
+    };
+    for name in ignored {
+        if written(&at(name)) {
+            out.push(Problem {
+                path: at(name),
+                target: Target::Key,
+                message: format!("`{name}` is not used by `distribution = \"{shape}\"`"),
+                label: "not used by this shape".into(),
+                help: Some(if uses_mean {
+                    "exponential and constant latencies are set by `mean_s` alone".into()
+                } else {
+                    "a lognormal latency is set by `median_s` and `sigma`; `mean_s` is for \
+                     distribution = \"exponential\" or \"constant\""
+                        .into()
+                }),
+            });
+        }
+    }
+}
+
+/// An open loop needs its rate; a closed loop has no use for the open-loop keys.
+fn check_load(json: &Value, written: &dyn Fn(&[Seg]) -> bool, out: &mut Vec<Problem>) {
+    let at = |name: &str| vec![key("load"), key(name)];
+    let open = string_at(json, &at("model")) == Some("open");
+    if open && !written(&at("rate_per_s")) {
+        out.push(Problem {
+            path: vec![key("load")],
+            target: Target::Value,
+            message: "`model = \"open\"` needs `rate_per_s`".into(),
+            label: "this table needs `rate_per_s`".into(),
+            help: Some("an open loop offers jobs at a rate: add `rate_per_s = …` (> 0)".into()),
+        });
+    }
+    if !open {
+        for name in ["rate_per_s", "arrivals", "max_in_flight"] {
+            if written(&at(name)) {
+                out.push(Problem {
+                    path: at(name),
+                    target: Target::Key,
+                    message: format!("`load.{name}` only applies to `model = \"open\"`"),
+                    label: "not used by a closed loop".into(),
+                    help: Some(
+                        "a closed loop runs `concurrency` workers; set `model = \"open\"` to \
+                         offer jobs at a rate instead"
+                            .into(),
+                    ),
+                });
+            }
+        }
     }
 }
 
@@ -444,6 +537,18 @@ fn build(s: &Scenario) -> World {
         },
         endpoints: s.endpoints.iter().map(build_endpoint).collect(),
         unsuited: s.unsuited.clone(),
+        load: match s.load.model {
+            spec::LoadModel::Closed => Load::Closed,
+            spec::LoadModel::Open => Load::Open {
+                rate_per_s: s.load.rate_per_s.expect("checked: open needs a rate"),
+                poisson: s.load.arrivals.unwrap_or_default() == spec::Arrivals::Poisson,
+                max_in_flight: s.load.max_in_flight,
+            },
+        },
+        validity: Validity {
+            max_queue_share: s.validity.max_queue_share,
+            knee_concurrency: s.validity.knee_concurrency,
+        },
     }
 }
 
@@ -454,6 +559,12 @@ fn build_endpoint(e: &spec::Endpoint) -> Endpoint {
         weight: e.weight,
         quota_units: e.quota_units.filter(|q| *q > 0.0),
         latency: Latency {
+            distribution: match e.latency.distribution {
+                spec::Distribution::Lognormal => Distribution::Lognormal,
+                spec::Distribution::Exponential => Distribution::Exponential,
+                spec::Distribution::Constant => Distribution::Constant,
+            },
+            mean_s: e.latency.mean_s.unwrap_or(e.latency.median_s),
             median_s: e.latency.median_s,
             sigma: e.latency.sigma,
             tail_rate: e.latency.tail_rate,

@@ -8,7 +8,7 @@
 use std::cell::Cell;
 
 use crate::rng::{RandomSource, Stream};
-use crate::world::{Endpoint, World};
+use crate::world::{Distribution, Endpoint, World};
 
 /// Why a request was refused (both are HTTP 429 with a Retry-After).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,13 +322,17 @@ impl EndpointState {
     }
 }
 
-/// Lognormal body, then the tail multiplier (§1.3).
+/// The body of the distribution, then the tail multiplier (§1.3). A lognormal body draws one
+/// normal (none when σ = 0), an exponential one a uniform, a constant one nothing.
 fn sample_latency(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
     let latency = &endpoint.latency;
-    let mut v = if latency.sigma > 0.0 {
-        latency.median_s * (latency.sigma * stream.gauss()).exp()
-    } else {
-        latency.median_s
+    let mut v = match latency.distribution {
+        Distribution::Lognormal if latency.sigma > 0.0 => {
+            latency.median_s * (latency.sigma * stream.gauss()).exp()
+        }
+        Distribution::Lognormal => latency.median_s,
+        Distribution::Exponential => -latency.mean_s * (1.0 - stream.uniform()).ln(),
+        Distribution::Constant => latency.mean_s,
     };
     if latency.tail_rate > 0.0 && stream.uniform() < latency.tail_rate {
         v *= latency.tail_factor;

@@ -99,10 +99,97 @@ pub struct Scenario {
     #[schemars(schema_with = "unsuited_schema")]
     pub unsuited: BTreeMap<String, String>,
 
+    /// How the harness offers load: a closed loop of `concurrency` workers (the default) or an
+    /// open loop of arrivals at a rate.
+    #[serde(default)]
+    pub load: Load,
+
+    /// When a run counts as a measurement of the provider rather than of the harness's own
+    /// queue (the validity gate).
+    #[serde(default)]
+    pub validity: Validity,
+
     /// The provider's endpoints, in pool order (that order breaks ties between equally good
     /// endpoints and orders per-endpoint tables). Required; at least one; ids must be unique.
     #[schemars(length(min = 1))]
     pub endpoints: Vec<Endpoint>,
+}
+
+/// The load model. In a closed loop, `concurrency` workers each run one job at a time, so the
+/// harness never has more in flight than it can handle. In an open loop, jobs arrive at
+/// `rate_per_s` whether or not earlier ones have finished, and wait in the harness's queue when
+/// `max_in_flight` jobs are already running: the harness's own congestion then shows up as
+/// queue wait, as in a load generator that fires requests on a schedule.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Load {
+    /// `"closed"` (default) or `"open"`.
+    pub model: LoadModel,
+
+    /// Open loop only: mean job arrival rate (jobs per second). Required for `"open"`; must be
+    /// > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub rate_per_s: Option<f64>,
+
+    /// Open loop only: `"poisson"` (default; exponential gaps, like independent users) or
+    /// `"uniform"` (evenly spaced, like a fixed-rate load generator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
+
+    /// Open loop only: most jobs in flight at once; later arrivals queue in the harness.
+    /// Default: absent (unbounded). Range 1 to 1000000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub max_in_flight: Option<u32>,
+}
+
+/// The load model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadModel {
+    // Workers that each run one job at a time.
+    #[default]
+    Closed,
+    // Arrivals on a schedule, queueing in the harness.
+    Open,
+}
+
+/// How open-loop arrivals are spaced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    // Exponential gaps (a Poisson process).
+    #[default]
+    Poisson,
+    // Exactly 1 / rate_per_s apart.
+    Uniform,
+}
+
+/// The validity gate: a run whose latency is dominated by the harness's own queue measures the
+/// harness, not the provider, and is labelled INVALID instead of being ranked.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Validity {
+    /// Largest allowed share of the p99 observed latency spent waiting in the harness
+    /// (`queue_wait_p99 / observed_p99`). Default 0.05; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub max_queue_share: f64,
+
+    /// The concurrency knee of this provider, if known (from `simbench sweep` or elsewhere): a
+    /// run using more concurrency than this is invalid. Default: absent. Range 1 to 1000000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub knee_concurrency: Option<u32>,
+}
+
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            max_queue_share: 0.05,
+            knee_concurrency: None,
+        }
+    }
 }
 
 /// The provider-wide capacity rhythm: every endpoint's capacity is multiplied by a raised cosine
@@ -334,6 +421,17 @@ pub struct Endpoint {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Latency {
+    /// Shape of the service time: `"lognormal"` (default; `median_s` and `sigma`),
+    /// `"exponential"` or `"constant"` (both set by `mean_s`; for checks against queueing
+    /// theory). The slow tail applies to all three.
+    pub distribution: Distribution,
+
+    /// Mean service time for `"exponential"` and `"constant"` (seconds); required by them and
+    /// not allowed with `"lognormal"`. Must be > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub mean_s: Option<f64>,
+
     /// Median service time of a request (seconds). Default 0.4; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub median_s: f64,
@@ -353,9 +451,24 @@ pub struct Latency {
     pub tail_factor: f64,
 }
 
+/// The shape of a latency distribution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    // median_s * exp(sigma * Z).
+    #[default]
+    Lognormal,
+    // Exponential with mean mean_s.
+    Exponential,
+    // Always mean_s.
+    Constant,
+}
+
 impl Default for Latency {
     fn default() -> Self {
         Latency {
+            distribution: Distribution::Lognormal,
+            mean_s: None,
             median_s: 0.4,
             sigma: 0.55,
             tail_rate: 0.02,

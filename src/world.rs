@@ -29,6 +29,8 @@ pub struct World {
     pub(crate) failure_kinds: FailureKinds,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) unsuited: BTreeMap<String, String>,
+    pub(crate) load: Load,
+    pub(crate) validity: Validity,
 }
 
 impl World {
@@ -92,6 +94,14 @@ impl World {
     pub fn unsuited(&self) -> &BTreeMap<String, String> {
         &self.unsuited
     }
+    /// How the harness offers load (closed loop of workers, or open-loop arrivals).
+    pub fn load(&self) -> &Load {
+        &self.load
+    }
+    /// The validity gate's thresholds.
+    pub fn validity(&self) -> &Validity {
+        &self.validity
+    }
     /// A copy with the size knobs replaced; values are checked by the caller's parser.
     ///
     /// # Panics
@@ -115,6 +125,32 @@ impl World {
         }
         world
     }
+}
+
+/// The load model of a world.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// `concurrency` workers, each running one job at a time.
+    Closed,
+    /// Jobs arrive on a schedule and queue in the harness when `max_in_flight` are running.
+    Open {
+        /// Mean arrivals per second.
+        rate_per_s: f64,
+        /// Exponential (Poisson) or even gaps.
+        poisson: bool,
+        /// Most jobs in flight at once; `None` is unbounded.
+        max_in_flight: Option<u32>,
+    },
+}
+
+/// Thresholds of the validity gate.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Validity {
+    /// Largest allowed `queue_wait_p99 / observed_p99`.
+    pub max_queue_share: f64,
+    /// A known concurrency knee; runs above it are invalid.
+    pub knee_concurrency: Option<u32>,
 }
 
 /// Size knobs a command line may replace (`--jobs`, `--concurrency`, `--horizon`).
@@ -185,10 +221,25 @@ impl Cycle {
     }
 }
 
-/// Lognormal latency with an occasional slow tail.
+/// The shape of a latency distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// `median_s · exp(sigma · Z)`.
+    Lognormal,
+    /// Exponential with mean `mean_s`.
+    Exponential,
+    /// Always `mean_s`.
+    Constant,
+}
+
+/// Service time: a body distribution with an occasional slow tail.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Latency {
+    /// Shape of the body.
+    pub distribution: Distribution,
+    /// Mean of the body for the exponential and constant shapes \[s\].
+    pub mean_s: f64,
     /// Median of the lognormal body \[s\].
     pub median_s: f64,
     /// Log-space standard deviation; 0 means a constant latency.
@@ -200,11 +251,14 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// Expected latency \[s\]: `median·exp(σ²/2)·(1 + tail_rate·(tail_factor − 1))`.
-    pub fn mean_s(&self) -> f64 {
-        self.median_s
-            * (self.sigma * self.sigma / 2.0).exp()
-            * (1.0 + self.tail_rate * (self.tail_factor - 1.0))
+    /// Expected latency \[s\]: the body's mean times `1 + tail_rate·(tail_factor − 1)`, where a
+    /// lognormal body's mean is `median·exp(σ²/2)`.
+    pub fn expected_s(&self) -> f64 {
+        let body = match self.distribution {
+            Distribution::Lognormal => self.median_s * (self.sigma * self.sigma / 2.0).exp(),
+            Distribution::Exponential | Distribution::Constant => self.mean_s,
+        };
+        body * (1.0 + self.tail_rate * (self.tail_factor - 1.0))
     }
 }
 

@@ -15,7 +15,8 @@
 use std::fmt::Write;
 
 use crate::world::{
-    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, RateLimit, RetryPolicy,
+    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, Load, RateLimit, RetryPolicy,
+    Validity,
     World,
 };
 
@@ -43,6 +44,8 @@ pub fn canonical_text(world: &World) -> String {
         failure_kinds,
         endpoints,
         unsuited,
+        load,
+        validity,
     } = world;
     let mut out = Text::default();
     out.str("name", name);
@@ -76,6 +79,25 @@ pub fn canonical_text(world: &World) -> String {
     for endpoint in endpoints {
         endpoint_text(&mut out, endpoint);
     }
+    match load {
+        Load::Closed => out.str("load.model", "closed"),
+        Load::Open {
+            rate_per_s,
+            poisson,
+            max_in_flight,
+        } => {
+            out.str("load.model", "open");
+            out.float("load.rate_per_s", *rate_per_s);
+            out.str("load.arrivals", if *poisson { "poisson" } else { "uniform" });
+            out.int("load.max_in_flight", max_in_flight.map_or(0, u64::from));
+        }
+    }
+    let Validity {
+        max_queue_share,
+        knee_concurrency,
+    } = validity;
+    out.float("validity.max_queue_share", *max_queue_share);
+    out.int("validity.knee_concurrency", knee_concurrency.map_or(0, u64::from));
     for (algorithm, reason) in unsuited {
         out.str(&format!("unsuited.{algorithm}"), reason);
     }
@@ -129,11 +151,15 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
     out.float("endpoint.weight", *weight);
     out.opt_float("endpoint.quota_units", *quota_units);
     let Latency {
+        distribution,
+        mean_s,
         median_s,
         sigma,
         tail_rate,
         tail_factor,
     } = latency;
+    out.str("latency.distribution", &format!("{distribution:?}"));
+    out.float("latency.mean_s", *mean_s);
     out.float("latency.median_s", *median_s);
     out.float("latency.sigma", *sigma);
     out.float("latency.tail_rate", *tail_rate);

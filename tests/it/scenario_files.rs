@@ -202,7 +202,7 @@ fn scenario_bursty_derived_facts_match_the_reference() {
     }
     let means: Vec<f64> = e
         .iter()
-        .map(|e| (e.latency.mean_s() * 1000.0).round() / 1000.0)
+        .map(|e| (e.latency.expected_s() * 1000.0).round() / 1000.0)
         .collect();
     assert_eq!(means, [0.306, 1.293, 0.688]);
     assert!((w.cycle().integral(0.0, 600.0) - 405.0).abs() < 1e-9);

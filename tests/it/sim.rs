@@ -171,7 +171,7 @@ fn closed_loop_matches_queueing_theory() {
     for (workers, capacity) in [(4, 8), (8, 8), (16, 8)] {
         for tail_rate in [0.0, 0.05] {
             let world = mm_world(workers, capacity, tail_rate);
-            let mean_s = world.endpoints()[0].latency.mean_s();
+            let mean_s = world.endpoints()[0].latency.expected_s();
             let busy = f64::from(workers.min(capacity));
             let result = run(&world, "wait", world.seed(), false);
             let m = result.metrics.expect("finished");
