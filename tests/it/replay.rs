@@ -101,7 +101,7 @@ fn differences(expected: &Value, got: &RunResult) -> Vec<String> {
         .iter()
         .map(|(k, v)| (k.to_string(), Value::from(*v)))
         .collect();
-    if &Value::Object(classes.clone()) != &expected["error_classes"] {
+    if Value::Object(classes.clone()) != expected["error_classes"] {
         diffs.push(format!(
             "error classes: reference {}, simbench {}",
             expected["error_classes"],
