@@ -41,7 +41,11 @@ fn long_bursty(jobs: u64) -> World {
 }
 
 fn requests(result: &RunResult) -> u64 {
-    result.metrics.as_ref().expect("finished").get(Metric::Requests) as u64
+    result
+        .metrics
+        .as_ref()
+        .expect("finished")
+        .get(Metric::Requests) as u64
 }
 
 /// Push then pop 10,000 events at pseudo-random times, 16 pending at a time (like 12 workers).
@@ -50,21 +54,19 @@ fn event_queue(bencher: Bencher) {
     let times: Vec<f64> = (0..10_000u64)
         .map(|i| (simbench::rng::mix64(i) >> 11) as f64 / (1u64 << 53) as f64)
         .collect();
-    bencher
-        .counter(ItemsCount::new(times.len()))
-        .bench(|| {
-            let mut queue = EventQueue::with_capacity(32);
-            let mut now = 0.0;
-            for (i, dt) in times.iter().enumerate() {
-                queue.push(now + dt, Event::Resume(i as u32 % 16));
-                if queue.len() >= 16 {
-                    now = queue.pop().expect("non-empty").0;
-                }
+    bencher.counter(ItemsCount::new(times.len())).bench(|| {
+        let mut queue = EventQueue::with_capacity(32);
+        let mut now = 0.0;
+        for (i, dt) in times.iter().enumerate() {
+            queue.push(now + dt, Event::Resume(i as u32 % 16));
+            if queue.len() >= 16 {
+                now = queue.pop().expect("non-empty").0;
             }
-            while let Some((at, event)) = queue.pop() {
-                black_box((at, event));
-            }
-        });
+        }
+        while let Some((at, event)) = queue.pop() {
+            black_box((at, event));
+        }
+    });
 }
 
 /// One `wait` run of the built-in bursty world (3000 jobs, horizon 600 s).

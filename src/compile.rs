@@ -20,8 +20,8 @@ use crate::diagnostics::{Finding, ScenarioErrors, Seg, finding, line_column};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
-    Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency,
-    Load, RateLimit, RetryPolicy, Validity, World,
+    Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency, Load,
+    RateLimit, RetryPolicy, Validity, World,
 };
 
 /// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;

@@ -15,9 +15,8 @@
 use std::fmt::Write;
 
 use crate::world::{
-    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, Load, RateLimit, RetryPolicy,
-    Validity,
-    World,
+    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, Load, RateLimit,
+    RetryPolicy, Validity, World,
 };
 
 /// The world hash: 16 lowercase hex digits.
@@ -88,7 +87,10 @@ pub fn canonical_text(world: &World) -> String {
         } => {
             out.str("load.model", "open");
             out.float("load.rate_per_s", *rate_per_s);
-            out.str("load.arrivals", if *poisson { "poisson" } else { "uniform" });
+            out.str(
+                "load.arrivals",
+                if *poisson { "poisson" } else { "uniform" },
+            );
             out.int("load.max_in_flight", max_in_flight.map_or(0, u64::from));
         }
     }
@@ -97,7 +99,10 @@ pub fn canonical_text(world: &World) -> String {
         knee_concurrency,
     } = validity;
     out.float("validity.max_queue_share", *max_queue_share);
-    out.int("validity.knee_concurrency", knee_concurrency.map_or(0, u64::from));
+    out.int(
+        "validity.knee_concurrency",
+        knee_concurrency.map_or(0, u64::from),
+    );
     for (algorithm, reason) in unsuited {
         out.str(&format!("unsuited.{algorithm}"), reason);
     }

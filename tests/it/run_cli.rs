@@ -44,20 +44,17 @@ fn blank_wall(value: &mut serde_json::Value) {
 #[test]
 fn json_is_identical_across_processes_and_thread_counts() {
     let base = [
-        "run",
-        "--seeds",
-        "2",
-        "--jobs",
-        "400",
-        "--quiet",
-        "--json",
-        "-",
+        "run", "--seeds", "2", "--jobs", "400", "--quiet", "--json", "-",
     ];
     let one = simbench(&[&base[..], &["--threads", "1"]].concat());
     let two = simbench(&[&base[..], &["--threads", "2"]].concat());
     let again = simbench(&[&base[..], &["--threads", "2"]].concat());
     for out in [&one, &two, &again] {
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let text = |o: &Output| without_wall_times(&String::from_utf8(o.stdout.clone()).unwrap());
     assert_eq!(text(&one), text(&two));
@@ -80,7 +77,10 @@ fn json_has_one_record_per_algorithm_and_seed() {
     ]);
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("wait") && stdout.contains("sticky"), "{stdout}");
+    assert!(
+        stdout.contains("wait") && stdout.contains("sticky"),
+        "{stdout}"
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     // Metrics are written in catalogue order (serde_json's Value would sort them, so read text).
