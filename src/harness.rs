@@ -19,7 +19,7 @@ use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
-use crate::world::World;
+use crate::world::{Load, World};
 use queue::{Event, EventQueue};
 
 /// How to run one (world, strategy, seed).
@@ -239,7 +239,14 @@ struct Worker<S> {
     step: u32,
     attempt: u32,
     call: u32,
+    /// When the job was meant to start: its arrival (open loop) or its claim (closed loop).
     job_start: f64,
+    /// When the harness wanted the current call's request sent (the intended clock).
+    ready_at: f64,
+    /// When the current attempt failed (a retry's intended clock starts there).
+    failed_at: f64,
+    /// When the request in flight was sent.
+    dispatched_at: f64,
     step_start: f64,
     acquire_start: f64,
     lease: usize,
@@ -247,6 +254,71 @@ struct Worker<S> {
     attempt_state: AttemptState,
     call_state: CallState,
     dice: Option<S>,
+}
+
+impl<S> Worker<S> {
+    fn idle() -> Self {
+        Worker {
+            phase: Phase::Idle,
+            job: 0,
+            step: 0,
+            attempt: 0,
+            call: 0,
+            job_start: 0.0,
+            ready_at: 0.0,
+            failed_at: 0.0,
+            dispatched_at: 0.0,
+            step_start: 0.0,
+            acquire_start: 0.0,
+            lease: 0,
+            pending: Pending {
+                latency_s: 0.0,
+                failure: None,
+                tokens: 0.0,
+            },
+            attempt_state: AttemptState::default(),
+            call_state: CallState::default(),
+            dice: None,
+        }
+    }
+}
+
+/// The open loop: one pending arrival at a time, a FIFO of arrived jobs waiting for a slot, and
+/// worker slots reused as jobs finish (so memory follows the jobs in flight, not the run).
+struct OpenLoop {
+    rate_per_s: f64,
+    poisson: bool,
+    max_in_flight: u32,
+    /// Arrived jobs not yet started: (job index, arrival time).
+    waiting: VecDeque<(u32, f64)>,
+    free_slots: Vec<usize>,
+    in_flight: u32,
+    arrivals_done: bool,
+}
+
+impl OpenLoop {
+    fn new(load: &Load) -> Option<OpenLoop> {
+        match *load {
+            Load::Closed => None,
+            Load::Open {
+                rate_per_s,
+                poisson,
+                max_in_flight,
+            } => Some(OpenLoop {
+                rate_per_s,
+                poisson,
+                max_in_flight: max_in_flight.unwrap_or(u32::MAX),
+                waiting: VecDeque::new(),
+                free_slots: Vec::new(),
+                in_flight: 0,
+                arrivals_done: false,
+            }),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.arrivals_done && self.waiting.is_empty() && self.in_flight == 0
+    }
 }
 
 /// The attempt's acquire stream, opened lazily (most attempts never draw from it).
@@ -279,7 +351,10 @@ struct Sim<'w, R: RandomSource> {
     wake_batches: VecDeque<Vec<u32>>,
     spare_batches: Vec<Vec<u32>>,
     now: f64,
+    /// Closed loop: workers that have not exited.
     live: u32,
+    /// Open loop: the arrival process and the harness's queue.
+    open: Option<OpenLoop>,
     blocked_in_acquire: u32,
     tally: Tally,
     error_classes: [u64; ErrorClass::ALL.len()],
@@ -289,32 +364,17 @@ struct Sim<'w, R: RandomSource> {
 
 impl<'w, R: RandomSource> Sim<'w, R> {
     fn new(world: &'w World, strategy: &'w dyn Strategy, rng: &'w R, trace: bool) -> Self {
-        let workers = (0..world.concurrency())
-            .map(|_| Worker {
-                phase: Phase::Idle,
-                job: 0,
-                step: 0,
-                attempt: 0,
-                call: 0,
-                job_start: 0.0,
-                step_start: 0.0,
-                acquire_start: 0.0,
-                lease: 0,
-                pending: Pending {
-                    latency_s: 0.0,
-                    failure: None,
-                    tokens: 0.0,
-                },
-                attempt_state: AttemptState::default(),
-                call_state: CallState::default(),
-                dice: None,
-            })
-            .collect();
-        let tally = Tally {
+        let closed_workers = match world.load() {
+            Load::Closed => world.concurrency(),
+            Load::Open { .. } => 0,
+        };
+        let workers = (0..closed_workers).map(|_| Worker::idle()).collect();
+        let mut tally = Tally {
             jobs: world.jobs().into(),
             steps_per_job: world.steps_per_job().into(),
             ..Tally::default()
         };
+        tally.concurrency_used = closed_workers.into();
         Sim {
             world,
             strategy,
@@ -327,7 +387,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             wake_batches: VecDeque::new(),
             spare_batches: Vec::new(),
             now: 0.0,
-            live: world.concurrency(),
+            live: closed_workers,
+            open: OpenLoop::new(world.load()),
             blocked_in_acquire: 0,
             tally,
             error_classes: [0; ErrorClass::ALL.len()],
@@ -338,10 +399,13 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// Starts the workers in index order, then processes events until every worker exits.
     fn run(&mut self, out_of_time: &dyn Fn() -> bool) -> Outcome {
+        if self.open.is_some() {
+            self.queue.push(0.0, Event::Arrival);
+        }
         for w in 0..self.workers.len() {
             self.drive(w, Next::Claim);
         }
-        while self.live > 0 {
+        while !self.finished() {
             if let Some(stall) = self.stall() {
                 return stall;
             }
@@ -360,6 +424,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             match event {
                 Event::Resume(w) => self.resume(w as usize),
                 Event::Wake => self.wake_batch(),
+                Event::Arrival => self.arrive(),
                 Event::Cooldown(r) => {
                     self.pool.cooldown_check(r as usize, self.now);
                     self.flush_signals();
@@ -367,6 +432,66 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             }
         }
         Outcome::Ok
+    }
+
+    fn finished(&self) -> bool {
+        match &self.open {
+            None => self.live == 0,
+            Some(open) => open.finished(),
+        }
+    }
+
+    /// An open-loop job arrives: it joins the harness's queue (unless the job count or the
+    /// horizon is reached), the next arrival is scheduled, and queued jobs start while slots
+    /// are free.
+    fn arrive(&mut self) {
+        let now = self.now;
+        let open = self.open.as_mut().expect("arrivals only in an open loop");
+        if self.tally.next_job >= self.tally.jobs || now >= self.world.horizon_s() {
+            open.arrivals_done = true;
+            self.tally.makespan_s = self.tally.makespan_s.max(now);
+            return;
+        }
+        let index = self.tally.next_job;
+        open.waiting.push_back((index as u32, now));
+        self.tally.next_job += 1;
+        let next_at = if open.poisson {
+            now - (1.0 - self.rng.arrival(index).uniform()).ln() / open.rate_per_s
+        } else {
+            (index + 1) as f64 / open.rate_per_s
+        };
+        self.queue.push(next_at, Event::Arrival);
+        self.start_waiting_jobs();
+    }
+
+    /// Starts queued open-loop jobs while fewer than `max_in_flight` are running.
+    fn start_waiting_jobs(&mut self) {
+        loop {
+            let open = self.open.as_mut().expect("open loop");
+            if open.in_flight >= open.max_in_flight {
+                return;
+            }
+            let Some((job, arrived)) = open.waiting.pop_front() else {
+                return;
+            };
+            open.in_flight += 1;
+            let in_flight = u64::from(open.in_flight);
+            let slot = open.free_slots.pop().unwrap_or_else(|| {
+                self.workers.push(Worker::idle());
+                self.workers.len() - 1
+            });
+            self.tally.concurrency_used = self.tally.concurrency_used.max(in_flight);
+            self.begin_job(slot, job, arrived);
+            self.drive(slot, Next::StartStep);
+        }
+    }
+
+    fn begin_job(&mut self, w: usize, job: u32, start: f64) {
+        let worker = &mut self.workers[w];
+        worker.phase = Phase::Idle;
+        worker.job = job;
+        worker.job_start = start;
+        worker.step = 0;
     }
 
     /// Every resource DEAD or REVOKED, nothing in flight that could revive one, and a worker
@@ -447,17 +572,25 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     fn claim(&mut self, w: usize) -> Next {
         let now = self.now;
+        if let Some(open) = &mut self.open {
+            // The slot's job is over: it takes the next queued job, or frees up.
+            if let Some((job, arrived)) = open.waiting.pop_front() {
+                self.begin_job(w, job, arrived);
+                return Next::StartStep;
+            }
+            open.in_flight -= 1;
+            open.free_slots.push(w);
+            self.workers[w].phase = Phase::Done;
+            self.tally.makespan_s = self.tally.makespan_s.max(now);
+            return Next::Block;
+        }
         if self.tally.next_job >= self.tally.jobs || now >= self.world.horizon_s() {
             self.workers[w].phase = Phase::Done;
             self.live -= 1;
             self.tally.makespan_s = now;
             return Next::Block;
         }
-        let worker = &mut self.workers[w];
-        worker.phase = Phase::Idle;
-        worker.job = self.tally.next_job as u32;
-        worker.job_start = now;
-        worker.step = 0;
+        self.begin_job(w, self.tally.next_job as u32, now);
         self.tally.next_job += 1;
         Next::StartStep
     }
@@ -493,6 +626,12 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             worker.step += 1;
             return Next::StartStep;
         }
+        worker.ready_at = match (worker.call, worker.attempt, worker.step) {
+            (0, 1, 0) => worker.job_start,
+            (0, 1, _) => self.now,
+            (0, _, _) => worker.failed_at,
+            _ => self.now,
+        };
         worker.acquire_start = self.now;
         worker.call_state = CallState::default();
         Next::Acquire
@@ -541,6 +680,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let arrival = self.provider.arrive(r, now, self.rng);
         let worker = &mut self.workers[w];
         worker.lease = r;
+        worker.dispatched_at = now;
+        if worker.attempt > 1 {
+            self.tally.retry_requests += 1;
+        }
         let active_after_lease = self.pool.resources()[r].active();
         let next = match arrival {
             Arrival::Refused {
@@ -606,6 +749,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let r = worker.lease;
         let pending = worker.pending;
         self.provider.finish(r, pending.failure.is_some());
+        self.record_clocks(w);
         match pending.failure {
             None => {
                 self.pool.report_ok(r, pending.tokens);
@@ -633,12 +777,34 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
+    /// Records the two clocks of a served request: service (sent to answered) and the harness's
+    /// own wait (intended to sent); first attempts and retries are kept apart.
+    fn record_clocks(&mut self, w: usize) {
+        let worker = &self.workers[w];
+        let queue_wait_ms = (worker.dispatched_at - worker.ready_at) * 1000.0;
+        let service_ms = (self.now - worker.dispatched_at) * 1000.0;
+        let observed_ms = (self.now - worker.ready_at) * 1000.0;
+        let t = &mut self.tally;
+        if worker.attempt == 1 {
+            t.service_ms.push(service_ms);
+            t.observed_ms.push(observed_ms);
+            t.queue_wait_ms.push(queue_wait_ms);
+        } else {
+            t.retry_observed_ms.push(observed_ms);
+            t.retry_queue_wait_ms.push(queue_wait_ms);
+        }
+    }
+
     /// Applies the retry policy to a failed attempt (§3.5).
     fn attempt_failed(&mut self, w: usize, class: ErrorClass, retry_after_s: Option<f64>) -> Next {
         self.tally.failed_attempts += 1;
         self.error_classes[class as usize] += 1;
+        if class == ErrorClass::Timeout {
+            self.tally.timeouts += 1;
+        }
         let now = self.now;
         let worker = &mut self.workers[w];
+        worker.failed_at = now;
         let (job, step, attempt) = (worker.job, worker.step, worker.attempt);
         let rng = self.rng;
         let decision = retry::decide(

@@ -39,12 +39,15 @@ pub struct MetricInfo {
     pub direction: Direction,
     /// Only comparable between algorithms that completed a similar number of jobs.
     pub gated: bool,
+    /// A latency row: ranked only among algorithms whose runs pass the validity gate (a
+    /// latency dominated by the harness's own queue describes the harness).
+    pub latency: bool,
     /// What it measures, in one paragraph.
     pub meaning: &'static str,
 }
 
 macro_rules! catalogue {
-    ($( $variant:ident => $name:literal, $unit:literal, $dir:ident, $gated:literal, $meaning:literal; )*) => {
+    ($( $variant:ident => $name:literal, $unit:literal, $dir:ident, $gated:literal, $latency:literal, $meaning:literal; )*) => {
         /// Every metric a run reports, in catalogue order.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Metric { $( #[doc = $meaning] $variant, )* }
@@ -57,6 +60,7 @@ macro_rules! catalogue {
                 unit: $unit,
                 direction: Direction::$dir,
                 gated: $gated,
+                latency: $latency,
                 meaning: $meaning,
             }, )*
         ];
@@ -64,49 +68,79 @@ macro_rules! catalogue {
 }
 
 catalogue! {
-    JobsDone => "jobs_done", "jobs", Higher, false,
+    JobsDone => "jobs_done", "jobs", Higher, false, false,
         "Jobs whose every step succeeded, including those that finished after the horizon.";
-    JobsFailed => "jobs_failed", "jobs", Neutral, false,
+    JobsFailed => "jobs_failed", "jobs", Neutral, false, false,
         "Jobs in which some step gave up after its retries.";
-    JobsUnstarted => "jobs_unstarted", "jobs", Neutral, false,
+    JobsUnstarted => "jobs_unstarted", "jobs", Neutral, false, false,
         "Jobs never claimed before the horizon; done + failed + unstarted = jobs.";
-    MakespanS => "makespan_s", "s", Neutral, false,
+    MakespanS => "makespan_s", "s", Neutral, false, false,
         "Simulated time when the last worker exited (the horizon plus the tail of running jobs).";
-    ThroughputRps => "throughput_rps", "jobs/s", Higher, true,
+    ThroughputRps => "throughput_rps", "jobs/s", Higher, true, false,
         "Completed jobs per simulated second of the run's own makespan.";
-    Requests => "requests", "requests", Neutral, false,
+    Requests => "requests", "requests", Neutral, false, false,
         "Requests that reached the provider, refusals included.";
-    AttemptsPerCompletedJob => "attempts_per_completed_job", "attempts", Lower, true,
+    AttemptsPerCompletedJob => "attempts_per_completed_job", "attempts", Lower, true, false,
         "All step attempts (failed jobs' included) per completed job; the no-retry floor is steps_per_job.";
-    AttemptInflation => "attempt_inflation", "ratio", Lower, true,
+    AttemptInflation => "attempt_inflation", "ratio", Lower, true, false,
         "Attempts per attempted step; 1.0 means no step was ever retried.";
-    FailedAttemptRate => "failed_attempt_rate", "ratio", Lower, true,
+    FailedAttemptRate => "failed_attempt_rate", "ratio", Lower, true, false,
         "Share of attempts that failed (refused, errored or found nothing to lease).";
-    RetryRate => "retry_rate", "ratio", Lower, true,
+    RetryRate => "retry_rate", "ratio", Lower, true, false,
         "Share of attempts followed by a scheduled retry.";
-    RefusalRate => "refusal_rate", "ratio", Lower, true,
+    RefusalRate => "refusal_rate", "ratio", Lower, true, false,
         "Share of requests the provider refused with a 429 (capacity or quota).";
-    ErrorRate => "error_rate", "ratio", Lower, true,
+    ErrorRate => "error_rate", "ratio", Lower, true, false,
         "Share of requests admitted and then failed (503, connection reset, read timeout).";
-    SuccessfulJobLatencyP50Ms => "successful_job_latency_p50_ms", "ms", Lower, true,
+    SuccessfulJobLatencyP50Ms => "successful_job_latency_p50_ms", "ms", Lower, true, true,
         "Median time from claiming a job to the end of its last call, over completed jobs.";
-    SuccessfulJobLatencyP95Ms => "successful_job_latency_p95_ms", "ms", Lower, true,
+    SuccessfulJobLatencyP95Ms => "successful_job_latency_p95_ms", "ms", Lower, true, true,
         "95th percentile of completed jobs' latency.";
-    SuccessfulJobLatencyP99Ms => "successful_job_latency_p99_ms", "ms", Lower, true,
+    SuccessfulJobLatencyP99Ms => "successful_job_latency_p99_ms", "ms", Lower, true, true,
         "99th percentile of completed jobs' latency.";
-    AcquireWaitP50Ms => "acquire_wait_p50_ms", "ms", Lower, true,
+    AcquireWaitP50Ms => "acquire_wait_p50_ms", "ms", Lower, true, true,
         "Median time a call spent obtaining a lease (successful acquires only).";
-    AcquireWaitP99Ms => "acquire_wait_p99_ms", "ms", Lower, true,
+    AcquireWaitP99Ms => "acquire_wait_p99_ms", "ms", Lower, true, true,
         "99th percentile of the time a call spent obtaining a lease.";
-    RequestLatencyP50Ms => "request_latency_p50_ms", "ms", Neutral, false,
+    RequestLatencyP50Ms => "request_latency_p50_ms", "ms", Neutral, false, false,
         "Median provider latency of successful requests.";
-    Utilization => "utilization", "ratio", Higher, true,
+    Utilization => "utilization", "ratio", Higher, true, false,
         "Busy endpoint-seconds (failed requests included) over the capacity the provider offered.";
-    EndpointSpread => "endpoint_spread", "ratio", Neutral, false,
+    EndpointSpread => "endpoint_spread", "ratio", Neutral, false, false,
         "Coefficient of variation (sample) of admitted requests across endpoints.";
-    LeasesActiveAtEnd => "leases_active_at_end", "leases", Lower, false,
+    LeasesActiveAtEnd => "leases_active_at_end", "leases", Lower, false, false,
         "Leases still held when the run ended; anything but 0 is a client bug.";
-    WallS => "wall_s", "s", Neutral, false,
+    ServiceP50Ms => "service_p50_ms", "ms", Lower, true, true,
+        "Median service time (sent to answered) of first-attempt requests the provider served.";
+    ServiceP95Ms => "service_p95_ms", "ms", Lower, true, true,
+        "95th percentile service time of served first-attempt requests.";
+    ServiceP99Ms => "service_p99_ms", "ms", Lower, true, true,
+        "99th percentile service time of served first-attempt requests: the provider's tail.";
+    ObservedP50Ms => "observed_p50_ms", "ms", Lower, true, true,
+        "Median observed latency (intended to answered) of served first-attempt requests: service plus the harness's own queue.";
+    ObservedP95Ms => "observed_p95_ms", "ms", Lower, true, true,
+        "95th percentile observed latency of served first-attempt requests.";
+    ObservedP99Ms => "observed_p99_ms", "ms", Lower, true, true,
+        "99th percentile observed latency of served first-attempt requests: what a published p99 would say.";
+    QueueWaitP50Ms => "queue_wait_p50_ms", "ms", Lower, true, true,
+        "Median time a served first-attempt request waited in the harness before it was sent (arrival queue, lease wait).";
+    QueueWaitP99Ms => "queue_wait_p99_ms", "ms", Lower, true, true,
+        "99th percentile harness wait of served first-attempt requests.";
+    QueueWaitMeanMs => "queue_wait_mean_ms", "ms", Lower, true, true,
+        "Mean harness wait of served first-attempt requests (comparable with queueing theory's Wq).";
+    QueueShare => "queue_share", "ratio", Lower, true, true,
+        "queue_wait_p99 / observed_p99: how much of the tail the harness put there itself; the validity gate's test.";
+    RefusalTimeoutRatio => "refusal_timeout_ratio", "ratio", Lower, true, false,
+        "429 refusals plus read timeouts per request: the denominator a latency figure must be read beside.";
+    RetryRequests => "retry_requests", "requests", Neutral, false, false,
+        "Requests sent by retry attempts, counted apart from first attempts.";
+    RetryObservedP99Ms => "retry_observed_p99_ms", "ms", Neutral, false, false,
+        "99th percentile observed latency of served retry requests, from the failure that caused the retry (backoff included).";
+    RetryQueueWaitP99Ms => "retry_queue_wait_p99_ms", "ms", Neutral, false, false,
+        "99th percentile harness wait of served retry requests (backoff and lease wait).";
+    ConcurrencyUsed => "concurrency_used", "jobs", Neutral, false, false,
+        "Jobs in flight at most: the closed loop's workers, or the open loop's peak.";
+    WallS => "wall_s", "s", Neutral, false, false,
         "Real seconds spent simulating the run (cost only).";
 }
 
@@ -174,6 +208,22 @@ pub struct Tally {
     pub request_latencies_ms: Samples,
     /// Leases held at the end.
     pub leases_active_at_end: u64,
+    /// Service times of served first-attempt requests \[ms\].
+    pub service_ms: Samples,
+    /// Observed latencies (intended to answered) of served first-attempt requests \[ms\].
+    pub observed_ms: Samples,
+    /// Harness waits (intended to sent) of served first-attempt requests \[ms\].
+    pub queue_wait_ms: Samples,
+    /// Requests sent by retry attempts.
+    pub retry_requests: u64,
+    /// Observed latencies of served retry requests \[ms\].
+    pub retry_observed_ms: Samples,
+    /// Harness waits of served retry requests \[ms\].
+    pub retry_queue_wait_ms: Samples,
+    /// Admitted requests that failed with a read timeout.
+    pub timeouts: u64,
+    /// Most jobs in flight at once.
+    pub concurrency_used: u64,
 }
 
 /// Per-endpoint counters the metrics need.
@@ -217,6 +267,15 @@ impl Samples {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Arithmetic mean; 0 if empty.
+    pub fn mean(&self) -> f64 {
+        let n = self.len();
+        if n == 0 {
+            return 0.0;
+        }
+        self.values.iter().sum::<f64>() / n as f64
+    }
+
     /// Linear-interpolated percentile (type 7), `q` in `[0, 1]`; 0 if empty.
     ///
     /// Uses selection rather than a full sort (linear time); it reorders the stored values.
@@ -263,6 +322,11 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
     let wait_p50 = tally.acquire_waits_ms.percentile(0.50);
     let wait_p99 = tally.acquire_waits_ms.percentile(0.99);
     let request_p50 = tally.request_latencies_ms.percentile(0.50);
+    let service = [0.50, 0.95, 0.99].map(|q| tally.service_ms.percentile(q));
+    let observed = [0.50, 0.95, 0.99].map(|q| tally.observed_ms.percentile(q));
+    let queue_wait = [0.50, 0.99].map(|q| tally.queue_wait_ms.percentile(q));
+    let retry_observed_p99 = tally.retry_observed_ms.percentile(0.99);
+    let retry_queue_wait_p99 = tally.retry_queue_wait_ms.percentile(0.99);
     let t = &*tally;
     let sum = |f: fn(&EndpointTally) -> f64| endpoints.iter().map(f).sum::<f64>();
     let requests = sum(|e| e.requests as f64);
@@ -316,6 +380,24 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
     );
     put(Metric::EndpointSpread, spread(endpoints));
     put(Metric::LeasesActiveAtEnd, t.leases_active_at_end as f64);
+    put(Metric::ServiceP50Ms, service[0]);
+    put(Metric::ServiceP95Ms, service[1]);
+    put(Metric::ServiceP99Ms, service[2]);
+    put(Metric::ObservedP50Ms, observed[0]);
+    put(Metric::ObservedP95Ms, observed[1]);
+    put(Metric::ObservedP99Ms, observed[2]);
+    put(Metric::QueueWaitP50Ms, queue_wait[0]);
+    put(Metric::QueueWaitP99Ms, queue_wait[1]);
+    put(Metric::QueueWaitMeanMs, t.queue_wait_ms.mean());
+    put(Metric::QueueShare, ratio(queue_wait[1], observed[2]));
+    put(
+        Metric::RefusalTimeoutRatio,
+        ratio(sum(|e| e.refused as f64) + t.timeouts as f64, requests),
+    );
+    put(Metric::RetryRequests, t.retry_requests as f64);
+    put(Metric::RetryObservedP99Ms, retry_observed_p99);
+    put(Metric::RetryQueueWaitP99Ms, retry_queue_wait_p99);
+    put(Metric::ConcurrencyUsed, t.concurrency_used as f64);
     v
 }
 
@@ -369,13 +451,16 @@ mod tests {
 
     #[test]
     fn catalogue_is_consistent() {
-        assert_eq!(N_METRICS, 22);
+        assert_eq!(N_METRICS, 37);
+        // The reference's 22 come first, in its order, then simbench's own, then wall_s.
+        assert_eq!(CATALOGUE[20].name, "leases_active_at_end");
+        assert_eq!(CATALOGUE[N_METRICS - 1].name, "wall_s");
         for (i, info) in CATALOGUE.iter().enumerate() {
             assert_eq!(info.metric as usize, i);
             assert_eq!(Metric::from_name(info.name), Some(info.metric));
         }
         let gated = CATALOGUE.iter().filter(|m| m.gated).count();
-        assert_eq!(gated, 13);
+        assert_eq!(gated, 24);
     }
 
     #[test]

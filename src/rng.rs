@@ -35,6 +35,8 @@ pub trait RandomSource {
     fn acquire(&self, job: u32, step: u32, attempt: u32) -> Self::Stream;
     /// Stream of the retry decision after attempt `attempt` fails.
     fn retry(&self, job: u32, step: u32, attempt: u32) -> Self::Stream;
+    /// Stream of the gap before open-loop arrival `index` (0-based).
+    fn arrival(&self, index: u64) -> Self::Stream;
 }
 
 /// The native scheme: keys mixed with SplitMix64, streams drawn from Xoshiro256++.
@@ -48,6 +50,7 @@ const DOMAIN_REQUEST: u64 = 0x7265_7175_6573_7401;
 const DOMAIN_STORM: u64 = 0x7374_6f72_6d00_0002;
 const DOMAIN_ACQUIRE: u64 = 0x6163_7175_6972_6503;
 const DOMAIN_RETRY: u64 = 0x7265_7472_7900_0004;
+const DOMAIN_ARRIVAL: u64 = 0x6172_7269_7661_6c05;
 
 impl Native {
     /// A source for run seed `seed` over endpoints with these ids (in world order).
@@ -81,6 +84,9 @@ impl RandomSource for Native {
     }
     fn retry(&self, job: u32, step: u32, attempt: u32) -> NativeStream {
         self.stream(DOMAIN_RETRY, [job.into(), step.into(), attempt.into()])
+    }
+    fn arrival(&self, index: u64) -> NativeStream {
+        self.stream(DOMAIN_ARRIVAL, [index, 0, 0])
     }
 }
 

@@ -16,6 +16,8 @@ pub enum Event {
     Cooldown(u32),
     /// Resume the next batch of woken waiters (the harness keeps the batches in order).
     Wake,
+    /// The next open-loop job arrives.
+    Arrival,
 }
 
 /// A heap entry: the time's bit pattern, then `seq << 24 | event`. Comparing the tuple compares
@@ -33,6 +35,7 @@ fn pack(event: Event) -> u64 {
         Event::Resume(w) => (u64::from(w), 0),
         Event::Cooldown(r) => (u64::from(r), 1),
         Event::Wake => (0, 2),
+        Event::Arrival => (0, 3),
     };
     assert!(index <= INDEX_MASK, "event index {index} out of range");
     kind << KIND_SHIFT | index
@@ -44,7 +47,8 @@ fn unpack(bits: u64) -> Event {
     match low >> KIND_SHIFT {
         0 => Event::Resume(index),
         1 => Event::Cooldown(index),
-        _ => Event::Wake,
+        2 => Event::Wake,
+        _ => Event::Arrival,
     }
 }
 
@@ -113,6 +117,7 @@ mod tests {
         q.push(0.0, Event::Resume(3));
         q.push(-0.0, Event::Resume(4));
         q.push(0.5, Event::Wake);
+        q.push(0.5, Event::Arrival);
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
@@ -121,6 +126,7 @@ mod tests {
                 (0.0, Event::Resume(4)),
                 (0.5, Event::Cooldown(7)),
                 (0.5, Event::Wake),
+                (0.5, Event::Arrival),
                 (1.0, Event::Resume(1)),
                 (1.0, Event::Resume(0)),
             ]

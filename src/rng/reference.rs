@@ -41,6 +41,10 @@ impl RandomSource for Reference {
     fn retry(&self, job: u32, step: u32, attempt: u32) -> PyRandom {
         PyRandom::from_key(&format!("{}:retry:{job}:{step}:{attempt}", self.seed))
     }
+    /// The reference has no open loop; arrivals get a key in the same style.
+    fn arrival(&self, index: u64) -> PyRandom {
+        PyRandom::from_key(&format!("{}:arrival:{index}", self.seed))
+    }
 }
 
 /// CPython's `random.Random`: MT19937 with its seeding and float conversions.

@@ -2,6 +2,7 @@
 
 mod fidelity;
 mod no_network;
+mod open_loop;
 mod replay;
 mod report;
 mod report_cli;

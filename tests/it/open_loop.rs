@@ -1,0 +1,149 @@
+//! The two clocks and the open load model against queueing theory: Poisson arrivals to c
+//! servers (utilization, the Erlang-C mean wait of M/M/c, the M/D/1 wait), and a closed loop
+//! that never queues. One endpoint, no failures, no bucket, a flat cycle: the pool's capacity c
+//! is the server count and `wait` is the FIFO queue.
+
+use simbench::metrics::Metric;
+
+use crate::sim::{load, run};
+
+/// One endpoint with `servers` servers and the given latency table, fed by `load_table`.
+fn world(servers: u32, latency: &str, load_table: &str, jobs: u32) -> simbench::world::World {
+    load(&format!(
+        r#"
+name = "queue"
+summary = "One endpoint, constant capacity, no failures, no bucket."
+seed = 11
+jobs = {jobs}
+concurrency = 4
+horizon_s = 1e12
+steps_per_job = 1
+calls_per_step = 1
+[cycle]
+period_s = 0.0
+trough = 1.0
+peak = 1.0
+{load_table}
+[[endpoints]]
+id = "only"
+capacity = {servers}
+latency = {latency}
+failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
+"#
+    ))
+}
+
+fn open(rate: f64) -> String {
+    format!("[load]\nmodel = \"open\"\nrate_per_s = {rate}")
+}
+
+fn within(got: f64, want: f64, tolerance: f64, what: &str) {
+    assert!(
+        (got / want - 1.0).abs() <= tolerance,
+        "{what}: got {got}, theory {want} (tolerance {tolerance})"
+    );
+}
+
+#[test]
+fn open_loop_utilization_is_offered_load() {
+    for (servers, rate, latency) in [
+        (
+            4,
+            6.0,
+            "{ distribution = \"exponential\", mean_s = 0.5, tail_rate = 0.0 }",
+        ),
+        (
+            8,
+            10.0,
+            "{ median_s = 0.4, sigma = 0.5, tail_rate = 0.02, tail_factor = 4.0 }",
+        ),
+    ] {
+        let w = world(servers, latency, &open(rate), 200_000);
+        let mean_s = w.endpoints()[0].latency.expected_s();
+        let m = run(&w, "wait", w.seed(), false).metrics.expect("finished");
+        assert_eq!(m.get(Metric::JobsDone), 200_000.0);
+        within(
+            m.get(Metric::Utilization),
+            rate * mean_s / f64::from(servers),
+            0.01,
+            "utilization",
+        );
+    }
+}
+
+#[test]
+fn exponential_service_gives_the_erlang_c_wait() {
+    // λ = 6/s, 1/E[S] = 2/s, c = 4: Wq = C(4, 3) / (cμ − λ) = 27/106 s. A queue at ρ = 0.75
+    // mixes slowly (one seed of 400,000 jobs scatters by ±2.5 %), so average 8 seeds.
+    let w = world(
+        4,
+        "{ distribution = \"exponential\", mean_s = 0.5, tail_rate = 0.0 }",
+        &open(6.0),
+        250_000,
+    );
+    let seeds = 8;
+    let mut sum_s = 0.0;
+    for k in 0..seeds {
+        let m = run(&w, "wait", w.seed() + k, false)
+            .metrics
+            .expect("finished");
+        assert!(
+            m.get(Metric::QueueShare) > 0.05,
+            "this harness queue is visible"
+        );
+        sum_s += m.get(Metric::QueueWaitMeanMs) / 1000.0;
+    }
+    within(sum_s / seeds as f64, 27.0 / 106.0, 0.02, "M/M/4 mean wait");
+}
+
+#[test]
+fn constant_service_on_one_server_gives_the_md1_wait() {
+    // λ = 1/s, S = 0.5 s: Wq = λS² / (2(1 − ρ)) = 0.25 s.
+    let w = world(
+        1,
+        "{ distribution = \"constant\", mean_s = 0.5, tail_rate = 0.0 }",
+        &open(1.0),
+        200_000,
+    );
+    let m = run(&w, "wait", w.seed(), false).metrics.expect("finished");
+    within(
+        m.get(Metric::QueueWaitMeanMs) / 1000.0,
+        0.25,
+        0.02,
+        "M/D/1 mean wait",
+    );
+    within(m.get(Metric::ServiceP99Ms), 500.0, 1e-9, "constant service");
+}
+
+#[test]
+fn closed_loop_within_capacity_never_queues() {
+    let w = world(
+        8,
+        "{ median_s = 0.1, sigma = 0.5 }",
+        "[load]\nmodel = \"closed\"",
+        20_000,
+    );
+    let m = run(&w, "wait", w.seed(), false).metrics.expect("finished");
+    assert_eq!(m.get(Metric::QueueShare), 0.0);
+    assert_eq!(m.get(Metric::QueueWaitP99Ms), 0.0);
+    assert_eq!(m.get(Metric::ObservedP99Ms), m.get(Metric::ServiceP99Ms));
+    assert_eq!(m.get(Metric::ConcurrencyUsed), 4.0);
+}
+
+#[test]
+fn open_loop_caps_jobs_in_flight_and_counts_the_queue() {
+    let w = world(
+        2,
+        "{ distribution = \"constant\", mean_s = 1.0, tail_rate = 0.0 }",
+        "[load]\nmodel = \"open\"\nrate_per_s = 10.0\narrivals = \"uniform\"\nmax_in_flight = 5",
+        100,
+    );
+    let m = run(&w, "wait", w.seed(), false).metrics.expect("finished");
+    assert_eq!(m.get(Metric::JobsDone), 100.0);
+    assert_eq!(m.get(Metric::ConcurrencyUsed), 5.0);
+    // Two servers, one second each, the second starting at the second arrival (0.1 s): the
+    // 100 jobs end at 50.1 s however fast they arrive.
+    within(m.get(Metric::MakespanS), 50.1, 1e-9, "makespan");
+    // The last job arrived at 9.9 s and was served last: it waited about 40 s.
+    assert!(m.get(Metric::QueueWaitP99Ms) > 35_000.0);
+}
