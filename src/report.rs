@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod rank;
 pub mod stats;
 pub mod terminal;
+pub mod validity;
 
 use std::collections::BTreeMap;
 
@@ -86,6 +87,10 @@ pub struct WorldInfo {
     pub endpoints: Vec<String>,
     /// [`fingerprint::world_hash`] of the world.
     pub hash: String,
+    /// The validity gate's queue-share threshold.
+    pub max_queue_share: f64,
+    /// The validity gate's knee, if known.
+    pub knee_concurrency: Option<u32>,
 }
 
 impl WorldInfo {
@@ -101,6 +106,8 @@ impl WorldInfo {
             horizon_s: world.horizon_s(),
             endpoints: world.endpoints().iter().map(|e| e.id.clone()).collect(),
             hash: fingerprint::world_hash(world),
+            max_queue_share: world.validity().max_queue_share,
+            knee_concurrency: world.validity().knee_concurrency,
         }
     }
 }
@@ -116,6 +123,8 @@ pub struct Column {
     pub runs: usize,
     /// `(seed, kind, reason)` of every run that did not finish.
     pub unfinished: Vec<(u64, &'static str, String)>,
+    /// `(seed, reason)` of every finished run the validity gate rejects.
+    pub invalid: Vec<(u64, String)>,
     /// Per-metric summaries over the finished runs, in catalogue order; empty if none finished.
     pub stats: Vec<Summary>,
     /// Mean admitted requests per finished run, per endpoint in world order.
@@ -202,6 +211,16 @@ impl Report {
         self.runs.iter().filter(|r| r.metrics().is_none()).count()
     }
 
+    /// Why the validity gate rejects `run`, if it does.
+    pub fn invalid_reason(&self, run: &Run) -> Option<&str> {
+        let column = self.columns.iter().find(|c| c.algorithm == run.algorithm)?;
+        column
+            .invalid
+            .iter()
+            .find(|(seed, _)| *seed == run.seed)
+            .map(|(_, reason)| reason.as_str())
+    }
+
     /// The row of `metric`.
     pub fn row(&self, metric: Metric) -> &Row {
         &self.rows[metric as usize]
@@ -219,6 +238,7 @@ pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
         .map(|c| Contestant {
             name: &c.algorithm,
             standing: c.standing(),
+            valid: c.invalid.is_empty(),
             runs: runs
                 .iter()
                 .filter(|r| r.algorithm == c.algorithm)
@@ -285,6 +305,13 @@ fn column(world: &World, runs: &[Run], name: &str) -> Column {
         algorithm: name.to_string(),
         unsuited: world.unsuited().get(name).cloned(),
         runs: mine.len(),
+        invalid: finished
+            .iter()
+            .filter_map(|r| {
+                let reason = validity::judge(r.metrics()?, world.validity())?;
+                Some((r.seed, reason))
+            })
+            .collect(),
         unfinished: mine
             .iter()
             .filter_map(|r| match &r.outcome {

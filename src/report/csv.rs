@@ -12,7 +12,7 @@ use crate::metrics::CATALOGUE;
 /// Renders the CSV export.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let mut header = vec!["algorithm", "seed", "outcome"];
+    let mut header = vec!["algorithm", "seed", "outcome", "valid"];
     header.extend(CATALOGUE.iter().map(|m| m.name));
     out.push_str(&header.join(","));
     out.push('\n');
@@ -21,10 +21,12 @@ pub fn render(report: &Report) -> String {
         match &run.outcome {
             Outcome::Finished(values) => {
                 cells.push("ok".into());
+                cells.push(report.invalid_reason(run).is_none().to_string());
                 cells.extend(values.iter().map(|(_, v)| round6(v).to_string()));
             }
             Outcome::Unfinished { kind, .. } => {
                 cells.push((*kind).to_string());
+                cells.push(String::new());
                 cells.extend(CATALOGUE.iter().map(|_| String::new()));
             }
         }

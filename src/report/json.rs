@@ -77,6 +77,24 @@ pub fn render(report: &Report) -> String {
                 .map(|c| (c.algorithm.as_str(), unfinished(c)))
                 .collect(),
         ),
+        invalid: Ordered(
+            report
+                .columns
+                .iter()
+                .filter(|c| !c.invalid.is_empty())
+                .map(|c| {
+                    let runs = c
+                        .invalid
+                        .iter()
+                        .map(|(seed, reason)| Invalid {
+                            seed: *seed,
+                            reason,
+                        })
+                        .collect();
+                    (c.algorithm.as_str(), runs)
+                })
+                .collect(),
+        ),
     };
     let mut text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
     text.push('\n');
@@ -114,6 +132,14 @@ struct Document<'a> {
     unsuited: Ordered<&'a str, &'a str>,
     not_compared: Ordered<&'static str, &'a str>,
     stalled: Ordered<&'a str, Vec<Unfinished<'a>>>,
+    invalid: Ordered<&'a str, Vec<Invalid<'a>>>,
+}
+
+/// A run the validity gate rejected.
+#[derive(Serialize)]
+struct Invalid<'a> {
+    seed: u64,
+    reason: &'a str,
 }
 
 #[derive(Serialize)]
@@ -124,6 +150,11 @@ struct JsonRun<'a> {
     outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
+    /// Finished runs: whether the validity gate accepts the run, and why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valid: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invalid_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metrics: Option<Ordered<&'static str, f64>>,
     error_classes: &'a BTreeMap<String, u64>,
@@ -141,6 +172,8 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
         seed: run.seed,
         outcome,
         reason,
+        valid: run.metrics().map(|_| report.invalid_reason(run).is_none()),
+        invalid_reason: report.invalid_reason(run),
         metrics: run
             .metrics()
             .map(|m| Ordered(m.iter().map(|(info, v)| (info.name, round6(v))).collect())),

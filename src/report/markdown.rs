@@ -97,6 +97,7 @@ fn cell(row: &Row, column: &Column) -> String {
         .excluded
         .iter()
         .any(|e| e.algorithm == column.algorithm)
+        || row.verdict.invalid.contains(&column.algorithm)
     {
         format!("({text})")
     } else {

@@ -38,6 +38,8 @@ pub struct Contestant<'a> {
     pub name: &'a str,
     /// Whether it is ranked.
     pub standing: Standing,
+    /// Every finished run passed the validity gate (latency rows rank only valid ones).
+    pub valid: bool,
     /// `(seed, values)` of its finished runs, in run order (duplicates allowed).
     pub runs: Vec<(u64, &'a MetricValues)>,
 }
@@ -137,6 +139,8 @@ pub struct Verdict {
     pub not_compared: Option<String>,
     /// The gate's exclusions on a gated row; empty otherwise.
     pub excluded: Vec<Exclusion>,
+    /// On a latency row: ranked algorithms left out because a run failed the validity gate.
+    pub invalid: Vec<String>,
 }
 
 /// Judges one metric.
@@ -147,10 +151,17 @@ pub fn verdict(info: &MetricInfo, contestants: &[Contestant<'_>], gate: &Gate) -
         Vec::new()
     };
     let present = contestants.iter().filter(|c| c.has_values()).count();
+    let invalid: Vec<String> = contestants
+        .iter()
+        .filter(|c| info.latency && !c.valid && c.has_values())
+        .filter(|c| c.standing == Standing::Ranked)
+        .map(|c| c.name.to_string())
+        .collect();
     let eligible: Vec<&Contestant<'_>> = contestants
         .iter()
         .filter(|c| c.has_values() && c.standing == Standing::Ranked)
         .filter(|c| !(info.gated && gate.excludes(c.name)))
+        .filter(|c| !invalid.iter().any(|name| name == c.name))
         .collect();
     let not_compared =
         (info.gated && present >= 2 && eligible.len() == 1).then(|| eligible[0].name.to_string());
@@ -170,6 +181,7 @@ pub fn verdict(info: &MetricInfo, contestants: &[Contestant<'_>], gate: &Gate) -
             not_compared
         },
         excluded,
+        invalid,
     }
 }
 
@@ -251,13 +263,20 @@ mod tests {
     /// Hand-made runs: one `MetricValues` per seed, seeds 1, 2, 3, ….
     struct Field {
         entries: Vec<(&'static str, Standing, Vec<MetricValues>)>,
+        invalid: Vec<&'static str>,
     }
 
     impl Field {
         fn new() -> Field {
             Field {
                 entries: Vec::new(),
+                invalid: Vec::new(),
             }
+        }
+        /// Marks `name`'s runs as failing the validity gate.
+        fn invalid(mut self, name: &'static str) -> Field {
+            self.invalid.push(name);
+            self
         }
         fn add(mut self, name: &'static str, standing: Standing, runs: Vec<MetricValues>) -> Field {
             self.entries.push((name, standing, runs));
@@ -277,6 +296,7 @@ mod tests {
                 .map(|(name, standing, runs)| Contestant {
                     name,
                     standing: *standing,
+                    valid: !self.invalid.contains(name),
                     runs: runs
                         .iter()
                         .enumerate()
@@ -492,6 +512,38 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_algorithm_ranks_on_throughput_but_not_on_latency() {
+        for info in CATALOGUE
+            .iter()
+            .filter(|m| m.direction != Direction::Neutral)
+        {
+            let m = info.metric;
+            let good = if info.direction == Direction::Higher {
+                30.0
+            } else {
+                10.0
+            };
+            let field = Field::new()
+                .series("harness_bound", m, &[good, good, good])
+                .series("honest", m, &[20.0, 20.0, 20.0])
+                .series("other", m, &[21.0, 21.5, 22.0])
+                .invalid("harness_bound");
+            let verdict = field.judge(m);
+            if info.latency {
+                assert!(
+                    !verdict.winners.contains(&"harness_bound".to_string()),
+                    "{}",
+                    info.name
+                );
+                assert_eq!(verdict.invalid, ["harness_bound"], "{}", info.name);
+            } else {
+                assert_eq!(verdict.winners, ["harness_bound"], "{}", info.name);
+                assert!(verdict.invalid.is_empty());
+            }
+        }
+    }
+
+    #[test]
     fn duplicate_seeds_keep_the_last_run_in_the_paired_series() {
         let m = Metric::ThroughputRps;
         let v = |x: f64| values(&[(Metric::JobsDone, 1000.0), (m, x)]);
@@ -501,11 +553,13 @@ mod tests {
             Contestant {
                 name: "a",
                 standing: Standing::Ranked,
+                valid: true,
                 runs: vec![(1, &a[0]), (1, &a[1])],
             },
             Contestant {
                 name: "b",
                 standing: Standing::Ranked,
+                valid: true,
                 runs: vec![(1, &b[0])],
             },
         ];

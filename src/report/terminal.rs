@@ -76,7 +76,8 @@ pub(super) fn column_title(column: &Column) -> String {
 fn body_row(report: &Report, row: &Row) -> Vec<String> {
     let info = row.info;
     let gated = if info.gated { " †" } else { "" };
-    let name = format!("{} [{}]{gated}", info.name, info.unit);
+    let latency = if info.latency { "‡" } else { "" };
+    let name = format!("{} [{}]{gated}{latency}", info.name, info.unit);
     let mut cells = vec![name, better(info).to_string()];
     cells.extend(report.columns.iter().map(|c| cell(info, &row.verdict, c)));
     cells.push(verdict_text(&row.verdict, &|n| n.to_string()));
@@ -112,6 +113,7 @@ fn excluded(verdict: &Verdict, column: &Column) -> bool {
         .excluded
         .iter()
         .any(|e| e.algorithm == column.algorithm)
+        || verdict.invalid.contains(&column.algorithm)
 }
 
 /// The verdict column: who won, or why nobody did; `name` spells an algorithm's name.
@@ -194,6 +196,25 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
         lines.push(format!(
             "excluded from † rows (completion vs the best): {}",
             list.join(", ")
+        ));
+    }
+    if report.rows.iter().any(|r| r.info.latency) {
+        lines.push(format!(
+            "‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under {} of p99 observed{}); (brackets) = INVALID.",
+            whole_percent(report.world.max_queue_share),
+            report
+                .world
+                .knee_concurrency
+                .map_or(String::new(), |k| format!(", at most {k} jobs in flight"))
+        ));
+    }
+    for column in report.columns.iter().filter(|c| !c.invalid.is_empty()) {
+        let (_, first) = &column.invalid[0];
+        lines.push(format!(
+            "INVALID {}: {} of {} runs — {first}",
+            column.algorithm,
+            column.invalid.len(),
+            column.runs
         ));
     }
     lines.extend(not_compared_line(report));

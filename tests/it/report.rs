@@ -133,25 +133,25 @@ const _: &str = r#"
 │ retry_rate [ratio] †                    │ lower  │  (0.4332 ± 0.1342) │     0.5772 ± 0.0700* │  0.5723 ± 0.0597* │   0.5663 ± 0.0761* │     0.5772 ± 0.0700  │ tie: sticky, backoff, wait            │
 │ refusal_rate [ratio] †                  │ lower  │  (0.4470 ± 0.0464) │     0.5154 ± 0.1404* │  0.5161 ± 0.1203* │   0.5039 ± 0.1505* │     0.5154 ± 0.1404  │ tie: sticky, wait, backoff            │
 │ error_rate [ratio] †                    │ lower  │  (0.0275 ± 0.0174) │     0.0213 ± 0.0191* │  0.0188 ± 0.0147* │   0.0192 ± 0.0158* │     0.0213 ± 0.0191  │ tie: backoff, sticky, wait            │
-│ successful_job_latency_p50_ms [ms] †    │ lower  │  (956.03 ± 401.42) │    1311.83 ± 560.56* │ 1207.78 ± 561.01* │  1269.19 ± 545.63* │    1311.83 ± 560.56  │ tie: backoff, sticky, wait            │
-│ successful_job_latency_p95_ms [ms] †    │ lower  │ (2303.75 ± 344.67) │ 15861.12 ± 13609.54* │ 2967.22 ± 929.73* │ 6975.35 ± 7493.07* │ 15861.12 ± 13609.54  │ tie: backoff, sticky, wait            │
-│ successful_job_latency_p99_ms [ms] †    │ lower  │ (2673.04 ± 654.79) │ 16536.81 ± 13983.30* │ 3434.26 ± 765.21* │ 7349.24 ± 7535.15* │ 16536.81 ± 13983.30  │ tie: backoff, sticky, wait            │
-│ acquire_wait_p50_ms [ms] †              │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
-│ acquire_wait_p99_ms [ms] †              │ lower  │      (0.00 ± 0.00) │   5820.16 ± 6723.92* │ 883.58 ± 1505.88* │ 4393.52 ± 7609.80* │   5820.16 ± 6723.92  │ tie: backoff, sticky, wait            │
+│ successful_job_latency_p50_ms [ms] †‡   │ lower  │  (956.03 ± 401.42) │    1311.83 ± 560.56* │ 1207.78 ± 561.01* │  1269.19 ± 545.63* │    1311.83 ± 560.56  │ tie: backoff, sticky, wait            │
+│ successful_job_latency_p95_ms [ms] †‡   │ lower  │ (2303.75 ± 344.67) │ 15861.12 ± 13609.54* │ 2967.22 ± 929.73* │ 6975.35 ± 7493.07* │ 15861.12 ± 13609.54  │ tie: backoff, sticky, wait            │
+│ successful_job_latency_p99_ms [ms] †‡   │ lower  │ (2673.04 ± 654.79) │ 16536.81 ± 13983.30* │ 3434.26 ± 765.21* │ 7349.24 ± 7535.15* │ 16536.81 ± 13983.30  │ tie: backoff, sticky, wait            │
+│ acquire_wait_p50_ms [ms] †‡             │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
+│ acquire_wait_p99_ms [ms] †‡             │ lower  │      (0.00 ± 0.00) │   5820.16 ± 6723.92* │ 883.58 ± 1505.88* │ 4393.52 ± 7609.80* │   5820.16 ± 6723.92  │ tie: backoff, sticky, wait            │
 │ request_latency_p50_ms [ms]             │ —      │    117.50 ± 12.29  │      152.99 ± 70.83  │   164.19 ± 94.80  │    151.78 ± 71.83  │      152.99 ± 70.83  │ —                                     │
 │ utilization [ratio] †                   │ higher │  (1.1641 ± 0.0744) │     0.6336 ± 0.5315* │  0.9756 ± 0.3089* │   0.9023 ± 0.5039* │     0.6336 ± 0.5315  │ tie: backoff, sticky, wait            │
 │ endpoint_spread [ratio]                 │ —      │   0.5772 ± 0.2277  │     0.5735 ± 0.1569  │  0.7726 ± 0.0195  │   0.6200 ± 0.1536  │     0.5735 ± 0.1569  │ —                                     │
 │ leases_active_at_end [leases]           │ lower  │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ zero for all                          │
-│ service_p50_ms [ms] †                   │ lower  │    (116.95 ± 8.08) │      156.28 ± 75.03* │   163.78 ± 91.87* │    155.18 ± 75.96* │      156.28 ± 75.03  │ tie: sticky, wait, backoff            │
-│ service_p95_ms [ms] †                   │ lower  │   (408.99 ± 24.72) │      410.08 ± 18.27* │   413.73 ± 44.73* │    407.99 ± 21.88* │      410.08 ± 18.27  │ tie: sticky, wait, backoff            │
-│ service_p99_ms [ms] †                   │ lower  │   (546.78 ± 72.37) │      541.98 ± 48.87* │  681.85 ± 195.54* │    542.00 ± 48.88* │      541.98 ± 48.87  │ tie: wait, sticky, backoff            │
-│ observed_p50_ms [ms] †                  │ lower  │    (116.95 ± 8.08) │      156.28 ± 75.03* │   163.78 ± 91.87* │    155.18 ± 75.96* │      156.28 ± 75.03  │ tie: sticky, wait, backoff            │
-│ observed_p95_ms [ms] †                  │ lower  │   (408.99 ± 24.72) │      410.08 ± 18.27* │   413.73 ± 44.73* │    407.99 ± 21.88* │      410.08 ± 18.27  │ tie: sticky, wait, backoff            │
-│ observed_p99_ms [ms] †                  │ lower  │   (546.78 ± 72.37) │      541.98 ± 48.87* │  681.85 ± 195.54* │    542.00 ± 48.88* │      541.98 ± 48.87  │ tie: wait, sticky, backoff            │
-│ queue_wait_p50_ms [ms] †                │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
-│ queue_wait_p99_ms [ms] †                │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
-│ queue_wait_mean_ms [ms] †               │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
-│ queue_share [ratio] †                   │ lower  │  (0.0000 ± 0.0000) │     0.0000 ± 0.0000  │  0.0000 ± 0.0000  │   0.0000 ± 0.0000  │     0.0000 ± 0.0000  │ zero for all                          │
+│ service_p50_ms [ms] †‡                  │ lower  │    (116.95 ± 8.08) │      156.28 ± 75.03* │   163.78 ± 91.87* │    155.18 ± 75.96* │      156.28 ± 75.03  │ tie: sticky, wait, backoff            │
+│ service_p95_ms [ms] †‡                  │ lower  │   (408.99 ± 24.72) │      410.08 ± 18.27* │   413.73 ± 44.73* │    407.99 ± 21.88* │      410.08 ± 18.27  │ tie: sticky, wait, backoff            │
+│ service_p99_ms [ms] †‡                  │ lower  │   (546.78 ± 72.37) │      541.98 ± 48.87* │  681.85 ± 195.54* │    542.00 ± 48.88* │      541.98 ± 48.87  │ tie: wait, sticky, backoff            │
+│ observed_p50_ms [ms] †‡                 │ lower  │    (116.95 ± 8.08) │      156.28 ± 75.03* │   163.78 ± 91.87* │    155.18 ± 75.96* │      156.28 ± 75.03  │ tie: sticky, wait, backoff            │
+│ observed_p95_ms [ms] †‡                 │ lower  │   (408.99 ± 24.72) │      410.08 ± 18.27* │   413.73 ± 44.73* │    407.99 ± 21.88* │      410.08 ± 18.27  │ tie: sticky, wait, backoff            │
+│ observed_p99_ms [ms] †‡                 │ lower  │   (546.78 ± 72.37) │      541.98 ± 48.87* │  681.85 ± 195.54* │    542.00 ± 48.88* │      541.98 ± 48.87  │ tie: wait, sticky, backoff            │
+│ queue_wait_p50_ms [ms] †‡               │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
+│ queue_wait_p99_ms [ms] †‡               │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
+│ queue_wait_mean_ms [ms] †‡              │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
+│ queue_share [ratio] †‡                  │ lower  │  (0.0000 ± 0.0000) │     0.0000 ± 0.0000  │  0.0000 ± 0.0000  │   0.0000 ± 0.0000  │     0.0000 ± 0.0000  │ zero for all                          │
 │ refusal_timeout_ratio [ratio] †         │ lower  │  (0.4544 ± 0.0539) │     0.5184 ± 0.1409* │  0.5192 ± 0.1211* │   0.5077 ± 0.1502* │     0.5184 ± 0.1409  │ tie: sticky, wait, backoff            │
 │ retry_requests [requests]               │ —      │       99.7 ± 65.4  │        159.7 ± 14.2  │     150.7 ± 22.7  │      157.0 ± 10.0  │        159.7 ± 14.2  │ —                                     │
 │ retry_observed_p99_ms [ms]              │ —      │   598.53 ± 704.23  │ 14344.61 ± 14103.81  │ 1396.47 ± 973.72  │ 5209.75 ± 7614.95  │ 14344.61 ± 14103.81  │ —                                     │
@@ -163,6 +163,7 @@ tiny · 3 seeds 7…9 · 60 jobs × 3 steps × 2 calls, 4 workers · horizon 20 
 mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within 1 % of it, or within 2 paired standard errors of the per-seed differences.
 † gated: only algorithms whose mean jobs_done reaches 90 % of the best compete; (brackets) = excluded by that gate.
 excluded from † rows (completion vs the best): immediate 72.8 %
+‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under 5 % of p99 observed); (brackets) = INVALID.
 n/a: failover is unsuited to this world and never ranked: single pool: nothing to fail over to
 "#;
 // snapshot table end
