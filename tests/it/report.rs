@@ -309,11 +309,11 @@ fn report_markdown_and_csv_carry_every_run_and_metric() {
     let csv = report::csv::render(&report);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 6);
-    assert_eq!(lines[0].split(',').count(), 3 + CATALOGUE.len());
-    assert!(lines[1].starts_with("wait,7,ok,"));
+    assert_eq!(lines[0].split(',').count(), 4 + CATALOGUE.len());
+    assert!(lines[1].starts_with("wait,7,ok,true,"));
     assert!(
         lines
             .iter()
-            .all(|l| l.split(',').count() == 3 + CATALOGUE.len())
+            .all(|l| l.split(',').count() == 4 + CATALOGUE.len())
     );
 }
