@@ -35,6 +35,7 @@ fn cases() -> Vec<Case> {
                 jobs: Some(200),
                 concurrency: Some(4),
                 horizon_s: Some(60.0),
+                ..none
             },
         },
         Case {
