@@ -105,7 +105,9 @@ impl World {
     /// A copy with the size knobs replaced; values are checked by the caller's parser.
     ///
     /// # Panics
-    /// Panics if `jobs` or `concurrency` is zero or `horizon_s` is not positive and finite.
+    /// Panics if `jobs` or `concurrency` is zero, `horizon_s` or `rate_per_s` is not positive
+    /// and finite, or `rate_per_s` is given for a closed-loop world (callers check
+    /// [`World::load`] first and report a usage error).
     pub fn with_overrides(&self, overrides: &Overrides) -> World {
         let mut world = self.clone();
         if let Some(jobs) = overrides.jobs {
@@ -122,6 +124,13 @@ impl World {
                 "horizon must be positive"
             );
             world.horizon_s = horizon_s;
+        }
+        if let Some(rate) = overrides.rate_per_s {
+            assert!(rate.is_finite() && rate > 0.0, "rate must be positive");
+            let Load::Open { rate_per_s, .. } = &mut world.load else {
+                panic!("an arrival rate only applies to an open-loop world");
+            };
+            *rate_per_s = rate;
         }
         world
     }
@@ -162,6 +171,8 @@ pub struct Overrides {
     pub concurrency: Option<u32>,
     /// Replacement admission horizon \[s\] (> 0).
     pub horizon_s: Option<f64>,
+    /// Replacement open-loop arrival rate \[1/s\] (> 0); only for an open-loop world.
+    pub rate_per_s: Option<f64>,
 }
 
 /// The provider-wide capacity rhythm: a raised cosine between `trough` and `peak`.
