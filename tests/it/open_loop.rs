@@ -147,3 +147,32 @@ fn open_loop_caps_jobs_in_flight_and_counts_the_queue() {
     // The last job arrived at 9.9 s and was served last: it waited about 40 s.
     assert!(m.get(Metric::QueueWaitP99Ms) > 35_000.0);
 }
+
+fn scenario(name: &str) -> simbench::world::World {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{name}"));
+    load(&std::fs::read_to_string(path).expect("scenario file"))
+}
+
+#[test]
+fn the_congested_harness_measures_itself_and_is_invalid() {
+    let w = scenario("harness_congestion.toml");
+    for seed in w.seed()..w.seed() + 3 {
+        let m = run(&w, "wait", seed, false).metrics.expect("finished");
+        let (service, observed) = (m.get(Metric::ServiceP99Ms), m.get(Metric::ObservedP99Ms));
+        assert!(observed > 3.0 * service, "observed {observed} vs service {service}");
+        assert!(m.get(Metric::RefusalRate) > 0.5);
+        let reason = simbench::report::validity::judge(&m, w.validity()).expect("invalid");
+        assert!(reason.starts_with("harness-bound: p99 queue wait"), "{reason}");
+    }
+}
+
+#[test]
+fn the_same_endpoint_at_the_knee_is_valid() {
+    let w = scenario("harness_knee.toml");
+    for seed in w.seed()..w.seed() + 3 {
+        let m = run(&w, "wait", seed, false).metrics.expect("finished");
+        assert_eq!(m.get(Metric::ObservedP99Ms), m.get(Metric::ServiceP99Ms));
+        assert_eq!(m.get(Metric::RefusalRate), 0.0);
+        assert_eq!(simbench::report::validity::judge(&m, w.validity()), None);
+    }
+}
