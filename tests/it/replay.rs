@@ -24,6 +24,11 @@ fn cases() -> Vec<Case> {
             overrides: none,
         },
         Case {
+            file: "bursty_default.json",
+            command: "reference-bench --json bursty_default.json",
+            overrides: none,
+        },
+        Case {
             file: "bursty_seeds40_immediate_wait.json",
             command: "reference-bench --algorithms immediate,wait --seeds 40 --json …",
             overrides: none,
@@ -148,7 +153,7 @@ fn replay_reproduces_the_reference_exactly() {
             compared += 1;
         }
     }
-    assert!(compared >= 15 + 80, "compared {compared} runs");
+    assert!(compared >= 15 + 50 + 80, "compared {compared} runs");
 }
 
 #[test]
@@ -168,4 +173,74 @@ fn replay_reproduces_a_reference_stall() {
         }
         other => panic!("expected a stall, got {other:?}"),
     }
+}
+
+/// The report's rules against the reference's own verdicts: with the reference's dice, the
+/// default comparison crowns exactly the winners `reference-bench --json` names on every metric,
+/// and excludes the same algorithms with the same completion ratios.
+#[test]
+fn replayed_comparison_names_the_reference_s_winners() {
+    use simbench::report::{self, SweepInfo};
+    use simbench::sweep::{self, SweepConfig};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/reference/bursty_default.json");
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let world = compile::builtin_bursty();
+    let names: Vec<String> = ["immediate", "wait", "backoff", "sticky", "quota_aware"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let seeds = sweep::seeds(&world, 3);
+    let frozen = || 0.0;
+    let config = SweepConfig {
+        rng: RngScheme::Reference,
+        threads: 2,
+        wall_budget_s: 600.0,
+        clock: &frozen,
+        on_run: &|_| {},
+    };
+    let runs = sweep::sweep(&world, &sweep::plan(&names, &seeds), &config);
+    let info = SweepInfo {
+        seeds,
+        rng: "reference",
+        wall_s: 0.0,
+    };
+    let ours = report::analyse(&world, info, runs);
+    for (metric, expected) in reference["winners"].as_object().unwrap() {
+        let metric = simbench::metrics::Metric::from_name(metric).expect("a reference metric");
+        let mut want: Vec<&str> = expected
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let mut got: Vec<&str> = ours
+            .row(metric)
+            .verdict
+            .winners
+            .iter()
+            .map(String::as_str)
+            .collect();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "winners of {metric:?}");
+    }
+    let excluded: Vec<(String, f64)> = ours
+        .gate
+        .excluded
+        .iter()
+        .map(|e| (e.algorithm.clone(), round6(e.completion_ratio)))
+        .collect();
+    let want: Vec<(String, f64)> = reference["excluded_by_completion"]["throughput_rps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["algorithm"].as_str().unwrap().to_string(),
+                e["completion_ratio"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(excluded, want);
 }
