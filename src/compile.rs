@@ -1,22 +1,26 @@
-//! Loading a scenario: bytes → TOML tree → JSON instance → schema and cross-field checks → typed
-//! [`Scenario`] → frozen [`World`].
+//! Loading a scenario: bytes → document (with its `extends` chain and overrides, see
+//! [`crate::compose`]) → JSON instance → schema and cross-field checks → typed [`Scenario`] →
+//! frozen [`World`].
 //!
-//! [`load`] is the one entry point. It collects every problem before it gives up and returns
-//! them all in one [`ScenarioErrors`] with spans into the file: values JSON cannot hold (nan,
-//! inf, integers beyond 64 bits), schema violations and cross-field rules are all reported
-//! together. Only a syntax error stops early, because the rest of the tree is then unreliable.
-//! Typed deserialization runs last, on a tree already known to be valid. Nothing is
-//! clamped or silently repaired: a value is either in range or reported. This module never reads
-//! files and never prints; the caller hands it bytes.
+//! [`load`] takes one self-contained text; [`load_with`] also follows `extends` through a reader
+//! the caller supplies and applies `--set` overrides. Both collect every problem before they give
+//! up and return them all in one [`ScenarioErrors`], each with a span in the text that wrote the
+//! value: values JSON cannot hold (nan, inf, integers beyond 64 bits), schema violations and
+//! cross-field rules are all reported together. Only a syntax error or a broken `extends` chain
+//! stops early, because the rest of the tree is then unreliable. Typed deserialization runs last,
+//! on a tree already known to be valid. Nothing is clamped or silently repaired: a value is
+//! either in range or reported. This module never reads files and never prints; the caller hands
+//! it bytes (and, for `extends`, a reader).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
-use toml::Spanned;
-use toml::de::DeTable;
 
-use crate::diagnostics::{Finding, ScenarioErrors, Seg, finding, line_column};
+use crate::compose::doc::{self, Node};
+use crate::compose::{self, Composed};
+pub use crate::compose::{MAX_EXTENDS_DEPTH, Override, Reader, check_shape};
+use crate::diagnostics::{ScenarioErrors, Seg, Source};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
@@ -40,7 +44,17 @@ const FAILURE_KINDS_TOLERANCE: f64 = 1e-9;
 /// inspects them all, so an unbounded ratio would make a run hang.
 const MAX_STORM_WINDOWS: u32 = 1000;
 
-/// Loads one scenario file.
+/// What [`load_with`] may use beyond the text it is handed.
+pub struct LoadOptions<'a> {
+    /// Reads the files an `extends` chain names (paths relative to the file that names them,
+    /// already joined). [`load`] uses a reader that refuses.
+    pub read: &'a Reader<'a>,
+    /// Overrides applied in order to the composed document, before any check.
+    pub overrides: &'a [Override],
+}
+
+/// Loads one self-contained scenario text. A file that `extends` another is reported as such
+/// (this loader reads no files): use [`load_with`].
 ///
 /// `origin` names the file in diagnostics (usually its path).
 ///
@@ -48,33 +62,63 @@ const MAX_STORM_WINDOWS: u32 = 1000;
 /// Returns every problem found, with positions, if the bytes are not a valid scenario: too
 /// large, not UTF-8, not TOML, not matching the schema, or breaking a cross-field rule.
 pub fn load(origin: &str, bytes: &[u8]) -> Result<World, ScenarioErrors> {
-    let text = check_bytes(origin, bytes)?;
-    let (root, syntax) = DeTable::parse_recoverable(text);
-    if !syntax.is_empty() {
-        let first = syntax_finding(&root, text, syntax);
-        return Err(ScenarioErrors::new(origin, text.to_owned(), vec![first]));
-    }
+    let options = LoadOptions {
+        read: &no_files,
+        overrides: &[],
+    };
+    load_with(origin, bytes, &options)
+}
+
+fn no_files(_: &Path) -> Result<Vec<u8>, String> {
+    Err("this loader reads no files (load the scenario with `compile::load_with`)".into())
+}
+
+/// Loads a scenario, following its `extends` chain with `options.read` and applying
+/// `options.overrides`.
+///
+/// # Errors
+/// As [`load`], plus a base that cannot be read, an `extends` cycle, and overrides with a bad
+/// path or value; each problem is reported in the text (file, base file or override) it is in.
+pub fn load_with(
+    origin: &str,
+    bytes: &[u8],
+    options: &LoadOptions<'_>,
+) -> Result<World, ScenarioErrors> {
+    let Composed {
+        sources,
+        doc,
+        mut findings,
+        files,
+    } = compose::document(origin, bytes, options.read, options.overrides);
+    let Some(root) = doc else {
+        return Err(ScenarioErrors::new(sources, findings));
+    };
     let mut problems = Vec::new();
     let instance = schema::to_json(&root, &mut problems);
     problems.extend(schema::validate(&root, &instance));
-    check(&instance.json, &root, text, &mut problems);
-    if problems.is_empty() {
-        match Scenario::deserialize(toml::de::Deserializer::from(root.clone())) {
+    let layers = Layers {
+        sources: &sources,
+        files,
+    };
+    check(&instance.json, &root, &layers, &mut problems);
+    if problems.is_empty() && findings.is_empty() {
+        match doc::to_toml(&root).try_into::<Scenario>() {
             Ok(scenario) => return Ok(build(&scenario)),
             Err(e) => problems.push(Problem {
                 path: Vec::new(),
-                target: Target::Span(e.span().unwrap_or(0..0)),
+                target: Target::Value,
                 message: e.message().to_owned(),
                 label: "here".into(),
                 help: None,
             }),
         }
     }
-    let findings = problems
-        .into_iter()
-        .map(|p| schema::resolve(&root, text, p))
-        .collect();
-    Err(ScenarioErrors::new(origin, text.to_owned(), findings))
+    findings.extend(
+        problems
+            .into_iter()
+            .map(|p| schema::resolve(&root, &sources, p)),
+    );
+    Err(ScenarioErrors::new(sources, findings))
 }
 
 /// The built-in `bursty_provider` world (`scenarios/bursty.toml`, compiled into the binary).
@@ -89,144 +133,6 @@ pub fn builtin_bursty() -> World {
             errors.render_plain()
         ),
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Bytes and syntax.
-
-/// Checks the size limit and UTF-8 before any parsing.
-fn check_bytes<'b>(origin: &str, bytes: &'b [u8]) -> Result<&'b str, ScenarioErrors> {
-    if bytes.len() > MAX_FILE_BYTES {
-        // Keep only the first line as context: the rest is not worth holding or showing.
-        let head = &bytes[..bytes.len().min(200)];
-        let head = String::from_utf8_lossy(head);
-        let first_line = head.lines().next().unwrap_or_default().to_owned();
-        let f = finding(
-            &first_line,
-            0..0,
-            &[],
-            format!(
-                "file is larger than the {MAX_FILE_BYTES}-byte (1 MiB) limit ({} bytes or more)",
-                bytes.len()
-            ),
-            "file starts here".into(),
-            Some(
-                "scenario files are small TOML files; check that this is the file you meant".into(),
-            ),
-        );
-        return Err(ScenarioErrors::new(origin, first_line, vec![f]));
-    }
-    std::str::from_utf8(bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        let text = String::from_utf8_lossy(bytes).into_owned();
-        // The lossy text has the same prefix, then U+FFFD (3 bytes) for the bad sequence.
-        let span = at..(at + 3).min(text.len());
-        let what = match bytes.get(at) {
-            Some(b) if e.error_len().is_some() => format!("invalid byte 0x{b:02x}"),
-            _ => "an incomplete character at the end".to_owned(),
-        };
-        let f = finding(
-            &text,
-            span,
-            &[],
-            format!("file is not valid UTF-8: {what}"),
-            "not UTF-8".into(),
-            Some("TOML files must be UTF-8; re-save the file as UTF-8".into()),
-        );
-        ScenarioErrors::new(origin, text, vec![f])
-    })
-}
-
-/// The first syntax error, in file order. The recovering parser's later errors are often
-/// consequences of the first (an unclosed bracket swallows the next lines), so they are counted,
-/// not shown.
-fn syntax_finding(
-    root: &Spanned<DeTable<'_>>,
-    text: &str,
-    mut errors: Vec<toml::de::Error>,
-) -> Finding {
-    errors.sort_by_key(|e| e.span().map_or(0, |s| s.start));
-    let more = errors.len().saturating_sub(1);
-    let Some(first) = errors.first() else {
-        let message = "TOML syntax error".to_owned();
-        return finding(text, 0..0, &[], message, "here".into(), None);
-    };
-    let span = first.span().unwrap_or(0..0);
-    let mut message = format!("TOML syntax error: {}", first.message());
-    let mut help = None;
-    let word = text.get(span.clone()).unwrap_or_default();
-    let bare_word = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-        && word.starts_with(|c: char| c.is_alphabetic())
-        && !matches!(word, "true" | "false" | "nan" | "inf");
-    if bare_word
-        && text
-            .get(..span.start)
-            .is_some_and(|t| t.trim_end().ends_with('='))
-    {
-        // The parser reads an unquoted word as a failed boolean; say what the user meant.
-        message = "TOML syntax error: string values must be quoted".to_owned();
-        help = Some(format!("write `\"{word}\"`"));
-    }
-    if first.message() == "duplicate key" {
-        let key = text.get(span.clone()).unwrap_or_default().trim_matches('"');
-        message = format!("TOML syntax error: duplicate key `{key}`");
-        help = Some(match earlier_key(root, key, span.start) {
-            Some(at) => format!(
-                "`{key}` is already defined on line {}; a key can be set only once per table \
-                 (use [[...]] for a list of tables)",
-                line_column(text, at).0
-            ),
-            None => {
-                "a key can be set only once per table (use [[...]] for a list of tables)".to_owned()
-            }
-        });
-    }
-    if more > 0 {
-        let note = format!(
-            "{more} more syntax error{} after this one not shown; fix this one first",
-            if more == 1 { "" } else { "s" }
-        );
-        help = Some(match help {
-            Some(h) => format!("{h}\n{note}"),
-            None => note,
-        });
-    }
-    finding(text, span, &[], message, "here".into(), help)
-}
-
-/// The start of the closest definition of `key` before `before`, anywhere in the tree.
-fn earlier_key(root: &Spanned<DeTable<'_>>, key: &str, before: usize) -> Option<usize> {
-    fn walk(table: &DeTable<'_>, key: &str, before: usize, best: &mut Option<usize>) {
-        for (k, v) in table.iter() {
-            let start = k.span().start;
-            if k.get_ref().as_ref() == key && start < before {
-                *best = Some(best.map_or(start, |b: usize| b.max(start)));
-            }
-            walk_value(v.get_ref(), key, before, best);
-        }
-    }
-    fn walk_value(
-        value: &toml::de::DeValue<'_>,
-        key: &str,
-        before: usize,
-        best: &mut Option<usize>,
-    ) {
-        match value {
-            toml::de::DeValue::Table(t) => walk(t, key, before, best),
-            toml::de::DeValue::Array(a) => {
-                for item in a.iter() {
-                    walk_value(item.get_ref(), key, before, best);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut best = None;
-    walk(root.get_ref(), key, before, &mut best);
-    best
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -254,13 +160,34 @@ fn number(json: &Value, path: &[Seg]) -> Option<f64> {
     node.as_f64()
 }
 
+/// Whether the document writes the key at a path.
+type Written<'a> = dyn Fn(&[Seg]) -> bool + 'a;
+/// Whether the key at the first path is written and not a base's leftover under the choice at
+/// the second path (see [`check`]).
+type Stray<'a> = dyn Fn(&[Seg], &[Seg]) -> bool + 'a;
+
+/// The sources of a load in order of precedence: the loaded file first, then its bases (the
+/// deepest last), then the overrides.
+struct Layers<'s> {
+    sources: &'s [Source],
+    /// How many of `sources` are files (the rest are overrides).
+    files: usize,
+}
+
+impl Layers<'_> {
+    /// Higher wins: overrides over the file, the file over its base, a base over its own base.
+    fn rank(&self, source: doc::SourceId) -> usize {
+        if source < self.files {
+            self.files - source
+        } else {
+            source + 1
+        }
+    }
+}
+
 /// " (`trough` is not set and defaults to 0.35)" for each key of a rule the file leaves out, so
 /// a message about a default is not a mystery.
-fn defaulted_note(
-    keys: &[(&Vec<Seg>, &str)],
-    written: &dyn Fn(&[Seg]) -> bool,
-    json: &Value,
-) -> String {
+fn defaulted_note(keys: &[(&Vec<Seg>, &str)], written: &Written<'_>, json: &Value) -> String {
     keys.iter()
         .filter(|(path, _)| !written(path))
         .filter_map(|(path, name)| {
@@ -272,8 +199,17 @@ fn defaulted_note(
 /// Rules the schema cannot express, checked on the JSON instance (with schema defaults filled
 /// in) so that they are reported together with schema violations. Each rule blames a key the
 /// user wrote, never a default.
-fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Problem>) {
-    let written = |path: &[Seg]| schema::locate(root, path).exact;
+fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>) {
+    let sources = layers.sources;
+    let written = |path: &[Seg]| doc::locate(root, path).exact;
+    // A key that only one shape or model uses is stray when written, unless a later layer (a
+    // child file, an override) switched the shape and the key is the base's leftover: a child
+    // cannot delete a base's key, so that is not a mistake.
+    let stray = |path: &[Seg], choice: &[Seg]| {
+        let (key, chosen) = (doc::locate(root, path), doc::locate(root, choice));
+        key.exact
+            && !(chosen.exact && layers.rank(key.value.source) < layers.rank(chosen.value.source))
+    };
     let pick = |first: Vec<Seg>, second: Vec<Seg>| if written(&first) { first } else { second };
     let trough_at = vec![key("cycle"), key("trough")];
     let peak_at = vec![key("cycle"), key("peak")];
@@ -348,10 +284,10 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
         }
     }
 
-    check_load(json, &written, out);
+    check_load(json, &written, &stray, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
-        check_distribution(json, i, &written, out);
+        check_distribution(json, i, &written, &stray, out);
         let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("failures"), key(name)];
         let (check_at, duration_at) = (at("storm_check_s"), at("storm_duration_s"));
         if let (Some(check), Some(duration)) = (number(json, &check_at), number(json, &duration_at))
@@ -383,15 +319,17 @@ fn check(json: &Value, root: &Spanned<DeTable<'_>>, text: &str, out: &mut Vec<Pr
             first_use.insert(id, i);
             continue;
         };
-        let earlier = schema::locate(root, &[key("endpoints"), Seg::Index(first), key("id")]);
+        let earlier = doc::locate(root, &[key("endpoints"), Seg::Index(first), key("id")]);
+        let path = vec![key("endpoints"), Seg::Index(i), key("id")];
+        let here = doc::locate(root, &path).value.source;
         out.push(Problem {
-            path: vec![key("endpoints"), Seg::Index(i), key("id")],
+            path,
             target: Target::Value,
             message: format!("duplicate endpoint id `{id}`"),
             label: "already used".into(),
             help: Some(format!(
-                "`endpoints[{first}].id` (line {}) is also `{id}`; endpoint ids must be unique",
-                line_column(text, earlier.value.start).0
+                "`endpoints[{first}].id` ({}) is also `{id}`; endpoint ids must be unique",
+                compose::describe(sources, &earlier.value, here)
             )),
         });
     }
@@ -415,7 +353,8 @@ fn string_at<'j>(json: &'j Value, path: &[Seg]) -> Option<&'j str> {
 fn check_distribution(
     json: &Value,
     i: usize,
-    written: &dyn Fn(&[Seg]) -> bool,
+    written: &Written<'_>,
+    stray: &Stray<'_>,
     out: &mut Vec<Problem>,
 ) {
     let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("latency"), key(name)];
@@ -438,7 +377,7 @@ fn check_distribution(
         &["mean_s"]
     };
     for name in ignored {
-        if written(&at(name)) {
+        if stray(&at(name), &at("distribution")) {
             out.push(Problem {
                 path: at(name),
                 target: Target::Key,
@@ -457,7 +396,7 @@ fn check_distribution(
 }
 
 /// An open loop needs its rate; a closed loop has no use for the open-loop keys.
-fn check_load(json: &Value, written: &dyn Fn(&[Seg]) -> bool, out: &mut Vec<Problem>) {
+fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut Vec<Problem>) {
     let at = |name: &str| vec![key("load"), key(name)];
     let open = string_at(json, &at("model")) == Some("open");
     if open && !written(&at("rate_per_s")) {
@@ -471,7 +410,7 @@ fn check_load(json: &Value, written: &dyn Fn(&[Seg]) -> bool, out: &mut Vec<Prob
     }
     if !open {
         for name in ["rate_per_s", "arrivals", "max_in_flight"] {
-            if written(&at(name)) {
+            if stray(&at(name), &at("model")) {
                 out.push(Problem {
                     path: at(name),
                     target: Target::Key,

@@ -1,10 +1,12 @@
 //! The error type of scenario loading: every problem found in one file, as data and as a miette
 //! report that shares the file's source.
 //!
-//! A [`Finding`] is one problem with a byte span, a 1-based line and column, a key path, a
-//! message, a short label for the underline and an optional help line. [`ScenarioErrors`] holds
-//! all findings of one file in source order, implements [`miette::Diagnostic`] (each finding is a
-//! `related` diagnostic with its own snippet) and can render itself to a string. This module
+//! A [`Finding`] is one problem with the source it points into, a byte span, a 1-based line and
+//! column, a key path, a message, a short label for the underline and an optional help line.
+//! [`ScenarioErrors`] holds all findings of one load in source order, implements
+//! [`miette::Diagnostic`] (each finding is a `related` diagnostic with its own snippet of its own
+//! source) and can render itself to a string. One load can span several sources: the file, the
+//! files it `extends`, and `--set` arguments; each finding names the one it is about. This module
 //! never decides *what* is wrong (that is [`crate::schema`] and [`crate::compile`]) and never
 //! prints.
 //!
@@ -16,6 +18,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use miette::{
     Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError,
@@ -25,6 +28,9 @@ use miette::{
 /// One problem in a scenario file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
+    /// The source the span points into: the file's path, a base file it extends, or a
+    /// command-line override such as `--set #2`.
+    pub origin: String,
     /// 1-based line of the start of [`Finding::span`].
     pub line: usize,
     /// 1-based column (in characters) of the start of [`Finding::span`].
@@ -71,6 +77,14 @@ impl Diagnostic for Finding {
 pub(crate) enum Seg {
     Key(String),
     Index(usize),
+}
+
+/// One text a load reads: a file (named by its path) or a command-line override (named like
+/// `--set #2`). Spans of findings are byte ranges into `text`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Source {
+    pub name: String,
+    pub text: String,
 }
 
 /// Renders a key path as documented in the module docs.
@@ -157,11 +171,13 @@ impl SourceCode for ScenarioSource {
     }
 }
 
-/// Every problem found in one scenario file, in source order.
+/// Every problem found in one scenario load, in source order (the loaded file first, then the
+/// files it extends, then overrides).
 #[derive(Debug)]
 pub struct ScenarioErrors {
-    source: ScenarioSource,
+    root: Arc<ScenarioSource>,
     findings: Vec<Finding>,
+    related: Vec<OneFinding>,
 }
 
 /// How [`ScenarioErrors::render`] draws a report.
@@ -174,15 +190,44 @@ pub struct RenderOptions {
 }
 
 impl ScenarioErrors {
-    /// Builds the report; sorts the findings by position and drops exact duplicates.
-    pub(crate) fn new(origin: &str, text: String, mut findings: Vec<Finding>) -> ScenarioErrors {
+    /// Builds the report; sorts the findings by source, then position, and drops exact
+    /// duplicates. `sources[0]` is the loaded file; a finding whose origin names no source is
+    /// shown against it.
+    pub(crate) fn new(sources: Vec<Source>, mut findings: Vec<Finding>) -> ScenarioErrors {
+        let sources: Vec<Arc<ScenarioSource>> = sources
+            .into_iter()
+            .map(|s| Arc::new(ScenarioSource(NamedSource::new(s.name, s.text))))
+            .collect();
+        let root = sources
+            .first()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(ScenarioSource(NamedSource::new("", String::new()))));
+        let rank = |f: &Finding| {
+            sources
+                .iter()
+                .position(|s| s.0.name() == f.origin)
+                .unwrap_or(0)
+        };
         findings.sort_by(|a, b| {
-            (a.span.start, a.span.end, &a.message).cmp(&(b.span.start, b.span.end, &b.message))
+            (rank(a), a.span.start, a.span.end, &a.message).cmp(&(
+                rank(b),
+                b.span.start,
+                b.span.end,
+                &b.message,
+            ))
         });
         findings.dedup();
+        let related = findings
+            .iter()
+            .map(|f| OneFinding {
+                finding: f.clone(),
+                source: sources[rank(f)].clone(),
+            })
+            .collect();
         ScenarioErrors {
-            source: ScenarioSource(NamedSource::new(origin, text)),
+            root,
             findings,
+            related,
         }
     }
 
@@ -193,12 +238,20 @@ impl ScenarioErrors {
 
     /// The name the file was loaded under (its path, or `<built-in bursty>`).
     pub fn origin(&self) -> &str {
-        self.source.0.name()
+        self.root.0.name()
     }
 
-    /// The text the spans point into (lossily decoded if the file was not UTF-8).
+    /// The text of the loaded file (lossily decoded if it was not UTF-8).
     pub fn source_text(&self) -> &str {
-        self.source.0.inner()
+        self.root.0.inner()
+    }
+
+    /// The text `finding`'s span points into: the loaded file, a base file or an override.
+    pub fn source_text_of(&self, finding: &Finding) -> &str {
+        self.related
+            .iter()
+            .find(|r| r.finding.origin == finding.origin)
+            .map_or_else(|| self.source_text(), |r| r.source.0.inner().as_str())
     }
 
     /// Renders the whole report as miette's graphical output.
@@ -212,19 +265,13 @@ impl ScenarioErrors {
             .with_width(options.width)
             .with_links(false);
         let mut out = format!("error: {self}\n\n");
-        for finding in &self.findings {
-            let one = OneFinding {
-                finding,
-                source: &self.source,
-            };
-            if handler.render_report(&mut out, &one).is_err() {
+        for one in &self.related {
+            if handler.render_report(&mut out, one).is_err() {
                 // A span miette cannot read would be our bug; keep the finding as plain text.
+                let f = &one.finding;
                 out.push_str(&format!(
                     "{}:{}:{}: {}\n",
-                    self.origin(),
-                    finding.line,
-                    finding.column,
-                    finding.message
+                    f.origin, f.line, f.column, f.message
                 ));
             }
             out.push('\n');
@@ -232,16 +279,13 @@ impl ScenarioErrors {
         out
     }
 
-    /// One line per finding: `file:line:column: message (help)`.
+    /// One line per finding: `source:line:column: message (help)`.
     pub fn render_plain(&self) -> String {
         let mut out = String::new();
         for f in &self.findings {
             out.push_str(&format!(
                 "{}:{}:{}: {}",
-                self.origin(),
-                f.line,
-                f.column,
-                f.message
+                f.origin, f.line, f.column, f.message
             ));
             if let Some(help) = &f.help {
                 out.push_str(&format!(" (help: {help})"));
@@ -264,33 +308,33 @@ impl std::error::Error for ScenarioErrors {}
 
 impl Diagnostic for ScenarioErrors {
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(&self.source)
+        Some(self.root.as_ref())
     }
 
     fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn Diagnostic> + 'a>> {
-        Some(Box::new(self.findings.iter().map(|f| f as &dyn Diagnostic)))
+        Some(Box::new(self.related.iter().map(|f| f as &dyn Diagnostic)))
     }
 }
 
-/// One finding rendered on its own, with the file as its source (no "Error:" prefix that
-/// miette gives related diagnostics).
+/// One finding with the source its span points into, so that it renders on its own (without
+/// the "Error:" prefix miette gives related diagnostics) and as a related diagnostic.
 #[derive(Debug)]
-struct OneFinding<'a> {
-    finding: &'a Finding,
-    source: &'a ScenarioSource,
+struct OneFinding {
+    finding: Finding,
+    source: Arc<ScenarioSource>,
 }
 
-impl fmt::Display for OneFinding<'_> {
+impl fmt::Display for OneFinding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.finding.fmt(f)
     }
 }
 
-impl std::error::Error for OneFinding<'_> {}
+impl std::error::Error for OneFinding {}
 
-impl Diagnostic for OneFinding<'_> {
+impl Diagnostic for OneFinding {
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(self.source)
+        Some(self.source.as_ref())
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         self.finding.help()
@@ -300,17 +344,18 @@ impl Diagnostic for OneFinding<'_> {
     }
 }
 
-/// Builds a finding at `span` of `text`, computing line and column.
+/// Builds a finding at `span` of `source`, computing line and column.
 pub(crate) fn finding(
-    text: &str,
+    source: &Source,
     span: Range<usize>,
     path: &[Seg],
     message: String,
     label: String,
     help: Option<String>,
 ) -> Finding {
-    let (line, column) = line_column(text, span.start);
+    let (line, column) = line_column(&source.text, span.start);
     Finding {
+        origin: source.name.clone(),
         line,
         column,
         key_path: key_path(path),

@@ -17,6 +17,7 @@
 pub mod cli;
 pub mod client;
 pub mod compile;
+pub mod compose;
 pub mod diagnostics;
 pub mod harness;
 pub mod metrics;

@@ -26,6 +26,15 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 #[schemars(title = "simbench scenario")]
 pub struct Scenario {
+    /// Path of a base scenario this file builds on, relative to this file (e.g.
+    /// "bursty.toml"). The base's keys are the starting point and this file's keys are laid over
+    /// them: tables merge key by key, `[[endpoints]]` are matched by `id` (a known id overrides
+    /// that endpoint's keys, a new id is appended), other values and arrays are replaced. A base
+    /// may extend another; cycles are errors. Default: absent (a self-contained file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub extends: Option<String>,
+
     /// Identifier of the world, shown in reports and used to label runs. Required; must not be
     /// empty. Example: "bursty_provider".
     #[schemars(length(min = 1))]

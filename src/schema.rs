@@ -6,17 +6,14 @@
 //! document is committed as `schema/scenario.schema.json` for editors. Cross-field rules live in
 //! [`crate::compile`]. This module never builds a [`crate::world::World`] and never prints.
 
-use std::ops::Range;
 use std::sync::LazyLock;
 
+use crate::compose::doc::{self, Node, Value as TomlValue};
+use crate::diagnostics::{Finding, Seg, Source, finding, key_path};
+use crate::scenario::Scenario;
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use serde_json::{Map, Value, json};
-use toml::Spanned;
-use toml::de::{DeTable, DeValue};
-
-use crate::diagnostics::{Finding, Seg, finding, key_path};
-use crate::scenario::Scenario;
 
 /// The JSON Schema (draft 2020-12) of a scenario file.
 pub fn scenario_schema() -> Value {
@@ -113,75 +110,27 @@ pub(crate) enum Target {
     Value,
     /// The key at the end of the path.
     Key,
-    /// An explicit byte range.
-    Span(Range<usize>),
 }
 
-/// Where a key path lands in the source.
-pub(crate) struct Located {
-    /// Span of the value at the path, or of the nearest enclosing value that exists.
-    pub value: Range<usize>,
-    /// Span of the last key, when the path exists and ends in a key.
-    pub key: Option<Range<usize>>,
-    /// Whether the whole path exists in the file (false for defaulted or missing keys).
-    pub exact: bool,
-    /// TOML type of the value at the path, when it exists.
-    pub kind: Option<&'static str>,
-}
-
-enum Node<'a, 'i> {
-    Table(&'a DeTable<'i>),
-    Value(&'a DeValue<'i>),
-}
-
-/// Walks the parsed TOML tree along `path`.
-pub(crate) fn locate(root: &Spanned<DeTable<'_>>, path: &[Seg]) -> Located {
-    let mut here = Located {
-        value: root.span(),
-        key: None,
-        exact: true,
-        kind: Some("table"),
+/// Gives a problem its source, span, line and column: the text that wrote the value (or key)
+/// at its path.
+pub(crate) fn resolve(root: &Node, sources: &[Source], problem: Problem) -> Finding {
+    let located = doc::locate(root, &problem.path);
+    let at = match problem.target {
+        Target::Key => located.key.unwrap_or(located.value),
+        Target::Value => located.value,
     };
-    let mut node = Node::Table(root.get_ref());
-    for seg in path {
-        let table = match node {
-            Node::Table(t) => Some(t),
-            Node::Value(DeValue::Table(t)) => Some(t),
-            _ => None,
-        };
-        let next = match (seg, table, &node) {
-            (Seg::Key(k), Some(t), _) => t
-                .iter()
-                .find(|(key, _)| key.get_ref().as_ref() == k.as_str())
-                .map(|(key, v)| (Some(key.span()), v)),
-            (Seg::Index(i), _, Node::Value(DeValue::Array(a))) => a.get(*i).map(|v| (None, v)),
-            _ => None,
-        };
-        let Some((key, value)) = next else {
-            here.exact = false;
-            here.key = None;
-            here.kind = None;
-            return here;
-        };
-        here.value = value.span();
-        here.key = key;
-        here.kind = Some(value.get_ref().type_str());
-        node = Node::Value(value.get_ref());
-    }
-    here
-}
-
-/// Gives a problem its span, line and column.
-pub(crate) fn resolve(root: &Spanned<DeTable<'_>>, text: &str, problem: Problem) -> Finding {
-    let at = locate(root, &problem.path);
-    let span = match problem.target {
-        Target::Span(span) => span,
-        Target::Key => at.key.unwrap_or(at.value),
-        Target::Value => at.value,
+    let fallback = Source {
+        name: String::new(),
+        text: String::new(),
     };
+    let source = sources
+        .get(at.source)
+        .or(sources.first())
+        .unwrap_or(&fallback);
     finding(
-        text,
-        span,
+        source,
+        at.span,
         &problem.path,
         problem.message,
         problem.label,
@@ -235,6 +184,15 @@ pub(crate) fn field(path: &[Seg]) -> Option<FieldInfo<'static>> {
         schema,
         description,
     })
+}
+
+/// The keys the schema allows in the table at `path`, sorted.
+pub(crate) fn known_keys(path: &[Seg]) -> Vec<&'static str> {
+    field(path)
+        .and_then(|i| i.schema.get("properties"))
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// The first sentence of a description.
@@ -352,17 +310,27 @@ pub(crate) struct Instance {
     pub reported: Vec<Vec<Seg>>,
 }
 
-/// Converts the tree to JSON, reporting what JSON or the schema's integer keys cannot hold.
-pub(crate) fn to_json(root: &Spanned<DeTable<'_>>, problems: &mut Vec<Problem>) -> Instance {
+/// Converts the document to JSON, reporting what JSON or the schema's integer keys cannot hold.
+pub(crate) fn to_json(root: &Node, problems: &mut Vec<Problem>) -> Instance {
     let mut ctx = Convert {
         problems,
         reported: Vec::new(),
         path: Vec::new(),
     };
-    let json = ctx.table(root.get_ref());
+    let json = ctx.value(&root.value);
     Instance {
         json,
         reported: ctx.reported,
+    }
+}
+
+/// How TOML writes an integer of `radix`, as the parser's own display does.
+fn radix_prefix(radix: u32) -> &'static str {
+    match radix {
+        2 => "0b",
+        8 => "0o",
+        16 => "0x",
+        _ => "",
     }
 }
 
@@ -373,26 +341,19 @@ struct Convert<'p> {
 }
 
 impl Convert<'_> {
-    fn table(&mut self, table: &DeTable<'_>) -> Value {
-        let mut out = Map::new();
-        for (key, value) in table.iter() {
-            self.path.push(Seg::Key(key.get_ref().to_string()));
-            let v = self.value(value.get_ref());
-            self.path.pop();
-            out.insert(key.get_ref().to_string(), v);
-        }
-        Value::Object(out)
-    }
-
-    fn value(&mut self, value: &DeValue<'_>) -> Value {
+    fn value(&mut self, value: &TomlValue) -> Value {
         match value {
-            DeValue::String(s) => Value::String(s.to_string()),
-            DeValue::Boolean(b) => Value::Bool(*b),
-            DeValue::Datetime(d) => Value::String(d.to_string()),
-            DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
+            TomlValue::String(s) => Value::String(s.clone()),
+            TomlValue::Boolean(b) => Value::Bool(*b),
+            TomlValue::Datetime(d) => Value::String(d.to_string()),
+            TomlValue::Integer { text, radix } => match i64::from_str_radix(text, *radix) {
                 Ok(n) => json!(n),
                 Err(_) => self.reject(
-                    format!("`{}` = {i} does not fit in a 64-bit integer", self.here()),
+                    format!(
+                        "`{}` = {}{text} does not fit in a 64-bit integer",
+                        self.here(),
+                        radix_prefix(*radix)
+                    ),
                     "too large for a TOML integer",
                     format!(
                         "TOML integers lie between {} and {}{}",
@@ -402,17 +363,26 @@ impl Convert<'_> {
                     ),
                 ),
             },
-            DeValue::Float(f) => self.float(f.as_str()),
-            DeValue::Array(items) => {
+            TomlValue::Float(text) => self.float(text),
+            TomlValue::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (n, item) in items.iter().enumerate() {
                     self.path.push(Seg::Index(n));
-                    out.push(self.value(item.get_ref()));
+                    out.push(self.value(&item.value));
                     self.path.pop();
                 }
                 Value::Array(out)
             }
-            DeValue::Table(t) => self.table(t),
+            TomlValue::Table(t) => {
+                let mut out = Map::new();
+                for entry in &t.entries {
+                    self.path.push(Seg::Key(entry.key.clone()));
+                    let v = self.value(&entry.node.value);
+                    self.path.pop();
+                    out.insert(entry.key.clone(), v);
+                }
+                Value::Object(out)
+            }
         }
     }
 
@@ -469,14 +439,14 @@ impl Convert<'_> {
 // Validation.
 
 /// Validates the instance and maps every violation to a problem.
-pub(crate) fn validate(root: &Spanned<DeTable<'_>>, instance: &Instance) -> Vec<Problem> {
+pub(crate) fn validate(root: &Node, instance: &Instance) -> Vec<Problem> {
     let mut problems = Vec::new();
     for error in VALIDATOR.iter_errors(&instance.json) {
         let path = instance_path(&instance.json, error.instance_path().as_str());
         if instance.reported.iter().any(|r| path.starts_with(r)) {
             continue;
         }
-        let found = locate(root, &path).kind;
+        let found = doc::locate(root, &path).kind;
         map_error(&error, path, found, &mut problems);
     }
     problems

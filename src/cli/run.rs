@@ -1,7 +1,9 @@
 //! `simbench run` and `simbench list`: the edge where the comparison meets files, terminals and
 //! the real clock.
 //!
-//! `run` loads a world (or takes the built-in bursty one), applies the size overrides, sweeps
+//! `run` loads a world (or takes the built-in bursty one) with its `extends` chain and the
+//! `--set` overrides (`--jobs`, `--concurrency` and `--horizon` are shorthands for three of them,
+//! checked like the file), sweeps
 //! every requested algorithm over every seed ([`crate::sweep`], in parallel), builds the report
 //! ([`crate::report`], pure) and decides where each rendering goes: the table to standard output,
 //! `--json`/`--markdown`/`--csv` to files written atomically. Wall time is read here and nowhere
@@ -25,9 +27,12 @@ use crate::metrics::{CATALOGUE, Direction};
 use crate::report::terminal::TerminalOptions;
 use crate::report::{self, Report, SweepInfo};
 use crate::sweep::{self, SweepConfig};
-use crate::world::{Overrides, World};
+use crate::world::World;
 use output::Output;
 use progress::Progress;
+
+use super::validate::{self, LoadError};
+use crate::compile::{LoadOptions, Override};
 
 /// Arguments of `simbench run`.
 #[derive(Debug, Args)]
@@ -40,15 +45,19 @@ pub struct RunArgs {
     /// Number of seeds: the world's seed, seed + 1, … seed + N − 1.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub seeds: u32,
-    /// Replace the world's job count.
+    /// Replace the world's job count (shorthand for `--set jobs=N`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub jobs: Option<u32>,
-    /// Replace the world's worker count.
+    /// Replace the world's worker count (shorthand for `--set concurrency=N`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: Option<u32>,
-    /// Replace the world's admission horizon [s].
+    /// Replace the world's admission horizon [s] (shorthand for `--set horizon_s=S`).
     #[arg(long, value_parser = parse_positive_seconds)]
     pub horizon: Option<f64>,
+    /// Override any scenario key, e.g. `endpoints.metered.rate_limit.per_window=240` (a TOML
+    /// value; endpoints by id or index; repeatable, applied in order after the file).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
+    pub set: Vec<String>,
     /// Real seconds one run may take before it is stopped as timed out.
     #[arg(long, default_value_t = 600.0, value_parser = parse_positive_seconds)]
     pub wall_budget: f64,
@@ -106,12 +115,9 @@ fn parse_positive_seconds(text: &str) -> Result<f64, String> {
 
 /// Runs `simbench run`.
 pub fn main(args: &RunArgs) -> u8 {
-    let world = match load_world(args.file.as_deref()) {
-        Ok(world) => world.with_overrides(&Overrides {
-            jobs: args.jobs,
-            concurrency: args.concurrency,
-            horizon_s: args.horizon,
-        }),
+    let overrides = overrides(args);
+    let world = match load_world(args.file.as_deref(), &overrides) {
+        Ok(world) => world,
         Err(code) => return code,
     };
     let algorithms = match pick_algorithms(&world, args.algorithms.as_deref()) {
@@ -121,7 +127,7 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
-    let report = compare(&world, &algorithms, args);
+    let report = compare(&world, &algorithms, args, &overrides);
     let code = emit(&report, args);
     warn_unfinished(&report);
     if report.nothing_finished() {
@@ -132,7 +138,7 @@ pub fn main(args: &RunArgs) -> u8 {
 }
 
 /// Runs the sweep and builds the report.
-fn compare(world: &World, algorithms: &[String], args: &RunArgs) -> Report {
+fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Override]) -> Report {
     let seeds = sweep::seeds(world, args.seeds);
     let plan = sweep::plan(algorithms, &seeds);
     let threads = args.threads.map_or_else(default_threads, |t| t as usize);
@@ -149,6 +155,10 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs) -> Report {
             args.rng.name(),
             plural(threads.min(plan.len()), "thread"),
         );
+        if !overrides.is_empty() {
+            let applied: Vec<&str> = overrides.iter().map(|o| o.text.as_str()).collect();
+            eprintln!("simbench: overrides: {}", applied.join(", "));
+        }
     }
     let origin = now();
     let clock = move || origin.elapsed().as_secs_f64();
@@ -239,19 +249,60 @@ fn plural(n: usize, noun: &str) -> String {
     }
 }
 
-/// The world named on the command line, or the built-in one; prints diagnostics on failure.
-fn load_world(path: Option<&Path>) -> Result<World, u8> {
-    let Some(path) = path else {
-        return Ok(compile::builtin_bursty());
+/// The shorthand flags as overrides, then the `--set` arguments, in the order they apply.
+fn overrides(args: &RunArgs) -> Vec<Override> {
+    let shorthand = |flag: &str, text: String| Override {
+        origin: flag.to_owned(),
+        text,
     };
-    let bytes = std::fs::read(path).map_err(|err| {
-        eprintln!("error: cannot read {}: {err}", path.display());
-        super::EXIT_ERROR
-    })?;
-    compile::load(&path.display().to_string(), &bytes).map_err(|errors| {
-        let colour = std::io::stderr().is_terminal() && colour_allowed();
-        eprint!("{}", errors.render(RenderOptions { colour, width: 100 }));
-        super::EXIT_INVALID
+    let mut out = Vec::new();
+    if let Some(jobs) = args.jobs {
+        out.push(shorthand("--jobs", format!("jobs={jobs}")));
+    }
+    if let Some(concurrency) = args.concurrency {
+        out.push(shorthand(
+            "--concurrency",
+            format!("concurrency={concurrency}"),
+        ));
+    }
+    if let Some(horizon) = args.horizon {
+        // `{:?}` keeps a decimal point or an exponent, so the value stays a TOML float.
+        out.push(shorthand("--horizon", format!("horizon_s={horizon:?}")));
+    }
+    out.extend(validate::overrides(&args.set));
+    out
+}
+
+/// The world named on the command line, or the built-in one, with the overrides applied;
+/// prints diagnostics on failure.
+fn load_world(path: Option<&Path>, overrides: &[Override]) -> Result<World, u8> {
+    let loaded = match path {
+        None if overrides.is_empty() => return Ok(compile::builtin_bursty()),
+        None => {
+            let options = LoadOptions {
+                read: &|_: &Path| Err("the built-in world extends nothing".to_owned()),
+                overrides,
+            };
+            compile::load_with(
+                compile::BUILTIN_BURSTY_ORIGIN,
+                compile::BUILTIN_BURSTY_TOML.as_bytes(),
+                &options,
+            )
+            .map_err(|e| LoadError::Invalid(Box::new(e)))
+        }
+        Some(path) => validate::load_file(path, overrides),
+    };
+    loaded.map_err(|error| match error {
+        LoadError::Unreadable(err) => {
+            let shown = path.map_or_else(String::new, |p| p.display().to_string());
+            eprintln!("error: cannot read {shown}: {err}");
+            super::EXIT_ERROR
+        }
+        LoadError::Invalid(errors) => {
+            let colour = std::io::stderr().is_terminal() && colour_allowed();
+            eprint!("{}", errors.render(RenderOptions { colour, width: 100 }));
+            super::EXIT_INVALID
+        }
     })
 }
 
@@ -370,22 +421,22 @@ fn describe_files(out: &mut String, files: &[PathBuf]) {
             || file.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
-        match std::fs::read(file) {
-            Err(err) => out.push_str(&format!("  {shown}: unreadable, skipped: {err}\n")),
-            Ok(bytes) => match compile::load(&file.display().to_string(), &bytes) {
-                Ok(world) => describe_world(out, &format!("{shown}: "), &world),
-                Err(errors) => {
-                    let findings = errors.findings();
-                    let first = findings
-                        .first()
-                        .map_or_else(String::new, |f| format!(", line {}: {}", f.line, f.message));
-                    out.push_str(&format!(
-                        "  {shown}: invalid, skipped ({}{first}; see `simbench validate {}`)\n",
-                        plural(findings.len(), "problem"),
-                        file.display()
-                    ));
-                }
-            },
+        match validate::load_file(file, &[]) {
+            Err(LoadError::Unreadable(err)) => {
+                out.push_str(&format!("  {shown}: unreadable, skipped: {err}\n"));
+            }
+            Ok(world) => describe_world(out, &format!("{shown}: "), &world),
+            Err(LoadError::Invalid(errors)) => {
+                let findings = errors.findings();
+                let first = findings
+                    .first()
+                    .map_or_else(String::new, |f| format!(", line {}: {}", f.line, f.message));
+                out.push_str(&format!(
+                    "  {shown}: invalid, skipped ({}{first}; see `simbench validate {}`)\n",
+                    plural(findings.len(), "problem"),
+                    file.display()
+                ));
+            }
         }
     }
 }

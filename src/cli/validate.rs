@@ -1,6 +1,10 @@
 //! `simbench validate` and `simbench schema`: read scenario files, report every problem in every
 //! file, and print the JSON Schema.
 //!
+//! It also owns the one way the CLI loads a scenario file ([`load_file`]): read at most one byte
+//! past the size limit, follow `extends` through the same bounded reader, apply `--set`
+//! overrides. Each file is checked as resolved (its bases merged in, the overrides applied).
+//!
 //! Human output goes to stderr (miette reports, then one summary line); `--format json` writes
 //! one JSON document to stdout and nothing else. Exit code: 0 all valid, 1 some file invalid,
 //! 2 some file unreadable (missing, a directory, no permission), which wins over 1. Every file is
@@ -13,8 +17,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::compile::{self, MAX_FILE_BYTES};
+use crate::compile::{self, LoadOptions, MAX_FILE_BYTES, Override};
 use crate::diagnostics::{RenderOptions, ScenarioErrors};
+use crate::world::World;
 
 /// Arguments of `simbench validate`.
 #[derive(Debug, Args)]
@@ -25,6 +30,46 @@ pub struct ValidateArgs {
     /// Output format: `human` (miette reports on stderr) or `json` (one document on stdout).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Override a scenario key before checking, e.g. `retry.max_attempts=3` (repeatable; applied
+    /// to every file).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub set: Vec<String>,
+}
+
+/// Checks that a `--set` argument has the shape `key=value`; the rest is checked with the file.
+pub(super) fn parse_set(text: &str) -> Result<String, String> {
+    compile::check_shape(text).map(|()| text.to_owned())
+}
+
+/// The `--set` arguments as overrides named `--set #1`, `--set #2`, … in command-line order.
+pub(super) fn overrides(set: &[String]) -> Vec<Override> {
+    set.iter()
+        .enumerate()
+        .map(|(i, text)| Override {
+            origin: format!("--set #{}", i + 1),
+            text: text.clone(),
+        })
+        .collect()
+}
+
+/// Why a scenario file did not load.
+pub(super) enum LoadError {
+    /// The file itself cannot be read (a base that cannot be read is an invalid scenario).
+    Unreadable(std::io::Error),
+    /// The resolved scenario is invalid.
+    Invalid(Box<ScenarioErrors>),
+}
+
+/// Loads the scenario at `path`: its `extends` chain read from disk, then `overrides`.
+pub(super) fn load_file(path: &Path, overrides: &[Override]) -> Result<World, LoadError> {
+    let bytes = read_limited(path).map_err(LoadError::Unreadable)?;
+    let read = |base: &Path| read_limited(base).map_err(|e| e.to_string());
+    let options = LoadOptions {
+        read: &read,
+        overrides,
+    };
+    compile::load_with(&path.display().to_string(), &bytes, &options)
+        .map_err(|errors| LoadError::Invalid(Box::new(errors)))
 }
 
 /// Output format of `simbench validate`.
@@ -48,10 +93,11 @@ enum Outcome {
 
 /// Runs `simbench validate`.
 pub fn main(args: &ValidateArgs) -> u8 {
+    let overrides = overrides(&args.set);
     let outcomes: Vec<(String, Outcome)> = args
         .files
         .iter()
-        .map(|path| (path.display().to_string(), check_file(path)))
+        .map(|path| (path.display().to_string(), check_file(path, &overrides)))
         .collect();
     match args.format {
         Format::Human => print_human(&outcomes),
@@ -60,18 +106,16 @@ pub fn main(args: &ValidateArgs) -> u8 {
     exit_code(&outcomes)
 }
 
-fn check_file(path: &Path) -> Outcome {
-    match read_limited(path) {
-        Err(e) => Outcome::Unreadable(e.to_string()),
-        Ok(bytes) => match compile::load(&path.display().to_string(), &bytes) {
-            Ok(_) => Outcome::Valid,
-            Err(errors) => Outcome::Invalid(Box::new(errors)),
-        },
+fn check_file(path: &Path, overrides: &[Override]) -> Outcome {
+    match load_file(path, overrides) {
+        Ok(_) => Outcome::Valid,
+        Err(LoadError::Unreadable(e)) => Outcome::Unreadable(e.to_string()),
+        Err(LoadError::Invalid(errors)) => Outcome::Invalid(errors),
     }
 }
 
 /// Reads at most one byte past the size limit, so a huge file is rejected without reading it.
-fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
@@ -135,7 +179,7 @@ fn print_json(outcomes: &[(String, Outcome)]) {
             Outcome::Invalid(errors) => {
                 for f in errors.findings() {
                     findings.push(json!({
-                        "file": name,
+                        "file": f.origin,
                         "line": f.line,
                         "column": f.column,
                         "key_path": f.key_path,

@@ -1,5 +1,6 @@
 //! The one integration-test binary.
 
+mod compose;
 mod fidelity;
 mod no_network;
 mod open_loop;

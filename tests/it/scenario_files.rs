@@ -31,9 +31,15 @@ fn simbench(dir: &Path, args: &[&str]) -> Output {
         .expect("the simbench binary runs")
 }
 
+/// Loads a file as `simbench validate` does: following `extends` on disk.
 fn load_file(path: &Path) -> Result<World, simbench::diagnostics::ScenarioErrors> {
     let bytes = std::fs::read(path).expect("test data is readable");
-    compile::load(&path.display().to_string(), &bytes)
+    let read = |p: &Path| std::fs::read(p).map_err(|e| e.to_string());
+    let options = compile::LoadOptions {
+        read: &read,
+        overrides: &[],
+    };
+    compile::load_with(&path.display().to_string(), &bytes, &options)
 }
 
 /// Compares `actual` with the committed file, or rewrites the file in bless mode. Returns a
@@ -248,6 +254,26 @@ fn scenario_every_canonical_and_valid_file_loads() {
         if let Err(e) = load_file(&file) {
             panic!("{}", e.render_plain());
         }
+    }
+}
+
+/// Every canonical scenario also runs: every default algorithm, one seed, a small job count.
+#[test]
+fn scenario_every_canonical_file_runs() {
+    for file in files_with_extension(&root().join("scenarios"), "toml") {
+        let relative = file.strip_prefix(root()).expect("under the crate");
+        let shown = relative.display().to_string();
+        let out = simbench(
+            root(),
+            &["run", &shown, "--seeds", "1", "--jobs", "100", "--quiet"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{shown}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{shown}: no table");
     }
 }
 
