@@ -318,6 +318,20 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_relative_to_the_naming_file_and_tidied() {
+        let shown = |from: &str, to: &str| join(from, to).display().to_string();
+        assert_eq!(
+            shown("scenarios/x.toml", "./bursty.toml"),
+            "scenarios/bursty.toml"
+        );
+        assert_eq!(shown("a/b/x.toml", "../c/../y.toml"), "a/y.toml");
+        assert_eq!(shown("x.toml", "../y.toml"), "../y.toml");
+        assert_eq!(shown("x.toml", "/abs/y.toml"), "/abs/y.toml");
+        assert!(same_file("a/./b.toml", "a/c/../b.toml"));
+        assert!(!same_file("a/b.toml", "b.toml"));
+    }
+
+    #[test]
     fn overrides_apply_after_merging() {
         let files = [("dir/main.toml", "[retry]\nbase = 1\n")];
         let got = compose(&files, &["retry.jitter=full", "cycle = { peak = 1 }"]).expect("applies");

@@ -194,14 +194,18 @@ impl ScenarioErrors {
     /// duplicates. `sources[0]` is the loaded file; a finding whose origin names no source is
     /// shown against it.
     pub(crate) fn new(sources: Vec<Source>, mut findings: Vec<Finding>) -> ScenarioErrors {
-        let sources: Vec<Arc<ScenarioSource>> = sources
+        let mut sources: Vec<Arc<ScenarioSource>> = sources
             .into_iter()
             .map(|s| Arc::new(ScenarioSource(NamedSource::new(s.name, s.text))))
             .collect();
-        let root = sources
-            .first()
-            .cloned()
-            .unwrap_or_else(|| Arc::new(ScenarioSource(NamedSource::new("", String::new()))));
+        if sources.is_empty() {
+            // Every load has at least its own file; keep the report drawable regardless.
+            sources.push(Arc::new(ScenarioSource(NamedSource::new(
+                "",
+                String::new(),
+            ))));
+        }
+        let root = sources[0].clone();
         let rank = |f: &Finding| {
             sources
                 .iter()
