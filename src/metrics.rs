@@ -277,36 +277,50 @@ impl Samples {
     }
 
     /// Linear-interpolated percentile (type 7), `q` in `[0, 1]`; 0 if empty.
-    ///
-    /// Uses selection rather than a full sort (linear time); it reorders the stored values.
     pub fn percentile(&mut self, q: f64) -> f64 {
-        let n = self.len();
-        if n == 0 {
-            return 0.0;
-        }
-        let pos = (n - 1) as f64 * q.clamp(0.0, 1.0);
-        let lo = pos.floor() as u64;
-        let hi = (lo + 1).min(n - 1);
-        let w = pos - lo as f64;
-        let x_lo = self.nth(lo);
-        let x_hi = self.nth(hi);
-        x_lo * (1.0 - w) + x_hi * w
+        self.percentiles([q])[0]
     }
 
-    /// The `i`-th smallest observation; negative values sort before the zeros.
-    fn nth(&mut self, i: u64) -> f64 {
+    /// Several percentiles at once, `qs` ascending: each selection runs on the part of the
+    /// sample above the previous one, so three percentiles cost about one pass, not six.
+    /// Linear time; it reorders the stored values.
+    pub fn percentiles<const N: usize>(&mut self, qs: [f64; N]) -> [f64; N] {
+        let n = self.len();
+        if n == 0 {
+            return [0.0; N];
+        }
         let negatives = self.values.iter().filter(|v| **v < 0.0).count() as u64;
+        let mut from = 0usize;
+        let mut out = [0.0; N];
+        for (slot, q) in out.iter_mut().zip(qs) {
+            let pos = (n - 1) as f64 * q.clamp(0.0, 1.0);
+            let lo = pos.floor() as u64;
+            let hi = (lo + 1).min(n - 1);
+            let w = pos - lo as f64;
+            let x_lo = self.nth(lo, negatives, &mut from);
+            let x_hi = self.nth(hi, negatives, &mut from);
+            *slot = x_lo * (1.0 - w) + x_hi * w;
+        }
+        out
+    }
+
+    /// The `i`-th smallest observation (negative values sort before the zeros), selecting
+    /// within `values[from..]`: every value before `from` is no larger than any after it, which
+    /// each selection keeps true. Ranks must come in ascending order.
+    fn nth(&mut self, i: u64, negatives: u64, from: &mut usize) -> f64 {
         let k = if i < negatives {
             i
         } else if i < negatives + self.zeros {
             return 0.0;
         } else {
             i - self.zeros
-        };
-        *self
-            .values
-            .select_nth_unstable_by(k as usize, f64::total_cmp)
-            .1
+        } as usize;
+        let start = (*from).min(k);
+        let value = *self.values[start..]
+            .select_nth_unstable_by(k - start, f64::total_cmp)
+            .1;
+        *from = k;
+        value
     }
 }
 
@@ -316,15 +330,12 @@ fn ratio(num: f64, den: f64) -> f64 {
 
 /// Computes every metric but `wall_s` (left at 0) from a run's tally.
 pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
-    let job_p50 = tally.job_latencies_ms.percentile(0.50);
-    let job_p95 = tally.job_latencies_ms.percentile(0.95);
-    let job_p99 = tally.job_latencies_ms.percentile(0.99);
-    let wait_p50 = tally.acquire_waits_ms.percentile(0.50);
-    let wait_p99 = tally.acquire_waits_ms.percentile(0.99);
+    let [job_p50, job_p95, job_p99] = tally.job_latencies_ms.percentiles([0.50, 0.95, 0.99]);
+    let [wait_p50, wait_p99] = tally.acquire_waits_ms.percentiles([0.50, 0.99]);
     let request_p50 = tally.request_latencies_ms.percentile(0.50);
-    let service = [0.50, 0.95, 0.99].map(|q| tally.service_ms.percentile(q));
-    let observed = [0.50, 0.95, 0.99].map(|q| tally.observed_ms.percentile(q));
-    let queue_wait = [0.50, 0.99].map(|q| tally.queue_wait_ms.percentile(q));
+    let service = tally.service_ms.percentiles([0.50, 0.95, 0.99]);
+    let observed = tally.observed_ms.percentiles([0.50, 0.95, 0.99]);
+    let queue_wait = tally.queue_wait_ms.percentiles([0.50, 0.99]);
     let retry_observed_p99 = tally.retry_observed_ms.percentile(0.99);
     let retry_queue_wait_p99 = tally.retry_queue_wait_ms.percentile(0.99);
     let t = &*tally;
@@ -447,6 +458,15 @@ mod tests {
         assert_eq!(z.percentile(0.0), -2.0);
         assert_eq!(z.percentile(0.5), 0.0);
         assert!((z.percentile(0.99) - 9.6).abs() < 1e-12);
+        // Several at once agree with one at a time, whatever the order of the data.
+        let xs: Vec<f64> = (0..1000)
+            .map(|i| ((i * 7919) % 1000) as f64 - 100.0)
+            .collect();
+        let qs = [0.0, 0.05, 0.5, 0.95, 0.99, 1.0];
+        let together = samples(&xs).percentiles(qs);
+        for (q, got) in qs.iter().zip(together) {
+            assert_eq!(got, samples(&xs).percentile(*q), "q = {q}");
+        }
     }
 
     #[test]

@@ -403,7 +403,7 @@ impl Pool {
     pub fn remove_waiter(&mut self, worker: WorkerId) {
         self.slots[worker as usize].waiting = false;
         self.stale += 1;
-        if self.stale > 64 && self.stale * 2 > self.waiters.len() {
+        if self.stale > 8 && self.stale * 2 > self.waiters.len() {
             let slots = &self.slots;
             self.waiters
                 .retain(|&(w, ticket)| is_live(slots[w as usize], ticket));
