@@ -345,7 +345,7 @@ impl Convert<'_> {
         match value {
             TomlValue::String(s) => Value::String(s.clone()),
             TomlValue::Boolean(b) => Value::Bool(*b),
-            TomlValue::Datetime(d) => Value::String(d.to_string()),
+            TomlValue::Datetime(d) => self.datetime(&d.to_string()),
             TomlValue::Integer { text, radix } => match i64::from_str_radix(text, *radix) {
                 Ok(n) => json!(n),
                 Err(_) => self.reject(
@@ -384,6 +384,21 @@ impl Convert<'_> {
                 Value::Object(out)
             }
         }
+    }
+
+    /// A date-time is a string to JSON, so the schema would accept one where a string belongs;
+    /// there it is a forgotten pair of quotes. Elsewhere the schema reports the wrong type.
+    fn datetime(&mut self, text: &str) -> Value {
+        let wants_string =
+            field(&self.path).is_some_and(|f| f.schema.get("type") == Some(&json!("string")));
+        if !wants_string {
+            return Value::String(text.to_owned());
+        }
+        self.reject(
+            format!("`{}` must be a string, found a date-time", self.here()),
+            "expected a string",
+            format!("string values must be quoted: write `\"{text}\"`"),
+        )
     }
 
     fn float(&mut self, text: &str) -> Value {
