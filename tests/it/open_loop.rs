@@ -159,10 +159,16 @@ fn the_congested_harness_measures_itself_and_is_invalid() {
     for seed in w.seed()..w.seed() + 3 {
         let m = run(&w, "wait", seed, false).metrics.expect("finished");
         let (service, observed) = (m.get(Metric::ServiceP99Ms), m.get(Metric::ObservedP99Ms));
-        assert!(observed > 3.0 * service, "observed {observed} vs service {service}");
+        assert!(
+            observed > 3.0 * service,
+            "observed {observed} vs service {service}"
+        );
         assert!(m.get(Metric::RefusalRate) > 0.5);
         let reason = simbench::report::validity::judge(&m, w.validity()).expect("invalid");
-        assert!(reason.starts_with("harness-bound: p99 queue wait"), "{reason}");
+        assert!(
+            reason.starts_with("harness-bound: p99 queue wait"),
+            "{reason}"
+        );
     }
 }
 
