@@ -6,6 +6,7 @@
 //! run finished (every run stalled or hit the wall-clock budget).
 
 mod run;
+mod sweep;
 mod validate;
 
 use std::process::ExitCode;
@@ -28,6 +29,10 @@ enum Command {
     Schema,
     /// Run algorithms on a world over several seeds.
     Run(run::RunArgs),
+    /// Find the concurrency knee: run one algorithm at increasing concurrency (or arrival
+    /// rate) levels and name the highest level that still buys throughput without refusals or
+    /// a jump in service p99.
+    Sweep(sweep::SweepArgs),
     /// List algorithms, metrics, and the scenarios of a folder (or the built-in world).
     List(run::ListArgs),
 }
@@ -56,6 +61,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::main(&args),
         Command::Schema => validate::print_schema(),
         Command::Run(args) => run::main(&args),
+        Command::Sweep(args) => sweep::main(&args),
         Command::List(args) => run::list(&args),
     };
     ExitCode::from(code)

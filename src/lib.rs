@@ -12,7 +12,8 @@
 //! [`world::World`]; [`harness`] joins the simulated [`provider`] and the [`client`] (pool, retry
 //! policy, strategies) on an event heap; [`metrics`] is the catalogue every output reads;
 //! [`sweep`] runs every algorithm on every seed in parallel and [`report`] ranks and renders the
-//! comparison without any I/O. Only [`cli`] reads files, prints and picks exit codes.
+//! comparison without any I/O; [`knee`] reads a sweep over load levels and names the concurrency
+//! knee. Only [`cli`] reads files, prints and picks exit codes.
 
 pub mod cli;
 pub mod client;
@@ -20,6 +21,7 @@ pub mod compile;
 pub mod compose;
 pub mod diagnostics;
 pub mod harness;
+pub mod knee;
 pub mod metrics;
 pub mod provider;
 pub mod report;

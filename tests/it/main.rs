@@ -12,3 +12,4 @@ mod scenario_cli;
 mod scenario_files;
 mod scenario_fuzz;
 mod sim;
+mod sweep_cli;

@@ -1,0 +1,478 @@
+//! `simbench sweep`: find the concurrency knee before measuring anything.
+//!
+//! Loads a world once (with its `extends` chain and `--set` overrides), derives one world per
+//! level with [`World::with_overrides`] (the worker count of a closed loop, the arrival rate of an
+//! open one; the level lists are checked by the argument parser), runs one algorithm on the same
+//! seeds at every level (common random numbers: the levels differ only in load) through
+//! [`crate::sweep::sweep`], hands the runs to [`crate::knee`] (pure) and decides where each
+//! rendering goes: the table and the verdict to standard output, `--json`/`--csv` to files
+//! written atomically.
+//!
+//! Exit codes: 0 done (a flagged recommendation is still an answer), 1 invalid scenario, 2 usage
+//! or I/O error, or no run finished at the first level (there is no baseline to judge against).
+
+mod render;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{ArgGroup, Args};
+
+use crate::client::registry;
+use crate::compile::{self, LoadOptions, Override, Reader};
+use crate::diagnostics::{RenderOptions, ScenarioErrors};
+use crate::harness::RngScheme;
+use crate::knee::{self, LevelRuns};
+use crate::report::Run;
+use crate::report::fingerprint::world_hash;
+use crate::sweep::{self, SweepConfig};
+use crate::world::{Load, Overrides, World};
+use render::{Knob, SweepView};
+
+use super::run::RngArg;
+use super::validate;
+
+/// The largest closed-loop level, as `simbench run --concurrency` allows.
+const MAX_CONCURRENCY: u32 = 100_000;
+
+/// Arguments of `simbench sweep`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("levels").required(true).args(["concurrency", "rate"])))]
+pub struct SweepArgs {
+    /// Scenario file; the built-in bursty world when absent.
+    pub file: Option<PathBuf>,
+    /// Closed loop: comma-separated worker counts, increasing, e.g. `1,2,4,8,16,32`.
+    #[arg(long, value_name = "LIST", value_parser = parse_concurrency)]
+    pub concurrency: Option<Levels>,
+    /// Open loop: comma-separated arrival rates [jobs/s], increasing, e.g. `1,2,5,10`.
+    #[arg(long, value_name = "LIST", value_parser = parse_rates)]
+    pub rate: Option<Levels>,
+    /// The algorithm to sweep.
+    #[arg(long, default_value = "wait")]
+    pub algorithm: String,
+    /// Number of seeds: the world's seed, seed + 1, … seed + N − 1, the same at every level.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub seeds: u32,
+    /// Override any scenario key before the level is applied (as `simbench run --set`).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
+    pub set: Vec<String>,
+    /// Real seconds one run may take before it is stopped as timed out.
+    #[arg(long, default_value_t = 600.0, value_parser = parse_positive_seconds)]
+    pub wall_budget: f64,
+    /// Worker threads for the runs [default: the number of cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// Write levels, per-seed values, the knee and the reasons as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per (level, seed) to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    /// Random-number scheme: `native` (fast) or `reference` (replays the reference exactly).
+    #[arg(long, value_enum, default_value_t = RngArg::Native)]
+    pub rng: RngArg,
+    /// No header or progress lines; no table when a file output is requested.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// A parsed, strictly increasing list of at least two levels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Levels(Vec<f64>);
+
+fn parse_concurrency(text: &str) -> Result<Levels, String> {
+    parse_levels(text, |item| match item.parse::<u32>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(f64::from(n)),
+        Ok(n) => Err(format!(
+            "worker counts are whole numbers from 1 to {MAX_CONCURRENCY}; got `{n}`"
+        )),
+        Err(_) => Err(format!(
+            "worker counts are whole numbers from 1 to {MAX_CONCURRENCY}; got `{item}`"
+        )),
+    })
+}
+
+fn parse_rates(text: &str) -> Result<Levels, String> {
+    parse_levels(text, |item| match item.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "rates are positive numbers of jobs per second; got `{item}`"
+        )),
+    })
+}
+
+/// Splits on commas, parses each item and checks the list: at least two levels, increasing.
+fn parse_levels(text: &str, item: impl Fn(&str) -> Result<f64, String>) -> Result<Levels, String> {
+    let levels = text
+        .split(',')
+        .map(str::trim)
+        .map(|s| {
+            if s.is_empty() {
+                Err("an empty item in the list".to_owned())
+            } else {
+                item(s)
+            }
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
+    if levels.len() < 2 {
+        return Err(
+            "a sweep needs at least two levels (a baseline and a step), e.g. `2,4,8`".into(),
+        );
+    }
+    if let Some(pair) = levels.windows(2).find(|w| w[1] <= w[0]) {
+        return Err(format!(
+            "levels must increase: `{}` is not above `{}`",
+            pair[1], pair[0]
+        ));
+    }
+    Ok(Levels(levels))
+}
+
+fn parse_positive_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err("must be a positive, finite number of seconds".into()),
+        Err(err) => Err(format!("not a number: {err}")),
+    }
+}
+
+/// Runs `simbench sweep`.
+pub fn main(args: &SweepArgs) -> u8 {
+    let (knob, levels) = match (&args.concurrency, &args.rate) {
+        (Some(Levels(l)), _) => (Knob::Concurrency, l.as_slice()),
+        (None, Some(Levels(l))) => (Knob::Rate, l.as_slice()),
+        (None, None) => unreachable!("clap requires one of --concurrency and --rate"),
+    };
+    let source = match Source::read(args.file.as_deref()) {
+        Ok(source) => source,
+        Err(message) => return usage_error(&message),
+    };
+    let user = validate::overrides(&args.set);
+    let base = match source.load(&user) {
+        Ok(world) => world,
+        Err(errors) => return invalid(&errors),
+    };
+    if let Err(message) = check_knob(&base, knob).and_then(|()| check_algorithm(&base, args)) {
+        return usage_error(&message);
+    }
+    let worlds: Vec<World> = levels
+        .iter()
+        .map(|&level| base.with_overrides(&level_override(knob, level)))
+        .collect();
+    let seeds = sweep::seeds(&base, args.seeds);
+    let threads = args
+        .threads
+        .map_or_else(default_threads, |t| t as usize)
+        .min(seeds.len());
+    if !args.quiet {
+        let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
+        eprintln!(
+            "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
+            args.algorithm,
+            base.name(),
+            knob.name(),
+            shown.join(", "),
+            seeds.len(),
+            base.jobs(),
+            rng_name(args.rng),
+            threads
+        );
+    }
+    let origin = now();
+    let clock = move || origin.elapsed().as_secs_f64();
+    let runs: Vec<Vec<Run>> = worlds
+        .iter()
+        .zip(levels)
+        .map(|(world, &level)| {
+            let started = clock();
+            let runs = run_level(world, args, &seeds, threads, &clock);
+            if !args.quiet {
+                eprintln!(
+                    "simbench: {} {} done in {:.1} s",
+                    knob.name(),
+                    knob.spell(level),
+                    clock() - started
+                );
+            }
+            runs
+        })
+        .collect();
+    if runs[0].iter().all(|r| r.metrics().is_none()) {
+        eprintln!(
+            "error: no run finished at the first level ({} {}), so there is no baseline to judge the others against",
+            knob.name(),
+            knob.spell(levels[0])
+        );
+        return super::EXIT_ERROR;
+    }
+    let inputs: Vec<LevelRuns<'_>> = runs
+        .iter()
+        .zip(&worlds)
+        .map(|(runs, world)| LevelRuns {
+            runs,
+            validity: world.validity(),
+        })
+        .collect();
+    let analysis = knee::aggregate(&inputs);
+    let view = SweepView {
+        knob,
+        levels,
+        runs: &runs,
+        analysis: &analysis,
+        scenario: base.name(),
+        world_hash: world_hash(&base),
+        level_hashes: worlds.iter().map(world_hash).collect(),
+        algorithm: &args.algorithm,
+        seeds: &seeds,
+        jobs: base.jobs(),
+        rng: rng_name(args.rng),
+        wall_s: clock(),
+    };
+    emit(&view, args)
+}
+
+/// The level as a world override: the size knob the sweep varies, nothing else.
+fn level_override(knob: Knob, level: f64) -> Overrides {
+    match knob {
+        // Levels are parsed as whole numbers from 1 to MAX_CONCURRENCY.
+        Knob::Concurrency => Overrides {
+            concurrency: Some(level as u32),
+            ..Overrides::default()
+        },
+        Knob::Rate => Overrides {
+            rate_per_s: Some(level),
+            ..Overrides::default()
+        },
+    }
+}
+
+/// Runs the algorithm on every seed of one level's world.
+fn run_level(
+    world: &World,
+    args: &SweepArgs,
+    seeds: &[u64],
+    threads: usize,
+    clock: &(dyn Fn() -> f64 + Sync),
+) -> Vec<Run> {
+    let algorithms = [args.algorithm.clone()];
+    let plan = sweep::plan(&algorithms, seeds);
+    sweep::sweep(
+        world,
+        &plan,
+        &SweepConfig {
+            rng: rng_scheme(args.rng),
+            threads,
+            wall_budget_s: args.wall_budget,
+            clock,
+            on_run: &|_| {},
+        },
+    )
+}
+
+/// The scenario text as read: a file, or the built-in world.
+struct Source {
+    origin: String,
+    bytes: Vec<u8>,
+    /// Whether `extends` may read files (the built-in world extends nothing).
+    from_disk: bool,
+}
+
+impl Source {
+    fn read(path: Option<&Path>) -> Result<Source, String> {
+        let Some(path) = path else {
+            return Ok(Source {
+                origin: compile::BUILTIN_BURSTY_ORIGIN.to_owned(),
+                bytes: compile::BUILTIN_BURSTY_TOML.as_bytes().to_vec(),
+                from_disk: false,
+            });
+        };
+        let bytes = validate::read_limited(path)
+            .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        Ok(Source {
+            origin: path.display().to_string(),
+            bytes,
+            from_disk: true,
+        })
+    }
+
+    fn load(&self, overrides: &[Override]) -> Result<World, Box<ScenarioErrors>> {
+        let from_disk: &Reader<'_> =
+            &|base: &Path| validate::read_limited(base).map_err(|e| e.to_string());
+        let refuse: &Reader<'_> = &|_: &Path| Err("the built-in world extends nothing".to_owned());
+        let options = LoadOptions {
+            read: if self.from_disk { from_disk } else { refuse },
+            overrides,
+        };
+        compile::load_with(&self.origin, &self.bytes, &options).map_err(Box::new)
+    }
+}
+
+/// A closed loop is swept by worker count, an open one by arrival rate; the other knob would
+/// change nothing the harness uses.
+fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
+    match (knob, world.load()) {
+        (Knob::Concurrency, Load::Closed) | (Knob::Rate, Load::Open { .. }) => Ok(()),
+        (Knob::Rate, Load::Closed) => Err(format!(
+            "--rate sweeps an open loop's arrival rate, but `{}` is a closed loop ([load] model = \"closed\"); sweep it with --concurrency",
+            world.name()
+        )),
+        (Knob::Concurrency, Load::Open { .. }) => Err(format!(
+            "--concurrency sweeps a closed loop's workers, but `{}` is an open loop ([load] model = \"open\"); sweep it with --rate",
+            world.name()
+        )),
+    }
+}
+
+fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {
+    if registry::find(&args.algorithm).is_none() {
+        let known: Vec<&str> = registry::names().collect();
+        return Err(format!(
+            "unknown algorithm `{}` (known: {})",
+            args.algorithm,
+            known.join(", ")
+        ));
+    }
+    if let Some(reason) = world.unsuited().get(&args.algorithm) {
+        eprintln!(
+            "warning: `{}` is unsuited to this world: {reason}",
+            args.algorithm
+        );
+    }
+    Ok(())
+}
+
+/// Writes the requested files and prints the table; returns the exit code.
+fn emit(view: &SweepView<'_>, args: &SweepArgs) -> u8 {
+    let mut outputs: Vec<(&Path, String)> = Vec::new();
+    if let Some(path) = &args.json {
+        outputs.push((path, render::json(view)));
+    }
+    if let Some(path) = &args.csv {
+        outputs.push((path, render::csv(view)));
+    }
+    let is_stdout = |p: &Path| p == Path::new("-");
+    let files: Vec<(&Path, &str)> = outputs
+        .iter()
+        .filter(|(p, _)| !is_stdout(p))
+        .map(|(p, t)| (*p, t.as_str()))
+        .collect();
+    let written = write_atomically(&files);
+    let mut stdout = std::io::stdout().lock();
+    for (_, text) in outputs.iter().filter(|(p, _)| is_stdout(p)) {
+        let _ = stdout.write_all(text.as_bytes());
+    }
+    if !args.quiet || outputs.is_empty() {
+        let _ = stdout.write_all(render::terminal(view).as_bytes());
+    }
+    let _ = stdout.flush();
+    match written {
+        Ok(()) => {
+            if !args.quiet {
+                files
+                    .iter()
+                    .for_each(|(p, _)| eprintln!("wrote {}", p.display()));
+            }
+            super::EXIT_OK
+        }
+        Err(message) => usage_error(&message),
+    }
+}
+
+/// Writes every file to a temporary beside it, then renames them all into place, so a failure
+/// leaves no truncated output (the same contract as `simbench run`'s outputs).
+fn write_atomically(files: &[(&Path, &str)]) -> Result<(), String> {
+    let mut staged: Vec<(PathBuf, &Path)> = Vec::new();
+    let undo = |staged: &[(PathBuf, &Path)]| {
+        staged.iter().for_each(|(tmp, _)| {
+            let _ = std::fs::remove_file(tmp);
+        });
+    };
+    for (i, &(path, text)) in files.iter().enumerate() {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(name) = name else {
+            undo(&staged);
+            return Err(format!("cannot write {}: not a file name", path.display()));
+        };
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(".{name}.{}-{i}.tmp", std::process::id()));
+        let result = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&tmp, text));
+        staged.push((tmp, path));
+        if let Err(err) = result {
+            undo(&staged);
+            return Err(format!("cannot write {}: {err}", path.display()));
+        }
+    }
+    for k in 0..staged.len() {
+        let (tmp, path) = &staged[k];
+        if let Err(err) = std::fs::rename(tmp, path) {
+            undo(&staged[k..]);
+            return Err(format!("cannot write {}: {err}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+fn usage_error(message: &str) -> u8 {
+    eprintln!("error: {message}");
+    super::EXIT_ERROR
+}
+
+fn invalid(errors: &ScenarioErrors) -> u8 {
+    let colour = std::io::stderr().is_terminal() && colour_allowed();
+    eprint!("{}", errors.render(RenderOptions { colour, width: 100 }));
+    super::EXIT_INVALID
+}
+
+/// `NO_COLOR` set to anything non-empty turns colour off (<https://no-color.org>).
+fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn rng_scheme(rng: RngArg) -> RngScheme {
+    match rng {
+        RngArg::Native => RngScheme::Native,
+        RngArg::Reference => RngScheme::Reference,
+    }
+}
+
+fn rng_name(rng: RngArg) -> &'static str {
+    match rng {
+        RngArg::Native => "native",
+        RngArg::Reference => "reference",
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The real clock, read only at this edge (clippy.toml forbids it elsewhere).
+#[allow(clippy::disallowed_methods)]
+fn now() -> Instant {
+    Instant::now()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_lists_parse_or_say_why_not() {
+        assert_eq!(
+            parse_concurrency(" 1, 2,4 "),
+            Ok(Levels(vec![1.0, 2.0, 4.0]))
+        );
+        assert_eq!(parse_rates("0.5,2"), Ok(Levels(vec![0.5, 2.0])));
+        let err = |r: Result<Levels, String>| r.unwrap_err();
+        assert!(err(parse_concurrency("0,2")).contains("got `0`"));
+        assert!(err(parse_concurrency("a,b")).contains("got `a`"));
+        assert!(err(parse_concurrency("4")).contains("at least two levels"));
+        assert!(err(parse_concurrency("4,4")).contains("must increase"));
+        assert!(err(parse_concurrency("2,,4")).contains("empty item"));
+        assert!(err(parse_rates("1,inf")).contains("got `inf`"));
+    }
+}

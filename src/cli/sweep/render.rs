@@ -1,0 +1,746 @@
+//! The sweep's outputs: the terminal table with its verdict, the JSON document and the CSV rows.
+//!
+//! Owns how a [`crate::knee::Analysis`] reads: one row per level, the knee row marked, and the
+//! reasons — the deciding step's three tests with their numbers — in every output. Every
+//! function returns a `String`; where it goes is the caller's decision. Numbers are computed in
+//! [`crate::knee`] from unrounded values; rounding happens here only.
+
+use serde::Serialize;
+use tabled::builder::Builder;
+use tabled::settings::object::{Columns, Rows};
+use tabled::settings::{Alignment, Style};
+
+use crate::knee::{
+    self, Analysis, Ceiling, Finding, LevelStats, MIN_RISE, REFUSAL_SLACK, REFUSAL_STDEV_K,
+    RISE_SE_K, Rise, SERVICE_JUMP, SHOWN, Step,
+};
+use crate::metrics::{CATALOGUE, Metric};
+use crate::report::{Outcome, Run};
+
+/// What a sweep varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    /// A closed loop's worker count.
+    Concurrency,
+    /// An open loop's arrival rate \[jobs/s\].
+    Rate,
+}
+
+impl Knob {
+    /// The scenario key the level replaces, used as a column and JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Knob::Concurrency => "concurrency",
+            Knob::Rate => "rate_per_s",
+        }
+    }
+
+    /// A level as the user wrote it: `8`, `2.5`.
+    pub fn spell(self, level: f64) -> String {
+        match self {
+            Knob::Concurrency => format!("{level:.0}"),
+            Knob::Rate => format!("{level}"),
+        }
+    }
+
+    /// The word in "recommended …".
+    fn noun(self) -> &'static str {
+        match self {
+            Knob::Concurrency => "concurrency",
+            Knob::Rate => "rate",
+        }
+    }
+
+    fn json(self, level: f64) -> serde_json::Value {
+        match self {
+            Knob::Concurrency => serde_json::Value::from(level as u64),
+            Knob::Rate => serde_json::Value::from(round6(level)),
+        }
+    }
+}
+
+/// Everything the outputs show.
+pub struct SweepView<'a> {
+    /// What the levels are.
+    pub knob: Knob,
+    /// The levels, increasing.
+    pub levels: &'a [f64],
+    /// The runs of each level, in seed order.
+    pub runs: &'a [Vec<Run>],
+    /// Per-level statistics and the knee.
+    pub analysis: &'a Analysis,
+    /// Scenario name.
+    pub scenario: &'a str,
+    /// Hash of the world before any level was applied.
+    pub world_hash: String,
+    /// Hash of each level's world.
+    pub level_hashes: Vec<String>,
+    /// The swept algorithm.
+    pub algorithm: &'a str,
+    /// The seeds, the same at every level.
+    pub seeds: &'a [u64],
+    /// Jobs per run.
+    pub jobs: u32,
+    /// The random-number scheme's name.
+    pub rng: &'static str,
+    /// Real seconds the sweep took.
+    pub wall_s: f64,
+}
+
+impl SweepView<'_> {
+    fn spell(&self, i: usize) -> String {
+        format!("{} {}", self.knob.name(), self.knob.spell(self.levels[i]))
+    }
+}
+
+/// The table, then the notes and the verdict with its reasons.
+pub fn terminal(view: &SweepView<'_>) -> String {
+    let mut builder = Builder::default();
+    builder.push_record(header(view));
+    for i in 0..view.levels.len() {
+        builder.push_record(row(view, i));
+    }
+    let mut table = builder.build();
+    table.with(Style::rounded());
+    table.modify(Columns::new(0..SHOWN.len() + 2), Alignment::right());
+    table.modify(Rows::first(), Alignment::center());
+    let mut out = table.to_string();
+    out.push('\n');
+    for line in notes(view).into_iter().chain(reasons(view)) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn header(view: &SweepView<'_>) -> Vec<String> {
+    let mut cells = vec![view.knob.name().to_string()];
+    cells.extend(SHOWN.iter().map(|&m| column_title(m).to_string()));
+    cells.extend(["valid".into(), "step (a b c)".into(), String::new()]);
+    cells
+}
+
+fn column_title(metric: Metric) -> &'static str {
+    match metric {
+        Metric::ThroughputRps => "throughput [jobs/s]",
+        Metric::RefusalTimeoutRatio => "429+timeout [ratio]",
+        Metric::ServiceP99Ms => "service p99 [ms]",
+        Metric::ObservedP99Ms => "observed p99 [ms]",
+        Metric::QueueShare => "queue share",
+        other => other.info().name,
+    }
+}
+
+fn row(view: &SweepView<'_>, i: usize) -> Vec<String> {
+    let level = &view.analysis.levels[i];
+    let mut cells = vec![view.knob.spell(view.levels[i])];
+    cells.extend(SHOWN.iter().map(|&m| match level.summary(m) {
+        Some(s) => format!("{} ± {}", number(m, s.mean), number(m, s.stdev)),
+        None => "—".into(),
+    }));
+    cells.push(valid_cell(level));
+    cells.push(match i {
+        0 => "baseline".into(),
+        _ => step_cell(&view.analysis.knee.steps[i - 1]),
+    });
+    cells.push(knee_mark(view, i).to_string());
+    cells
+}
+
+fn valid_cell(level: &LevelStats) -> String {
+    let mut text = format!("{}/{}", level.valid(), level.runs);
+    if !level.unfinished.is_empty() {
+        text.push_str(&format!(" ({} unfinished)", level.unfinished.len()));
+    }
+    text
+}
+
+fn step_cell(step: &Step) -> String {
+    if step.passed() {
+        "pass".into()
+    } else {
+        format!("fail {}", failed_tests(step).join(" "))
+    }
+}
+
+fn knee_mark(view: &SweepView<'_>, i: usize) -> &'static str {
+    let knee = &view.analysis.knee;
+    match (i == knee.level, knee.finding) {
+        (false, _) => "",
+        (true, Finding::Knee | Finding::FirstLevel) => "◀ knee",
+        (true, Finding::LastLevel) => "◀ knee (or higher)",
+        (true, Finding::NoKnee) => "◀ fallback",
+    }
+}
+
+/// `a`, `b`, `c` for each test the step fails (a level without finished runs fails all).
+fn failed_tests(step: &Step) -> Vec<&'static str> {
+    let mut failed = Vec::new();
+    if !step.rise.is_some_and(|r| r.passed) {
+        failed.push("a");
+    }
+    if !step.refusal.is_some_and(|c| c.passed) {
+        failed.push("b");
+    }
+    if !step.service.is_some_and(|c| c.passed) {
+        failed.push("c");
+    }
+    failed
+}
+
+/// A metric value with the precision the sweep table uses.
+fn number(metric: Metric, x: f64) -> String {
+    match metric.info().unit {
+        "ms" => thousands(x),
+        "jobs/s" => fixed(x, 3),
+        _ => fixed(x, 4),
+    }
+}
+
+/// What ran and how to read the table, then every invalid or unfinished run.
+fn notes(view: &SweepView<'_>) -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "{} · {} · {} at every level · {} jobs · rng {} · wall {} s · world {}",
+            view.scenario,
+            view.algorithm,
+            seed_list(view.seeds),
+            view.jobs,
+            view.rng,
+            fixed(view.wall_s, 1),
+            view.world_hash
+        ),
+        format!(
+            "mean ± sample stdev over seeds. step = the move from the row above: (a) throughput ≥ +{} % and > {} paired SE of the per-seed rises; (b) 429+timeout ≤ baseline + max({}, {} × baseline stdev); (c) service p99 ≤ {} × baseline. valid = runs passing the validity gate.",
+            fixed(MIN_RISE * 100.0, 0),
+            fixed(RISE_SE_K, 0),
+            REFUSAL_SLACK,
+            fixed(REFUSAL_STDEV_K, 0),
+            SERVICE_JUMP,
+        ),
+    ];
+    for (i, level) in view.analysis.levels.iter().enumerate() {
+        if let Some((_, first)) = level.invalid.first() {
+            lines.push(format!(
+                "INVALID at {}: {} of {} runs — {first}",
+                view.spell(i),
+                level.invalid.len(),
+                level.runs
+            ));
+        }
+        for (seed, reason) in &level.unfinished {
+            lines.push(format!(
+                "unfinished at {}: seed {seed}: {reason}",
+                view.spell(i)
+            ));
+        }
+    }
+    lines
+}
+
+/// The verdict, the recommendation and the deciding step's three tests with their numbers.
+pub fn reasons(view: &SweepView<'_>) -> Vec<String> {
+    let knee = &view.analysis.knee;
+    let (s, step) = knee.deciding_step();
+    let (lower, higher) = (view.spell(s), view.spell(s + 1));
+    let at = view.spell(knee.level);
+    let noun = view.knob.noun();
+    let value = view.knob.spell(view.levels[knee.level]);
+    let failed = failed_tests(step).join(", ");
+    let mut lines = match knee.finding {
+        Finding::Knee | Finding::FirstLevel => vec![
+            if knee.finding == Finding::Knee {
+                format!(
+                    "knee: {at} — the last level of the unbroken run of passing steps from the baseline ({}).",
+                    view.spell(0)
+                )
+            } else {
+                format!(
+                    "knee at the first level: {at} — the step to {higher} raised throughput but fails ({failed}); the knee may lie between the two: add levels there."
+                )
+            },
+            format!(
+                "recommended {noun}: {value} — beyond it, the step to {higher} fails ({failed}): {}.",
+                costs(step)
+            ),
+        ],
+        Finding::LastLevel => vec![
+            format!(
+                "knee at the last level: {at} — every step passes, so it may lie higher: extend the range."
+            ),
+            format!(
+                "recommended {noun}: {value} — the highest level measured; every step up to it paid off."
+            ),
+        ],
+        Finding::NoKnee => vec![
+            format!(
+                "no knee in range: throughput does not rise meaningfully from {lower} to {higher}, so the range starts at or past the knee: rerun with lower levels."
+            ),
+            format!(
+                "recommended {noun}: {value} (FLAGGED: the first level as a fallback, not a measured knee)."
+            ),
+        ],
+    };
+    lines.push(format!("deciding step, {lower} → {higher}:"));
+    lines.push(format!(
+        "  (a) throughput rises meaningfully: {}",
+        rise_text(step.rise.as_ref(), &higher)
+    ));
+    lines.push(format!(
+        "  (b) 429+timeout ratio stays at its baseline: {}",
+        refusal_text(step.refusal.as_ref(), knee, &higher)
+    ));
+    lines.push(format!(
+        "  (c) service p99 has not jumped: {}",
+        service_text(step.service.as_ref(), knee, &higher)
+    ));
+    let recommended = &view.analysis.levels[knee.level];
+    if let Some((_, first)) = recommended.invalid.first() {
+        lines.push(format!(
+            "warning: {} of {} runs at the recommended level fail the validity gate — {first}",
+            recommended.invalid.len(),
+            recommended.runs
+        ));
+    }
+    lines
+}
+
+/// What the extra load of a failing step bought instead of (or along with) throughput.
+fn costs(step: &Step) -> String {
+    let mut prices = Vec::new();
+    if !step.refusal.is_some_and(|c| c.passed) {
+        prices.push("refusals and timeouts above the baseline");
+    }
+    if !step.service.is_some_and(|c| c.passed) {
+        prices.push("a jump in service p99");
+    }
+    let prices = prices.join(" and ");
+    match step.rise {
+        Some(r) if r.passed => format!(
+            "its extra throughput comes with {prices}: the endpoint has begun to push back, so a latency measured there describes the limiter as much as the service"
+        ),
+        _ if prices.is_empty() => "more load buys no meaningful throughput".into(),
+        _ => format!("more load buys no meaningful throughput, only {prices}"),
+    }
+}
+
+fn verdict_word(passed: bool) -> &'static str {
+    if passed { "pass" } else { "FAIL" }
+}
+
+fn no_run(level: &str) -> String {
+    format!("FAIL — no run finished at {level}")
+}
+
+fn rise_text(rise: Option<&Rise>, higher: &str) -> String {
+    let Some(r) = rise else {
+        return no_run(higher);
+    };
+    let change = if r.from_rps > 0.0 {
+        format!("{:+.1} %", (r.to_rps / r.from_rps - 1.0) * 100.0)
+    } else {
+        "from zero".into()
+    };
+    format!(
+        "{} — {} → {} jobs/s ({change}; needs ≥ +{} %), mean per-seed rise {} vs {} × paired SE {} = {}",
+        verdict_word(r.passed),
+        fixed(r.from_rps, 3),
+        fixed(r.to_rps, 3),
+        fixed(MIN_RISE * 100.0, 0),
+        fixed(r.paired_rise_rps, 3),
+        fixed(RISE_SE_K, 0),
+        fixed(r.paired_se_rps, 3),
+        fixed(RISE_SE_K * r.paired_se_rps, 3)
+    )
+}
+
+fn refusal_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String {
+    let Some(c) = c else {
+        return no_run(higher);
+    };
+    let b = &knee.baseline;
+    format!(
+        "{} — {} {} limit {} (baseline {} + max({}, {} × stdev {}))",
+        verdict_word(c.passed),
+        fixed(c.value, 4),
+        if c.passed { "≤" } else { ">" },
+        fixed(c.limit, 4),
+        fixed(b.refusal_mean, 4),
+        REFUSAL_SLACK,
+        fixed(REFUSAL_STDEV_K, 0),
+        fixed(b.refusal_stdev, 4)
+    )
+}
+
+fn service_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String {
+    let Some(c) = c else {
+        return no_run(higher);
+    };
+    format!(
+        "{} — {} ms {} limit {} ms ({} × baseline {} ms)",
+        verdict_word(c.passed),
+        thousands(c.value),
+        if c.passed { "≤" } else { ">" },
+        thousands(c.limit),
+        SERVICE_JUMP,
+        thousands(knee.baseline.service_p99_ms)
+    )
+}
+
+/// The JSON document, 2-space indented, ending with a newline.
+pub fn json(view: &SweepView<'_>) -> String {
+    let knee = &view.analysis.knee;
+    let finding = match knee.finding {
+        Finding::Knee => "knee",
+        Finding::FirstLevel => "knee_at_first_level",
+        Finding::LastLevel => "knee_at_last_level",
+        Finding::NoKnee => "no_knee_in_range",
+    };
+    let doc = Document {
+        simbench_version: env!("CARGO_PKG_VERSION"),
+        world_hash: &view.world_hash,
+        scenario: view.scenario,
+        algorithm: view.algorithm,
+        knob: view.knob.name(),
+        seeds: view.seeds,
+        rng: view.rng,
+        jobs: view.jobs,
+        wall_s: (view.wall_s * 1e3).round() / 1e3,
+        rule: RuleJson {
+            min_rise: MIN_RISE,
+            rise_se_k: RISE_SE_K,
+            refusal_slack: REFUSAL_SLACK,
+            refusal_stdev_k: REFUSAL_STDEV_K,
+            service_jump: SERVICE_JUMP,
+        },
+        baseline: BaselineJson {
+            refusal_timeout_ratio_mean: round6(knee.baseline.refusal_mean),
+            refusal_timeout_ratio_stdev: round6(knee.baseline.refusal_stdev),
+            refusal_timeout_ratio_limit: round6(knee.baseline.refusal_limit()),
+            service_p99_ms_mean: round6(knee.baseline.service_p99_ms),
+            service_p99_ms_limit: round6(knee.baseline.service_limit_ms()),
+        },
+        levels: (0..view.levels.len())
+            .map(|i| level_json(view, i))
+            .collect(),
+        knee: KneeJson {
+            finding,
+            level: view.knob.json(view.levels[knee.level]),
+        },
+        recommendation: Recommendation {
+            knob: view.knob.name(),
+            level: view.knob.json(view.levels[knee.level]),
+            flagged: knee.flagged(),
+        },
+        reasons: reasons(view),
+    };
+    let mut text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
+    text.push('\n');
+    text
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    simbench_version: &'static str,
+    world_hash: &'a str,
+    scenario: &'a str,
+    algorithm: &'a str,
+    knob: &'static str,
+    seeds: &'a [u64],
+    rng: &'static str,
+    jobs: u32,
+    wall_s: f64,
+    rule: RuleJson,
+    baseline: BaselineJson,
+    levels: Vec<LevelJson<'a>>,
+    knee: KneeJson,
+    recommendation: Recommendation,
+    reasons: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct RuleJson {
+    min_rise: f64,
+    rise_se_k: f64,
+    refusal_slack: f64,
+    refusal_stdev_k: f64,
+    service_jump: f64,
+}
+
+#[derive(Serialize)]
+struct BaselineJson {
+    refusal_timeout_ratio_mean: f64,
+    refusal_timeout_ratio_stdev: f64,
+    refusal_timeout_ratio_limit: f64,
+    service_p99_ms_mean: f64,
+    service_p99_ms_limit: f64,
+}
+
+#[derive(Serialize)]
+struct KneeJson {
+    finding: &'static str,
+    level: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct Recommendation {
+    knob: &'static str,
+    level: serde_json::Value,
+    flagged: bool,
+}
+
+#[derive(Serialize)]
+struct LevelJson<'a> {
+    level: serde_json::Value,
+    world_hash: &'a str,
+    runs: Vec<RunJson<'a>>,
+    summary: Ordered<SummaryJson>,
+    valid_runs: usize,
+    valid_share: f64,
+    /// The step from the previous level; `None` for the baseline.
+    step: Option<StepJson>,
+}
+
+#[derive(Serialize)]
+struct RunJson<'a> {
+    seed: u64,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valid: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    metrics: Ordered<f64>,
+}
+
+/// A JSON object whose keys keep the order given (serde_json's own map would sort them).
+struct Ordered<V>(Vec<(&'static str, V)>);
+
+impl<V: Serialize> Serialize for Ordered<V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct SummaryJson {
+    mean: f64,
+    stdev: f64,
+    min: f64,
+    max: f64,
+    n: usize,
+}
+
+#[derive(Serialize)]
+struct StepJson {
+    passed: bool,
+    rise: Option<RiseJson>,
+    refusal: Option<CeilingJson>,
+    service: Option<CeilingJson>,
+}
+
+#[derive(Serialize)]
+struct RiseJson {
+    from_rps: f64,
+    to_rps: f64,
+    paired_rise_rps: f64,
+    paired_se_rps: f64,
+    passed: bool,
+}
+
+#[derive(Serialize)]
+struct CeilingJson {
+    value: f64,
+    limit: f64,
+    passed: bool,
+}
+
+fn level_json<'a>(view: &'a SweepView<'_>, i: usize) -> LevelJson<'a> {
+    let level = &view.analysis.levels[i];
+    LevelJson {
+        level: view.knob.json(view.levels[i]),
+        world_hash: &view.level_hashes[i],
+        runs: view.runs[i].iter().map(|r| run_json(level, r)).collect(),
+        summary: Ordered(
+            SHOWN
+                .iter()
+                .filter_map(|&m| {
+                    let s = level.summary(m)?;
+                    let summary = SummaryJson {
+                        mean: round6(s.mean),
+                        stdev: round6(s.stdev),
+                        min: round6(s.min),
+                        max: round6(s.max),
+                        n: s.n,
+                    };
+                    Some((m.info().name, summary))
+                })
+                .collect(),
+        ),
+        valid_runs: level.valid(),
+        valid_share: round6(level.valid() as f64 / level.runs.max(1) as f64),
+        step: i
+            .checked_sub(1)
+            .map(|s| step_json(&view.analysis.knee.steps[s])),
+    }
+}
+
+/// The metrics a sweep's JSON carries per run: the shown ones plus their context.
+const RUN_METRICS: [Metric; 9] = [
+    Metric::ThroughputRps,
+    Metric::RefusalTimeoutRatio,
+    Metric::RefusalRate,
+    Metric::ServiceP99Ms,
+    Metric::ObservedP99Ms,
+    Metric::QueueWaitP99Ms,
+    Metric::QueueShare,
+    Metric::ConcurrencyUsed,
+    Metric::JobsDone,
+];
+
+fn run_json<'a>(level: &'a LevelStats, run: &Run) -> RunJson<'a> {
+    let reason = level
+        .invalid
+        .iter()
+        .chain(&level.unfinished)
+        .find(|(seed, _)| *seed == run.seed)
+        .map(|(_, reason)| reason.as_str());
+    match &run.outcome {
+        Outcome::Finished(values) => RunJson {
+            seed: run.seed,
+            outcome: "ok",
+            valid: Some(reason.is_none()),
+            reason,
+            metrics: Ordered(
+                RUN_METRICS
+                    .iter()
+                    .map(|&m| (m.info().name, round6(values.get(m))))
+                    .collect(),
+            ),
+        },
+        Outcome::Unfinished { kind, .. } => RunJson {
+            seed: run.seed,
+            outcome: kind,
+            valid: None,
+            reason,
+            metrics: Ordered(Vec::new()),
+        },
+    }
+}
+
+fn step_json(step: &Step) -> StepJson {
+    let ceiling = |c: &Ceiling| CeilingJson {
+        value: round6(c.value),
+        limit: round6(c.limit),
+        passed: c.passed,
+    };
+    StepJson {
+        passed: step.passed(),
+        rise: step.rise.map(|r| RiseJson {
+            from_rps: round6(r.from_rps),
+            to_rps: round6(r.to_rps),
+            paired_rise_rps: round6(r.paired_rise_rps),
+            paired_se_rps: round6(r.paired_se_rps),
+            passed: r.passed,
+        }),
+        refusal: step.refusal.as_ref().map(ceiling),
+        service: step.service.as_ref().map(ceiling),
+    }
+}
+
+/// One CSV row per (level, seed) with every catalogue metric, like `simbench run --csv`.
+pub fn csv(view: &SweepView<'_>) -> String {
+    let mut header = vec![view.knob.name(), "seed", "outcome", "valid"];
+    header.extend(CATALOGUE.iter().map(|m| m.name));
+    let mut out = header.join(",");
+    out.push('\n');
+    for (i, runs) in view.runs.iter().enumerate() {
+        let level = &view.analysis.levels[i];
+        for run in runs {
+            let mut cells = vec![view.knob.spell(view.levels[i]), run.seed.to_string()];
+            match &run.outcome {
+                Outcome::Finished(values) => {
+                    let valid = !level.invalid.iter().any(|(s, _)| *s == run.seed);
+                    cells.push("ok".into());
+                    cells.push(valid.to_string());
+                    cells.extend(values.iter().map(|(_, v)| round6(v).to_string()));
+                }
+                Outcome::Unfinished { kind, .. } => {
+                    cells.push((*kind).to_string());
+                    cells.push(String::new());
+                    cells.extend(CATALOGUE.iter().map(|_| String::new()));
+                }
+            }
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `3 seeds 20260917…20260919`, or the list when it has gaps.
+fn seed_list(seeds: &[u64]) -> String {
+    let noun = if seeds.len() == 1 { "seed" } else { "seeds" };
+    let consecutive = seeds.windows(2).all(|w| w[1] == w[0].wrapping_add(1));
+    let list = match seeds {
+        [first, .., last] if consecutive => format!("{first}…{last}"),
+        _ => seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    format!("{} {noun} {list}", seeds.len())
+}
+
+/// `x` with `decimals` digits; never `-0.00`. (The report's formatter is private to it.)
+fn fixed(x: f64, decimals: usize) -> String {
+    let text = format!("{x:.decimals$}");
+    match text.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => text,
+    }
+}
+
+/// A whole number with `,` between thousands: `12,184`.
+fn thousands(x: f64) -> String {
+    let text = fixed(x, 0);
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("{sign}{grouped}")
+}
+
+/// Rounds to 6 decimals for machine output; computations keep full precision.
+fn round6(x: f64) -> f64 {
+    let r = (x * 1e6).round() / 1e6;
+    if r == 0.0 { 0.0 } else { r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_spelled_like_the_report() {
+        assert_eq!(fixed(-0.0001, 2), "0.00");
+        assert_eq!(thousands(2459.6), "2,460");
+        assert_eq!(thousands(-999.0), "-999");
+        assert_eq!(seed_list(&[5, 6, 7]), "3 seeds 5…7");
+        assert_eq!(seed_list(&[5]), "1 seed 5");
+        assert_eq!(Knob::Rate.spell(2.5), "2.5");
+        assert_eq!(Knob::Concurrency.spell(8.0), "8");
+    }
+}

@@ -1,0 +1,178 @@
+//! `simbench sweep` through the binary: the knee on the bursty world, the outputs, and the exit
+//! code and message of every malformed level list.
+
+use std::process::{Command, Output};
+
+fn simbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a sweep that must fail with exit code 2 and a message containing `expected`.
+#[track_caller]
+fn check_usage_error(args: &[&str], expected: &str) {
+    let out = simbench(args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(expected), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
+#[test]
+fn bursty_sweep_names_a_knee_a_recommendation_and_the_reasons() {
+    let out = simbench(&[
+        "sweep",
+        "scenarios/bursty.toml",
+        "--concurrency",
+        "2,4,8,16,32",
+        "--seeds",
+        "3",
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let json_end = stdout.find("\n}\n").expect("the JSON document comes first") + 3;
+    let doc: serde_json::Value = serde_json::from_str(&stdout[..json_end]).expect("valid JSON");
+    assert_eq!(doc["knob"], "concurrency");
+    assert_eq!(doc["algorithm"], "wait");
+    assert_eq!(doc["seeds"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["world_hash"].as_str().unwrap().len(), 16);
+    let levels = doc["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 5);
+    assert!(
+        levels[0]["step"].is_null(),
+        "the first level is the baseline"
+    );
+    for level in levels {
+        assert_eq!(level["runs"].as_array().unwrap().len(), 3);
+        assert!(level["summary"]["throughput_rps"]["mean"].as_f64().unwrap() > 0.0);
+        assert!(
+            level["summary"]["service_p99_ms"]["mean"]
+                .as_f64()
+                .is_some()
+        );
+    }
+    assert!(doc["knee"]["finding"].as_str().unwrap().contains("knee"));
+    let recommended = doc["recommendation"]["level"].as_u64().unwrap();
+    assert!([2, 4, 8, 16, 32].contains(&recommended));
+    assert_eq!(doc["recommendation"]["knob"], "concurrency");
+    let reasons: Vec<&str> = doc["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        reasons[1].starts_with(&format!("recommended concurrency: {recommended}")),
+        "{reasons:?}"
+    );
+    for test in ["(a)", "(b)", "(c)"] {
+        assert!(reasons.iter().any(|r| r.contains(test)), "{reasons:?}");
+    }
+    // The table follows the JSON on stdout (no --quiet), with the knee row marked.
+    let table = &stdout[json_end..];
+    assert!(table.contains("◀ knee"), "{table}");
+    assert!(table.contains("recommended concurrency:"), "{table}");
+}
+
+#[test]
+fn outputs_are_deterministic_and_csv_has_a_row_per_level_and_seed() {
+    let dir = std::env::temp_dir().join(format!("simbench-sweep-it-{}", std::process::id()));
+    let csv = dir.join("nested/sweep.csv");
+    let csv_arg = csv.to_str().unwrap();
+    let args = [
+        "sweep",
+        "--concurrency",
+        "2,6",
+        "--seeds",
+        "2",
+        "--quiet",
+        "--set",
+        "jobs=300",
+    ];
+    let one = simbench(&[&args[..], &["--threads", "1", "--csv", csv_arg]].concat());
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    assert!(one.stdout.is_empty(), "--quiet with a file prints no table");
+    let rows = std::fs::read_to_string(&csv).expect("the CSV was written");
+    let lines: Vec<&str> = rows.lines().collect();
+    assert!(lines[0].starts_with("concurrency,seed,outcome,valid,jobs_done,"));
+    assert_eq!(lines.len(), 1 + 2 * 2);
+    assert!(lines[3].starts_with("6,20260917,ok,"), "{rows}");
+    let json = |threads: &str| {
+        let out = simbench(&[&args[..], &["--threads", threads, "--json", "-"]].concat());
+        let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["wall_s"] = serde_json::Value::Null;
+        doc
+    };
+    assert_eq!(json("1"), json("2"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn malformed_level_lists_are_usage_errors() {
+    check_usage_error(
+        &["sweep", "--concurrency", "0"],
+        "worker counts are whole numbers from 1 to 100000; got `0`",
+    );
+    check_usage_error(&["sweep", "--concurrency", "a,b"], "got `a`");
+    check_usage_error(&["sweep", "--concurrency", "4"], "at least two levels");
+    check_usage_error(
+        &["sweep", "--concurrency", "8,4"],
+        "levels must increase: `4` is not above `8`",
+    );
+    check_usage_error(
+        &["sweep", "--concurrency", "2,4", "--rate", "1,2"],
+        "cannot be used with",
+    );
+    check_usage_error(&["sweep"], "required arguments were not provided");
+    check_usage_error(&["sweep", "--rate", "1,-2"], "got `-2`");
+}
+
+#[test]
+fn the_knob_must_match_the_load_model() {
+    check_usage_error(
+        &["sweep", "--rate", "1,2"],
+        "--rate sweeps an open loop's arrival rate, but `bursty_provider` is a closed loop",
+    );
+    let open = [
+        "--set",
+        "load.model=\"open\"",
+        "--set",
+        "load.rate_per_s=1.0",
+    ];
+    check_usage_error(
+        &[&["sweep", "--concurrency", "2,4"][..], &open[..]].concat(),
+        "sweep it with --rate",
+    );
+    let out = simbench(
+        &[
+            &[
+                "sweep", "--rate", "0.5,1", "--seeds", "2", "--set", "jobs=200",
+            ][..],
+            &open[..],
+            &["--quiet", "--json", "-"][..],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["knob"], "rate_per_s");
+    assert_eq!(doc["levels"][0]["level"], 0.5);
+}
+
+#[test]
+fn an_unknown_algorithm_is_a_usage_error() {
+    check_usage_error(
+        &["sweep", "--concurrency", "2,4", "--algorithm", "nope"],
+        "unknown algorithm `nope`",
+    );
+}
