@@ -26,6 +26,9 @@ use rank::{Contestant, Gate, Standing, Verdict};
 use stats::Summary;
 
 /// How one run ended, as the report reads it.
+// The finished variant carries the whole metric vector inline; a sweep holds hundreds of runs,
+// not millions, so boxing it would buy nothing but an indirection on every read.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// The run finished; its metrics are complete.
