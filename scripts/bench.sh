@@ -76,12 +76,12 @@ world 1000000 12 1 "$tmp/w1m.toml"
 /usr/bin/time -f "%e s wall, %M KB peak RSS" "$bin" run "$tmp/w1m.toml" --algorithms wait --seeds 1 --quiet >/dev/null
 rate "$tmp/w1m.toml"
 echo
-echo "## seeds in parallel: bursty, 5 algorithms x 8 seeds"
-serial=$(best_of 3 "$bin" run --seeds 8 --threads 1 --quiet)
-parallel=$(best_of 3 "$bin" run --seeds 8 --threads 2 --quiet)
+echo "## seeds in parallel: bursty, 5 algorithms x 40 seeds"
+serial=$(best_of 3 "$bin" run --seeds 40 --threads 1 --quiet)
+parallel=$(best_of 3 "$bin" run --seeds 40 --threads 2 --quiet)
 awk "BEGIN{printf \"1 thread %.3f s, 2 threads %.3f s: %.2fx the serial time\n\", $serial, $parallel, $parallel / $serial}"
-"$bin" run --seeds 8 --threads 1 --quiet --json "$tmp/s1.json"
-"$bin" run --seeds 8 --threads 2 --quiet --json "$tmp/s2.json"
+"$bin" run --seeds 40 --threads 1 --quiet --json "$tmp/s1.json"
+"$bin" run --seeds 40 --threads 2 --quiet --json "$tmp/s2.json"
 strip_wall() {
   python3 -c '
 import json, sys
