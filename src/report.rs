@@ -10,7 +10,7 @@
 
 pub mod csv;
 pub mod fingerprint;
-mod format;
+pub(crate) mod format;
 pub mod json;
 pub mod markdown;
 pub mod rank;

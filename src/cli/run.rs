@@ -10,7 +10,7 @@
 //! else. Exit codes: 0 done (even if some runs stalled — the report says so), 1 invalid scenario,
 //! 2 usage or I/O error, or every run stalled or timed out.
 
-mod output;
+pub(super) mod output;
 mod progress;
 
 use std::io::{IsTerminal, Write};

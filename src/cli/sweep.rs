@@ -31,6 +31,7 @@ use crate::world::{Load, Overrides, World};
 use render::{Knob, SweepView};
 
 use super::run::RngArg;
+use super::run::output::{Output, write_all};
 use super::validate;
 
 /// The largest closed-loop level, as `simbench run --concurrency` allows.
@@ -352,12 +353,12 @@ fn emit(view: &SweepView<'_>, args: &SweepArgs) -> u8 {
         outputs.push((path, render::csv(view)));
     }
     let is_stdout = |p: &Path| p == Path::new("-");
-    let files: Vec<(&Path, &str)> = outputs
+    let files: Vec<Output> = outputs
         .iter()
         .filter(|(p, _)| !is_stdout(p))
-        .map(|(p, t)| (*p, t.as_str()))
+        .map(|(p, t)| Output::new(p, t.clone()))
         .collect();
-    let written = write_atomically(&files);
+    let written = write_all(&files);
     let mut stdout = std::io::stdout().lock();
     for (_, text) in outputs.iter().filter(|(p, _)| is_stdout(p)) {
         let _ = stdout.write_all(text.as_bytes());
@@ -367,53 +368,16 @@ fn emit(view: &SweepView<'_>, args: &SweepArgs) -> u8 {
     }
     let _ = stdout.flush();
     match written {
-        Ok(()) => {
+        Ok(paths) => {
             if !args.quiet {
-                files
+                paths
                     .iter()
-                    .for_each(|(p, _)| eprintln!("wrote {}", p.display()));
+                    .for_each(|p| eprintln!("wrote {}", p.display()));
             }
             super::EXIT_OK
         }
         Err(message) => usage_error(&message),
     }
-}
-
-/// Writes every file to a temporary beside it, then renames them all into place, so a failure
-/// leaves no truncated output (the same contract as `simbench run`'s outputs).
-fn write_atomically(files: &[(&Path, &str)]) -> Result<(), String> {
-    let mut staged: Vec<(PathBuf, &Path)> = Vec::new();
-    let undo = |staged: &[(PathBuf, &Path)]| {
-        staged.iter().for_each(|(tmp, _)| {
-            let _ = std::fs::remove_file(tmp);
-        });
-    };
-    for (i, &(path, text)) in files.iter().enumerate() {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let Some(name) = name else {
-            undo(&staged);
-            return Err(format!("cannot write {}: not a file name", path.display()));
-        };
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let tmp = dir.join(format!(".{name}.{}-{i}.tmp", std::process::id()));
-        let result = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&tmp, text));
-        staged.push((tmp, path));
-        if let Err(err) = result {
-            undo(&staged);
-            return Err(format!("cannot write {}: {err}", path.display()));
-        }
-    }
-    for k in 0..staged.len() {
-        let (tmp, path) = &staged[k];
-        if let Err(err) = std::fs::rename(tmp, path) {
-            undo(&staged[k..]);
-            return Err(format!("cannot write {}: {err}", path.display()));
-        }
-    }
-    Ok(())
 }
 
 fn usage_error(message: &str) -> u8 {

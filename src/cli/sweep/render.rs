@@ -15,6 +15,7 @@ use crate::knee::{
     RISE_SE_K, Rise, SERVICE_JUMP, SHOWN, Step,
 };
 use crate::metrics::{CATALOGUE, Metric};
+use crate::report::format::{self, count, fixed, round6, thousands};
 use crate::report::{Outcome, Run};
 
 /// What a sweep varies.
@@ -191,7 +192,7 @@ fn failed_tests(step: &Step) -> Vec<&'static str> {
 /// A metric value with the precision the sweep table uses.
 fn number(metric: Metric, x: f64) -> String {
     match metric.info().unit {
-        "ms" => thousands(x),
+        "ms" => thousands(x, 0),
         "jobs/s" => fixed(x, 3),
         _ => fixed(x, 4),
     }
@@ -379,11 +380,11 @@ fn service_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String 
     format!(
         "{} — {} ms {} limit {} ms ({} × baseline {} ms)",
         verdict_word(c.passed),
-        thousands(c.value),
+        thousands(c.value, 0),
         if c.passed { "≤" } else { ">" },
-        thousands(c.limit),
+        thousands(c.limit, 0),
         SERVICE_JUMP,
-        thousands(knee.baseline.service_p99_ms)
+        thousands(knee.baseline.service_p99_ms, 0)
     )
 }
 
@@ -684,49 +685,7 @@ pub fn csv(view: &SweepView<'_>) -> String {
 
 /// `3 seeds 20260917…20260919`, or the list when it has gaps.
 fn seed_list(seeds: &[u64]) -> String {
-    let noun = if seeds.len() == 1 { "seed" } else { "seeds" };
-    let consecutive = seeds.windows(2).all(|w| w[1] == w[0].wrapping_add(1));
-    let list = match seeds {
-        [first, .., last] if consecutive => format!("{first}…{last}"),
-        _ => seeds
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    format!("{} {noun} {list}", seeds.len())
-}
-
-/// `x` with `decimals` digits; never `-0.00`. (The report's formatter is private to it.)
-fn fixed(x: f64, decimals: usize) -> String {
-    let text = format!("{x:.decimals$}");
-    match text.strip_prefix('-') {
-        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
-        _ => text,
-    }
-}
-
-/// A whole number with `,` between thousands: `12,184`.
-fn thousands(x: f64) -> String {
-    let text = fixed(x, 0);
-    let (sign, digits) = match text.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", text.as_str()),
-    };
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("{sign}{grouped}")
-}
-
-/// Rounds to 6 decimals for machine output; computations keep full precision.
-fn round6(x: f64) -> f64 {
-    let r = (x * 1e6).round() / 1e6;
-    if r == 0.0 { 0.0 } else { r }
+    format!("{} {}", count(seeds.len(), "seed"), format::seeds(seeds))
 }
 
 #[cfg(test)]
@@ -735,9 +694,6 @@ mod tests {
 
     #[test]
     fn numbers_are_spelled_like_the_report() {
-        assert_eq!(fixed(-0.0001, 2), "0.00");
-        assert_eq!(thousands(2459.6), "2,460");
-        assert_eq!(thousands(-999.0), "-999");
         assert_eq!(seed_list(&[5, 6, 7]), "3 seeds 5…7");
         assert_eq!(seed_list(&[5]), "1 seed 5");
         assert_eq!(Knob::Rate.spell(2.5), "2.5");
