@@ -20,7 +20,9 @@ fn never() -> bool {
 }
 
 fn run(world: &World, algorithm: &str, seed: u64, rng: RngScheme) -> RunResult {
-    let strategy = (registry::find(algorithm).expect("registered").build)();
+    let strategy = registry::find(algorithm)
+        .expect("registered")
+        .build_default();
     let config = RunConfig {
         seed,
         rng,

@@ -77,7 +77,7 @@ pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> V
 
 fn run_one(world: &World, algorithm: &str, seed: u64, config: &SweepConfig<'_>) -> Run {
     let info = registry::find(algorithm).expect("algorithm names are checked before a sweep");
-    let strategy = (info.build)();
+    let strategy = info.build_default();
     let started = (config.clock)();
     let elapsed = || (config.clock)() - started;
     let out_of_time = || elapsed() > config.wall_budget_s;

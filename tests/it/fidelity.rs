@@ -97,7 +97,7 @@ fn native_scheme_agrees_with_the_reference_statistically() {
         .collect();
     let mut failures = Vec::new();
     for algorithm in ["immediate", "wait", "backoff", "sticky", "quota_aware"] {
-        let strategy = (registry::find(algorithm).unwrap().build)();
+        let strategy = registry::find(algorithm).unwrap().build_default();
         let ours: Vec<_> = seeds
             .iter()
             .map(|&seed| {

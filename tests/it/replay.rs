@@ -59,7 +59,9 @@ fn never() -> bool {
 }
 
 fn replay(world: &World, algorithm: &str, seed: u64) -> RunResult {
-    let strategy = (registry::find(algorithm).expect("registered").build)();
+    let strategy = registry::find(algorithm)
+        .expect("registered")
+        .build_default();
     let config = RunConfig {
         seed,
         rng: RngScheme::Reference,

@@ -16,7 +16,9 @@ fn never() -> bool {
 
 /// Runs `algorithm` on `world` with run seed `seed`.
 pub fn run(world: &World, algorithm: &str, seed: u64, trace: bool) -> RunResult {
-    let strategy = (registry::find(algorithm).expect("registered").build)();
+    let strategy = registry::find(algorithm)
+        .expect("registered")
+        .build_default();
     let config = RunConfig {
         seed,
         rng: RngScheme::Native,
@@ -247,7 +249,7 @@ fn dead_world_is_reported_as_stalled() {
 #[test]
 fn wall_budget_stops_a_run() {
     let world = compile::builtin_bursty();
-    let strategy = (registry::find("wait").unwrap().build)();
+    let strategy = registry::find("wait").unwrap().build_default();
     let always = || true;
     let config = RunConfig {
         seed: 1,

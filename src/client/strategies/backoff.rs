@@ -1,6 +1,7 @@
 //! `backoff`: poll for a free resource, sleeping a jittered exponential delay between polls.
 
 use crate::client::pool::{Filter, Pool, Score};
+use crate::client::registry::Params;
 use crate::client::retry::jittered;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
 use crate::world::{Backoff as BackoffParams, Jitter};
@@ -12,14 +13,15 @@ pub struct Backoff {
     params: BackoffParams,
 }
 
-impl Default for Backoff {
-    /// The reference's parameters: base 0.2 s, factor 2, cap 10 s, full jitter.
-    fn default() -> Backoff {
+impl Backoff {
+    /// From the registry's parameters (the reference's: base 0.2 s, factor 2, cap 10 s); the
+    /// jitter is always full.
+    pub fn new(params: &Params) -> Backoff {
         Backoff {
             params: BackoffParams {
-                base: 0.2,
-                factor: 2.0,
-                cap: 10.0,
+                base: params.get("base"),
+                factor: params.get("factor"),
+                cap: params.get("cap"),
                 jitter: Jitter::Full,
             },
         }

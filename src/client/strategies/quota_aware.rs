@@ -1,6 +1,7 @@
 //! `quota_aware`: prefer the resource with the largest share of its declared quota left.
 
 use crate::client::pool::{Filter, Pool, Score};
+use crate::client::registry::Params;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
 
 /// Scores each resource by (share of quota left, quota left), pushing shares at or below the
@@ -12,12 +13,12 @@ pub struct QuotaAware {
     penalty: f64,
 }
 
-impl Default for QuotaAware {
-    /// The reference's parameters: reserve 5 %, penalty 10.
-    fn default() -> QuotaAware {
+impl QuotaAware {
+    /// From the registry's parameters (the reference's: reserve 5 %, penalty 10).
+    pub fn new(params: &Params) -> QuotaAware {
         QuotaAware {
-            reserve: 0.05,
-            penalty: 10.0,
+            reserve: params.get("reserve"),
+            penalty: params.get("penalty"),
         }
     }
 }
