@@ -690,6 +690,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 refusal: _,
                 retry_after_s,
             } => {
+                self.pool.note_retry_after(r, now + retry_after_s);
                 self.pool.report_failure(r, now);
                 self.pool.release(r);
                 self.flush_signals();

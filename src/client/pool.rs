@@ -51,6 +51,8 @@ pub struct Resource {
     pub recovered_count: u64,
     /// Tokens reported as used by successful calls.
     pub usage_tokens: f64,
+    /// The end of the latest Retry-After a refusal from this resource carried \[s\].
+    pub retry_after_until: f64,
 }
 
 impl Resource {
@@ -82,6 +84,8 @@ pub enum Filter {
     All,
     /// Only this one.
     Only(ResourceId),
+    /// Every resource whose last 429's Retry-After has passed.
+    NotRetryAfter,
 }
 
 /// How candidates are ranked before the least-busy rule.
@@ -152,6 +156,7 @@ impl Pool {
                 dead_count: 0,
                 recovered_count: 0,
                 usage_tokens: 0.0,
+                retry_after_until: 0.0,
             })
             .collect();
         Pool {
@@ -200,14 +205,48 @@ impl Pool {
         if self.resources[r].state == State::Revoked {
             return false;
         }
-        if let Filter::Only(only) = filter
-            && only != r
-        {
-            return false;
+        match filter {
+            Filter::Only(only) if only != r => return false,
+            Filter::NotRetryAfter if self.resources[r].retry_after_until > now => return false,
+            _ => {}
         }
         let ready = self.state(r, now) == State::Ready;
         let resource = &self.resources[r];
         ready && resource.active < resource.capacity
+    }
+
+    /// Records a refusal's Retry-After: the resource asked every client to stay away until
+    /// `until`. Only strategies that filter on it (`retry_after_aware`) are affected.
+    pub fn note_retry_after(&mut self, r: ResourceId, until: f64) {
+        let resource = &mut self.resources[r];
+        resource.retry_after_until = resource.retry_after_until.max(until);
+    }
+
+    /// How many resources passing `filter` are available now.
+    pub fn count_candidates(&mut self, filter: Filter, now: f64) -> usize {
+        (0..self.resources.len())
+            .filter(|&r| self.is_candidate(r, filter, now))
+            .count()
+    }
+
+    /// The `k`-th available resource passing `filter`, in pool order.
+    pub fn nth_candidate(&mut self, filter: Filter, now: f64, k: usize) -> Option<ResourceId> {
+        (0..self.resources.len())
+            .filter(|&r| self.is_candidate(r, filter, now))
+            .nth(k)
+    }
+
+    /// The earliest end of a Retry-After still running among resources that would otherwise
+    /// be available, if any.
+    pub fn next_retry_after_end(&mut self, now: f64) -> Option<f64> {
+        let mut earliest: Option<f64> = None;
+        for r in 0..self.resources.len() {
+            let until = self.resources[r].retry_after_until;
+            if until > now && self.is_candidate(r, Filter::All, now) {
+                earliest = Some(earliest.map_or(until, |e| e.min(until)));
+            }
+        }
+        earliest
     }
 
     /// Whether any resource passing `filter` is available now.

@@ -2,7 +2,8 @@
 
 use crate::client::strategies::{
     backoff::Backoff, failover::Failover, immediate::Immediate, least_busy::LeastBusy,
-    quota_aware::QuotaAware, sticky::Sticky, wait::Wait,
+    p2c::PowerOfTwo, quota_aware::QuotaAware, retry_after_aware::RetryAfterAware, sticky::Sticky,
+    wait::Wait,
 };
 use crate::client::strategy::Strategy;
 
@@ -199,6 +200,18 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Prefer the resource with the largest share of its quota left.",
         params: QUOTA_AWARE_PARAMS,
         make: |p| Box::new(QuotaAware::new(p)),
+    },
+    AlgorithmInfo {
+        name: "p2c",
+        summary: "Draw two free resources at random; take the one with fewer leases.",
+        params: &[],
+        make: |_| Box::new(PowerOfTwo),
+    },
+    AlgorithmInfo {
+        name: "retry_after_aware",
+        summary: "Keep every worker off an endpoint until its last 429's Retry-After has passed.",
+        params: &[],
+        make: |_| Box::new(RetryAfterAware),
     },
 ];
 

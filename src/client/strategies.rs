@@ -4,6 +4,8 @@ pub mod backoff;
 pub mod failover;
 pub mod immediate;
 pub mod least_busy;
+pub mod p2c;
 pub mod quota_aware;
+pub mod retry_after_aware;
 pub mod sticky;
 pub mod wait;

@@ -355,3 +355,67 @@ fn catalogue_names_are_unique() {
     names.dedup();
     assert_eq!(names.len(), CATALOGUE.len());
 }
+
+#[test]
+fn retry_after_aware_keeps_every_worker_off_a_refusing_endpoint() {
+    let world = compile::builtin_bursty();
+    let result = run(&world, "retry_after_aware", world.seed(), true);
+    assert!(result.metrics.is_some());
+    let retry_after = |r: usize, refusal: Refusal| match refusal {
+        Refusal::Capacity => world.capacity_retry_after_s(),
+        Refusal::Quota => {
+            world.endpoints()[r]
+                .rate_limit
+                .as_ref()
+                .unwrap()
+                .retry_after_s
+        }
+    };
+    let mut blocked_until = vec![0.0f64; world.endpoints().len()];
+    let mut refusals = 0;
+    for record in &result.trace {
+        assert!(
+            record.at_s >= blocked_until[record.resource],
+            "request to endpoint {} at {} inside a Retry-After ending {}",
+            record.resource,
+            record.at_s,
+            blocked_until[record.resource]
+        );
+        if let CallResult::Refused(refusal) = record.result {
+            refusals += 1;
+            let until = record.at_s + retry_after(record.resource, refusal);
+            blocked_until[record.resource] = blocked_until[record.resource].max(until);
+        }
+    }
+    assert!(refusals > 0, "the world does refuse");
+}
+
+#[test]
+fn p2c_spreads_load_over_equal_endpoints() {
+    let mut text = String::from(
+        "name = \"equal\"\nsummary = \"Four equal endpoints.\"\njobs = 4000\nconcurrency = 6\n\
+         horizon_s = 1e9\nsteps_per_job = 1\ncalls_per_step = 1\n[cycle]\nperiod_s = 0.0\n\
+         trough = 1.0\npeak = 1.0\n",
+    );
+    for i in 0..4 {
+        text += &format!(
+            "[[endpoints]]\nid = \"e{i}\"\ncapacity = 4\n\
+             latency = {{ median_s = 0.1, sigma = 0.3 }}\n\
+             failures = {{ error_rate = 0.0, storm_rate = 0.0 }}\n"
+        );
+    }
+    let world = load(&text);
+    let p2c = run(&world, "p2c", 5, false).metrics.expect("finished");
+    let wait = run(&world, "wait", 5, false).metrics.expect("finished");
+    assert_eq!(p2c.get(Metric::JobsDone), 4000.0);
+    assert!(
+        p2c.get(Metric::EndpointSpread) < 0.05,
+        "{}",
+        p2c.get(Metric::EndpointSpread)
+    );
+    assert_ne!(
+        comparable(&run(&world, "p2c", 5, false)),
+        comparable(&run(&world, "wait", 5, false))
+    );
+    assert_eq!(wait.get(Metric::JobsDone), 4000.0);
+}
