@@ -180,3 +180,40 @@ fn list_reads_the_registry_and_the_catalogue() {
     }
     assert!(text.contains("bursty_provider"));
 }
+
+#[test]
+fn the_validity_thresholds_can_be_set_on_the_command_line() {
+    let knee = simbench(&[
+        "run",
+        "scenarios/harness_knee.toml",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--set",
+        "validity.knee_concurrency=32",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    assert_eq!(knee.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&knee.stdout).unwrap();
+    assert_eq!(json["runs"][0]["valid"], false);
+    let reason = json["runs"][0]["invalid_reason"].as_str().unwrap();
+    assert_eq!(reason, "above the knee: 48 jobs in flight > knee 32");
+    let share = simbench(&[
+        "run",
+        "scenarios/harness_congestion.toml",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--set",
+        "validity.max_queue_share=0.95",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&share.stdout).unwrap();
+    assert_eq!(json["runs"][0]["valid"], true, "a lax threshold accepts the run");
+}
