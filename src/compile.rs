@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::client::registry::{self, AlgorithmInfo};
 use crate::compose::doc::{self, Node};
 use crate::compose::{self, Composed};
 pub use crate::compose::{MAX_EXTENDS_DEPTH, Override, Reader, check_shape};
@@ -25,7 +26,7 @@ use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
     Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency, Load,
-    RateLimit, RetryPolicy, Validity, World,
+    RateLimit, RetryPolicy, Validity, Variant, World,
 };
 
 /// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;
@@ -103,7 +104,7 @@ pub fn load_with(
     check(&instance.json, &root, &layers, &mut problems);
     if problems.is_empty() && findings.is_empty() {
         match doc::to_toml(&root).try_into::<Scenario>() {
-            Ok(scenario) => return Ok(build(&scenario)),
+            Ok(scenario) => return Ok(build(&scenario, &algorithm_order(&root))),
             Err(e) => problems.push(Problem {
                 path: Vec::new(),
                 target: Target::Value,
@@ -285,6 +286,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     }
 
     check_load(json, &written, &stray, out);
+    check_algorithms(json, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
         check_distribution(json, i, &written, &stray, out);
@@ -427,11 +429,249 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
     }
 }
 
+/// `[algorithms.<name>]`: the name or `kind` must be a registered strategy, and every other key
+/// one of its parameters, in range (and whole, for an integer parameter). The schema only says
+/// "a table of numbers and an optional `kind`", because the parameters depend on the kind.
+fn check_algorithms(json: &Value, out: &mut Vec<Problem>) {
+    let Some(tables) = json.get("algorithms").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, table) in tables {
+        let Some(table) = table.as_object() else {
+            continue; // The schema reports a table of the wrong type.
+        };
+        check_variant_name(name, out);
+        let Some(info) = algorithm_kind(name, table.get("kind"), out) else {
+            continue;
+        };
+        for (param, value) in table.iter().filter(|(k, _)| *k != "kind") {
+            if let Some(value) = value.as_f64() {
+                check_param(name, info, param, value, out);
+            }
+        }
+    }
+}
+
+/// Whether `name` can be written in `--algorithms a,b` and read in a report.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn check_variant_name(name: &str, out: &mut Vec<Problem>) {
+    if is_plain_name(name) {
+        return;
+    }
+    out.push(Problem {
+        path: vec![key("algorithms"), key(name)],
+        target: Target::Key,
+        message: format!("`{name}` is not a usable algorithm name"),
+        label: "not a plain name".into(),
+        help: Some(
+            "names are used in `--algorithms a,b` and in reports: use letters, digits, `_` \
+             and `-`"
+                .into(),
+        ),
+    });
+}
+
+/// The registered strategy `[algorithms.<name>]` configures, or `None` after reporting why
+/// there is none (or when the schema already reports a `kind` of the wrong type).
+fn algorithm_kind(
+    name: &str,
+    kind: Option<&Value>,
+    out: &mut Vec<Problem>,
+) -> Option<&'static AlgorithmInfo> {
+    let kind_at = vec![key("algorithms"), key(name), key("kind")];
+    let kind = match kind {
+        None => None,
+        Some(Value::String(kind)) => Some(kind.as_str()),
+        Some(_) => return None,
+    };
+    match (registry::find(name), kind) {
+        (Some(info), None) => Some(info),
+        (Some(info), Some(kind)) if kind == name => Some(info),
+        (Some(_), Some(kind)) => {
+            out.push(Problem {
+                path: kind_at,
+                target: Target::Value,
+                message: format!(
+                    "`algorithms.{name}` configures the registered strategy `{name}`, so its \
+                     kind cannot be `{kind}`"
+                ),
+                label: "a different strategy".into(),
+                help: Some(format!(
+                    "a registered name keeps its own kind; for a variant of `{kind}`, use a new \
+                     name: `[algorithms.{kind}_custom]` with `kind = \"{kind}\"`"
+                )),
+            });
+            None
+        }
+        (None, None) => {
+            out.push(Problem {
+                path: vec![key("algorithms"), key(name)],
+                target: Target::Key,
+                message: format!(
+                    "`{name}` is not a registered algorithm, so `algorithms.{name}` needs `kind`"
+                ),
+                label: "a named variant without `kind`".into(),
+                help: Some(missing_kind_help(name)),
+            });
+            None
+        }
+        (None, Some(kind)) => {
+            let found = registry::find(kind);
+            if found.is_none() {
+                out.push(Problem {
+                    path: kind_at,
+                    target: Target::Value,
+                    message: format!("unknown algorithm kind `{kind}` in `algorithms.{name}`"),
+                    label: "not a registered algorithm".into(),
+                    help: Some(kind_help(kind)),
+                });
+            }
+            found
+        }
+    }
+}
+
+/// "did you mean `backoff`?", or the list of registered strategies when nothing is close.
+fn kind_help(word: &str) -> String {
+    let names: Vec<&str> = registry::names().collect();
+    match schema::did_you_mean(word, names.iter().copied()) {
+        Some(best) => format!("did you mean `{best}`?"),
+        None => format!("registered strategies: {}", backticked(&names)),
+    }
+}
+
+/// For `[algorithms.backoff_slow]` without `kind`: suggest the registered name it starts with.
+fn missing_kind_help(name: &str) -> String {
+    let guess = registry::names()
+        .filter(|n| name.starts_with(n))
+        .max_by_key(|n| n.len());
+    match guess {
+        Some(kind) => format!(
+            "a named variant says which strategy it configures: add `kind = \"{kind}\"` (or \
+             another registered strategy; `simbench list` shows them)"
+        ),
+        None => "a named variant says which strategy it configures: add `kind = \"…\"` \
+                 naming a registered strategy (`simbench list` shows them)"
+            .into(),
+    }
+}
+
+fn backticked(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One `[algorithms.<name>]` key against the parameter the strategy declares.
+fn check_param(name: &str, info: &AlgorithmInfo, param: &str, value: f64, out: &mut Vec<Problem>) {
+    let path = vec![key("algorithms"), key(name), key(param)];
+    let Some(declared) = info.param(param) else {
+        out.push(Problem {
+            path,
+            target: Target::Key,
+            message: format!("unknown parameter `{param}` in `algorithms.{name}`"),
+            label: "not a parameter of this strategy".into(),
+            help: Some(param_help(info, param)),
+        });
+        return;
+    };
+    let range = format!(
+        "allowed range: {} <= {param} <= {} ({}); default {}",
+        declared.min, declared.max, declared.unit, declared.default
+    );
+    if !(declared.min..=declared.max).contains(&value) {
+        let bound = if value < declared.min {
+            format!("must be >= {}", declared.min)
+        } else {
+            format!("must be <= {}", declared.max)
+        };
+        out.push(Problem {
+            path,
+            target: Target::Value,
+            message: format!("`algorithms.{name}.{param}` = {value} is out of range"),
+            label: bound,
+            help: Some(range),
+        });
+    } else if declared.integer && value.fract() != 0.0 {
+        out.push(Problem {
+            path,
+            target: Target::Value,
+            message: format!("`algorithms.{name}.{param}` must be a whole number, found {value}"),
+            label: "expected a whole number".into(),
+            help: Some(format!("`{param}` counts {}; {range}", declared.unit)),
+        });
+    }
+}
+
+/// "did you mean `base`? parameters of `backoff`: `base`, `factor`, `cap`".
+fn param_help(info: &AlgorithmInfo, param: &str) -> String {
+    if info.params.is_empty() {
+        return format!("`{}` has no parameters", info.name);
+    }
+    let names: Vec<&str> = info.params.iter().map(|p| p.name).collect();
+    let help = format!("parameters of `{}`: {}", info.name, backticked(&names));
+    match schema::did_you_mean(param, names.iter().copied()) {
+        Some(best) => format!("did you mean `{best}`? {help}"),
+        None => help,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenario -> World.
 
+/// The names of `[algorithms]` in the order the document writes them (a base's first, then
+/// the names a child or an override adds).
+fn algorithm_order(root: &Node) -> Vec<String> {
+    let doc::Value::Table(top) = &root.value else {
+        return Vec::new();
+    };
+    match top.get("algorithms").map(|e| &e.node.value) {
+        Some(doc::Value::Table(tables)) => tables.entries.iter().map(|e| e.key.clone()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The `[algorithms]` tables in `order`, each keeping only the values that differ from the
+/// registry's defaults; a registered name left with no values is dropped (it changes nothing).
+fn build_variants(
+    tables: &BTreeMap<String, spec::AlgorithmTable>,
+    order: &[String],
+) -> Vec<Variant> {
+    let mut names: Vec<&String> = tables.keys().collect();
+    names.sort_by_key(|n| order.iter().position(|o| o == *n).unwrap_or(usize::MAX));
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let table = &tables[name];
+            let kind = table.kind.clone().unwrap_or_else(|| name.clone());
+            let info = registry::find(&kind);
+            let default = |p: &str| info.and_then(|i| i.param(p)).map(|p| p.default);
+            let params: Vec<(String, f64)> = table
+                .params
+                .iter()
+                .filter(|(p, v)| default(p) != Some(**v))
+                .map(|(p, v)| (p.clone(), *v))
+                .collect();
+            let variant = Variant {
+                name: name.clone(),
+                kind,
+                params,
+            };
+            (variant.is_named() || !variant.params.is_empty()).then_some(variant)
+        })
+        .collect()
+}
+
 /// Freezes a checked scenario. Every value is already in range, so this cannot fail.
-fn build(s: &Scenario) -> World {
+fn build(s: &Scenario, algorithm_order: &[String]) -> World {
     World {
         name: s.name.clone(),
         summary: s.summary.clone(),
@@ -476,6 +716,7 @@ fn build(s: &Scenario) -> World {
         },
         endpoints: s.endpoints.iter().map(build_endpoint).collect(),
         unsuited: s.unsuited.clone(),
+        algorithms: build_variants(&s.algorithms, algorithm_order),
         load: match s.load.model {
             spec::LoadModel::Closed => Load::Closed,
             spec::LoadModel::Open => Load::Open {

@@ -108,6 +108,17 @@ pub struct Scenario {
     #[schemars(schema_with = "unsuited_schema")]
     pub unsuited: BTreeMap<String, String>,
 
+    /// Strategy parameters and named variants, one table per algorithm. `[algorithms.backoff]`
+    /// (a registered name) sets that strategy's parameters; any other name is a named variant
+    /// and needs `kind = "<registered name>"` plus parameters, e.g. `[algorithms.backoff_slow]
+    /// kind = "backoff", base = 1.0`, and is compared alongside the registered strategies.
+    /// Parameter names, ranges and defaults come from the algorithm registry (`simbench list`),
+    /// so they are checked when the file is compiled rather than by this schema. Default: empty
+    /// (every strategy with its defaults, no variants).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "algorithms_schema")]
+    pub algorithms: BTreeMap<String, AlgorithmTable>,
+
     /// How the harness offers load: a closed loop of `concurrency` workers (the default) or an
     /// open loop of arrivals at a rate.
     #[serde(default)]
@@ -122,6 +133,18 @@ pub struct Scenario {
     /// endpoints and orders per-endpoint tables). Required; at least one; ids must be unique.
     #[schemars(length(min = 1))]
     pub endpoints: Vec<Endpoint>,
+}
+
+/// One `[algorithms.<name>]` table: an optional `kind` and parameter values by name.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct AlgorithmTable {
+    /// The registered strategy this table configures; required for a named variant, and if
+    /// given for a registered name it must be that name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Parameter values by name, as written.
+    #[serde(flatten)]
+    pub params: BTreeMap<String, f64>,
 }
 
 /// The load model. In a closed loop, `concurrency` workers each run one job at a time, so the
@@ -610,5 +633,34 @@ fn unsuited_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         "type": "object",
         "propertyNames": { "enum": names },
         "additionalProperties": { "type": "string", "minLength": 1 },
+    })
+}
+
+/// `[algorithms]`: keys are algorithm or variant names, values are tables of an optional `kind`
+/// (a registered name) and numeric parameters. Which parameters exist and their ranges depend on
+/// the kind, so they are checked against the registry when the file is compiled.
+fn algorithms_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "description": "Parameters of one algorithm (a registered name) or of a named \
+                            variant (any other name, with `kind`); see `simbench list` for \
+                            each strategy's parameters, units, defaults and ranges.",
+            "properties": {
+                "kind": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The registered strategy this table configures: required \
+                                    for a named variant; for a registered name, if given, it \
+                                    must be that name."
+                }
+            },
+            "additionalProperties": {
+                "type": "number",
+                "description": "A parameter value; its unit, default and range are those the \
+                                strategy declares (`simbench list`)."
+            }
+        }
     })
 }

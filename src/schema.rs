@@ -672,6 +672,43 @@ pub fn reference_tables() -> String {
     out
 }
 
+/// One Markdown table per registered strategy that has parameters (name, unit, default,
+/// range, meaning), generated from the registry. `docs/scenario-format.md` embeds this text
+/// under `[algorithms]` and a test keeps the two in sync.
+pub fn algorithm_tables() -> String {
+    let mut out = String::new();
+    for info in crate::client::registry::ALGORITHMS {
+        if info.params.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("#### `[algorithms.{}]`\n\n", info.name));
+        out.push_str("| key | unit | default | allowed | meaning |\n|---|---|---|---|---|\n");
+        for p in info.params {
+            let whole = if p.integer { ", whole" } else { "" };
+            out.push_str(&format!(
+                "| `{}` | {} | `{}` | `{} <= {} <= {}`{whole} | {} |\n",
+                p.name,
+                p.unit,
+                p.default,
+                p.min,
+                p.name,
+                p.max,
+                p.meaning.replace('|', "\\|")
+            ));
+        }
+        out.push('\n');
+    }
+    let bare: Vec<String> = crate::client::registry::ALGORITHMS
+        .iter()
+        .filter(|a| a.params.is_empty())
+        .map(|a| format!("`{}`", a.name))
+        .collect();
+    if !bare.is_empty() {
+        out.push_str(&format!("Without parameters: {}.\n", bare.join(", ")));
+    }
+    out
+}
+
 fn table_section(out: &mut String, title: &str, path: &[Seg], node: &Value) {
     let node = deref(node);
     let Some(props) = node.get("properties").and_then(Value::as_object) else {
@@ -739,7 +776,10 @@ fn type_cell(schema: &Value) -> String {
     }
     match schema.get("type").and_then(Value::as_str) {
         Some("object") if schema.get("properties").is_some() => "table".into(),
-        Some("object") => "table of strings".into(),
+        Some("object") => match schema.pointer("/additionalProperties/type") {
+            Some(Value::String(t)) if t == "object" => "table of tables".into(),
+            _ => "table of strings".into(),
+        },
         Some("array") => "array of tables".into(),
         Some("number") => "number".into(),
         Some(other) => other.into(),
@@ -757,6 +797,9 @@ fn allowed_cell(path: &[Seg], schema: &Value) -> String {
     }
     if schema.get("propertyNames").is_some() {
         return "keys: algorithm names".into();
+    }
+    if path == [Seg::Key("algorithms".into())] {
+        return "keys: algorithm or variant names; see [algorithms]".into();
     }
     if schema.get("minLength").is_some() || schema.get("minItems").is_some() {
         return "not empty".into();

@@ -5,11 +5,17 @@
 //! algorithm, seed), and results are stored by plan index, so the output is identical whatever
 //! the thread count or finishing order. It never reads a clock: wall time comes from the
 //! caller's `clock` closure (the CLI passes a real one, tests a frozen one).
+//!
+//! It also owns the one place where an algorithm name meets a world: [`resolve`] turns a name
+//! into a registry entry and parameter values (a named variant of the world, or a registered
+//! strategy with the world's `[algorithms.<name>]` values), and the CLI, the sweep and the tests
+//! all go through it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::client::registry;
+use crate::client::registry::{self, AlgorithmInfo, Params};
+use crate::client::strategy::Strategy;
 use crate::harness::{self, RngScheme, RunConfig, RunResult};
 use crate::metrics::Metric;
 use crate::report::{Outcome, Run};
@@ -27,6 +33,42 @@ pub struct SweepConfig<'a> {
     pub clock: &'a (dyn Fn() -> f64 + Sync),
     /// Called after each run finishes, from the thread that ran it (for progress display).
     pub on_run: &'a (dyn Fn(&Run) + Sync),
+}
+
+/// Resolves an algorithm name against `world`: a named variant (its kind, with its values) or a
+/// registered strategy (its defaults, with the world's `[algorithms.<name>]` values if any).
+/// `None` if the name is neither, or if a value does not fit the registry (impossible for a
+/// compiled world, whose values were checked against the same registry).
+pub fn resolve(world: &World, name: &str) -> Option<(&'static AlgorithmInfo, Params)> {
+    let (kind, values) = match world.variant(name) {
+        Some(variant) => (variant.kind.as_str(), variant.params.as_slice()),
+        None => (name, &[][..]),
+    };
+    let info = registry::find(kind)?;
+    let fits = |(param, value): &(String, f64)| {
+        info.param(param)
+            .is_some_and(|p| (p.min..=p.max).contains(value))
+    };
+    if !values.iter().all(fits) {
+        return None;
+    }
+    let params = Params::new(info, values.iter().map(|(p, v)| (p.as_str(), *v)));
+    Some((info, params))
+}
+
+/// The strategy `name` stands for in `world` (see [`resolve`]).
+pub fn strategy(world: &World, name: &str) -> Option<Box<dyn Strategy>> {
+    resolve(world, name).map(|(info, params)| (info.make)(&params))
+}
+
+/// Every algorithm `world` can be compared on, in report order: the registered strategies it
+/// does not mark unsuited, then its named variants in file order.
+pub fn default_algorithms(world: &World) -> Vec<String> {
+    let registered = registry::names()
+        .filter(|name| !world.unsuited().contains_key(*name))
+        .map(str::to_string);
+    let variants = world.named_variants().map(|v| v.name.clone());
+    registered.chain(variants).collect()
 }
 
 /// The seeds of an `n`-seed sweep: the world's seed, seed + 1, … seed + n − 1.
@@ -47,7 +89,7 @@ pub fn plan<'a>(algorithms: &'a [String], seeds: &'a [u64]) -> Vec<(&'a str, u64
 /// Runs every (algorithm, seed) of `plan` and returns the runs in plan order.
 ///
 /// # Panics
-/// Panics if an algorithm is not in the registry (the CLI checks names first).
+/// Panics if an algorithm does not [`resolve`] in `world` (the CLI checks names first).
 pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> Vec<Run> {
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Run>>> = Mutex::new((0..plan.len()).map(|_| None).collect());
@@ -76,8 +118,7 @@ pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> V
 }
 
 fn run_one(world: &World, algorithm: &str, seed: u64, config: &SweepConfig<'_>) -> Run {
-    let info = registry::find(algorithm).expect("algorithm names are checked before a sweep");
-    let strategy = info.build_default();
+    let strategy = strategy(world, algorithm).expect("algorithm names are checked before a sweep");
     let started = (config.clock)();
     let elapsed = || (config.clock)() - started;
     let out_of_time = || elapsed() > config.wall_budget_s;

@@ -29,6 +29,7 @@ pub struct World {
     pub(crate) failure_kinds: FailureKinds,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) unsuited: BTreeMap<String, String>,
+    pub(crate) algorithms: Vec<Variant>,
     pub(crate) load: Load,
     pub(crate) validity: Validity,
 }
@@ -94,6 +95,19 @@ impl World {
     pub fn unsuited(&self) -> &BTreeMap<String, String> {
         &self.unsuited
     }
+    /// Strategy settings from `[algorithms.<name>]`, in file order: parameter overrides of
+    /// registered strategies (`name == kind`) and named variants (`name != kind`).
+    pub fn algorithms(&self) -> &[Variant] {
+        &self.algorithms
+    }
+    /// The settings written for `name` (a registered strategy or a named variant), if any.
+    pub fn variant(&self, name: &str) -> Option<&Variant> {
+        self.algorithms.iter().find(|v| v.name == name)
+    }
+    /// The named variants (tables whose name is not their kind), in file order.
+    pub fn named_variants(&self) -> impl Iterator<Item = &Variant> {
+        self.algorithms.iter().filter(|v| v.is_named())
+    }
     /// How the harness offers load (closed loop of workers, or open-loop arrivals).
     pub fn load(&self) -> &Load {
         &self.load
@@ -133,6 +147,28 @@ impl World {
             *rate_per_s = rate;
         }
         world
+    }
+}
+
+/// One `[algorithms.<name>]` table, checked against the algorithm registry by
+/// [`crate::compile`]. The world only records names and numbers; the registry turns them into a
+/// strategy (see [`crate::sweep::resolve`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Variant {
+    /// The name used on the command line and in reports.
+    pub name: String,
+    /// The registered strategy it configures (equal to `name` for a plain override).
+    pub kind: String,
+    /// The values written that differ from the strategy's defaults, sorted by parameter name.
+    /// A value equal to its default is not kept, so writing a default out changes nothing.
+    pub params: Vec<(String, f64)>,
+}
+
+impl Variant {
+    /// Whether this is a named variant rather than parameters of a registered strategy.
+    pub fn is_named(&self) -> bool {
+        self.name != self.kind
     }
 }
 

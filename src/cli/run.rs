@@ -306,23 +306,16 @@ fn load_world(path: Option<&Path>, overrides: &[Override]) -> Result<World, u8> 
     })
 }
 
-/// The requested algorithms, checked against the registry and deduplicated, or the world's
-/// default list (every registered algorithm it does not mark unsuited).
+/// The requested algorithms, checked against the registry and the world's variants and
+/// deduplicated, or the world's default list ([`sweep::default_algorithms`]).
 fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<String>, String> {
     let Some(requested) = requested else {
-        return Ok(registry::names()
-            .filter(|name| !world.unsuited().contains_key(*name))
-            .map(str::to_string)
-            .collect());
+        return Ok(sweep::default_algorithms(world));
     };
     let mut names: Vec<String> = Vec::new();
     for name in requested.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        if registry::find(name).is_none() {
-            let known: Vec<&str> = registry::names().collect();
-            return Err(format!(
-                "unknown algorithm `{name}` (known: {})",
-                known.join(", ")
-            ));
+        if sweep::resolve(world, name).is_none() {
+            return Err(unknown_algorithm(world, name));
         }
         if names.iter().any(|n| n == name) {
             // Identical reruns would only shrink the spread; the reference keeps them, we don't.
@@ -340,6 +333,15 @@ fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<St
         return Err("--algorithms names no algorithm".into());
     }
     Ok(names)
+}
+
+/// "unknown algorithm `x` (known: …)", naming the world's variants too.
+pub(super) fn unknown_algorithm(world: &World, name: &str) -> String {
+    let known: Vec<&str> = registry::names()
+        .map(|n| -> &str { n })
+        .chain(world.named_variants().map(|v| v.name.as_str()))
+        .collect();
+    format!("unknown algorithm `{name}` (known: {})", known.join(", "))
 }
 
 fn default_threads() -> usize {
@@ -361,9 +363,24 @@ pub struct ListArgs {
 
 /// Runs `simbench list`: algorithms, metrics, then scenarios.
 pub fn list(args: &ListArgs) -> u8 {
-    let mut out = String::from("algorithms:\n");
+    let mut out = String::from(
+        "algorithms (parameters: name, unit, default, range; set in [algorithms.<name>]):\n",
+    );
     for info in registry::ALGORITHMS {
         out.push_str(&format!("  {:<12} {}\n", info.name, info.summary));
+        for p in info.params {
+            let key = format!("{}.{}", info.name, p.name);
+            let range = format!(
+                "{} to {}{}",
+                p.min,
+                p.max,
+                if p.integer { ", whole" } else { "" }
+            );
+            out.push_str(&format!(
+                "      {key:<24} {:<6} default {:<8} range {range:<18} {}\n",
+                p.unit, p.default, p.meaning
+            ));
+        }
     }
     out.push_str("\nmetrics (name, unit, better; † = gated: compared only among algorithms that complete enough jobs):\n");
     for info in CATALOGUE {
@@ -457,6 +474,22 @@ fn describe_world(out: &mut String, prefix: &str, world: &World) {
     }
     for (name, reason) in world.unsuited() {
         out.push_str(&format!("      unsuited: {name}: {reason}\n"));
+    }
+    for variant in world.algorithms() {
+        let values: Vec<String> = variant
+            .params
+            .iter()
+            .map(|(p, v)| format!("{p} = {v}"))
+            .collect();
+        let values = values.join(", ");
+        if variant.is_named() {
+            out.push_str(&format!(
+                "      variant: {} = {} ({values})\n",
+                variant.name, variant.kind
+            ));
+        } else {
+            out.push_str(&format!("      parameters: {} ({values})\n", variant.name));
+        }
     }
 }
 

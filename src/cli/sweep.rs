@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use clap::{ArgGroup, Args};
 
-use crate::client::registry;
 use crate::compile::{self, LoadOptions, Override, Reader};
 use crate::diagnostics::{RenderOptions, ScenarioErrors};
 use crate::harness::RngScheme;
@@ -326,13 +325,8 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
 }
 
 fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {
-    if registry::find(&args.algorithm).is_none() {
-        let known: Vec<&str> = registry::names().collect();
-        return Err(format!(
-            "unknown algorithm `{}` (known: {})",
-            args.algorithm,
-            known.join(", ")
-        ));
+    if sweep::resolve(world, &args.algorithm).is_none() {
+        return Err(super::run::unknown_algorithm(world, &args.algorithm));
     }
     if let Some(reason) = world.unsuited().get(&args.algorithm) {
         eprintln!(

@@ -3,10 +3,10 @@
 //!
 //! The hash covers every value the simulation reads — the world after `--jobs`, `--concurrency`
 //! and `--horizon` overrides, every endpoint, the cycle, the retry policy, the breaker, the failure
-//! split and the unsuited list — and nothing about the file it came from: key order, comments,
-//! whitespace, number spelling (`1.0` vs `1`) and defaulted-versus-written values do not change it.
-//! It does not cover the algorithms, the seeds or the random-number scheme; the JSON names those
-//! separately. Never reads a file.
+//! split, the unsuited list and the `[algorithms]` parameters and variants — and nothing about the
+//! file it came from: key order, comments, whitespace, number spelling (`1.0` vs `1`) and
+//! defaulted-versus-written values do not change it. It does not cover which algorithms ran, the
+//! seeds or the random-number scheme; the JSON names those separately. Never reads a file.
 //!
 //! Method: a canonical text (one `key=value` line per field; floats by their exact bit pattern)
 //! hashed with 64-bit FNV-1a and printed as 16 hex digits. FNV-1a is not collision-resistant
@@ -16,7 +16,7 @@ use std::fmt::Write;
 
 use crate::world::{
     Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, Load, RateLimit,
-    RetryPolicy, Validity, World,
+    RetryPolicy, Validity, Variant, World,
 };
 
 /// The world hash: 16 lowercase hex digits.
@@ -43,6 +43,7 @@ pub fn canonical_text(world: &World) -> String {
         failure_kinds,
         endpoints,
         unsuited,
+        algorithms,
         load,
         validity,
     } = world;
@@ -106,7 +107,22 @@ pub fn canonical_text(world: &World) -> String {
     for (algorithm, reason) in unsuited {
         out.str(&format!("unsuited.{algorithm}"), reason);
     }
+    variants_text(&mut out, algorithms);
     out.0
+}
+
+/// `[algorithms]` tables by name (file order does not change the hash); each with its kind and
+/// the non-default parameter values the world keeps.
+fn variants_text(out: &mut Text, variants: &[Variant]) {
+    let mut sorted: Vec<&Variant> = variants.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    for variant in sorted {
+        let Variant { name, kind, params } = variant;
+        out.str(&format!("algorithms.{name}.kind"), kind);
+        for (param, value) in params {
+            out.float(&format!("algorithms.{name}.{param}"), *value);
+        }
+    }
 }
 
 /// Cycle keeps derived constants private; they follow from the four fields hashed here.

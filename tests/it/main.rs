@@ -1,5 +1,6 @@
 //! The one integration-test binary.
 
+mod algorithms;
 mod compose;
 mod fidelity;
 mod no_network;

@@ -1,0 +1,296 @@
+//! Strategy parameters and named variants from `[algorithms]`: they change what runs, a written
+//! default changes nothing, `--set` reaches them, the CLI accepts variant names and lists
+//! parameters, and the generated parameter tables in the docs are fresh.
+//!
+//! Diagnostics for bad tables are snapshots under `tests/data/invalid/algorithm_*`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use simbench::compile::{self, BUILTIN_BURSTY_TOML, LoadOptions, Override};
+use simbench::harness::RngScheme;
+use simbench::report::Run;
+use simbench::report::fingerprint::world_hash;
+use simbench::sweep::{self, SweepConfig};
+use simbench::world::World;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The bursty world, smaller, with `extra` TOML appended (new top-level tables).
+fn bursty_with(extra: &str) -> World {
+    let text = format!("{BUILTIN_BURSTY_TOML}\n{extra}");
+    let options = LoadOptions {
+        read: &|_: &Path| Err("no files".to_owned()),
+        overrides: &[Override {
+            origin: "--jobs".into(),
+            text: "jobs=150".into(),
+        }],
+    };
+    compile::load_with("bursty+.toml", text.as_bytes(), &options)
+        .unwrap_or_else(|e| panic!("{}", e.render_plain()))
+}
+
+/// One run per (algorithm, seed) on two seeds, with a frozen clock so runs compare exactly.
+fn runs(world: &World, algorithms: &[&str]) -> Vec<Run> {
+    let names: Vec<String> = algorithms.iter().map(|a| a.to_string()).collect();
+    let seeds = sweep::seeds(world, 2);
+    let plan = sweep::plan(&names, &seeds);
+    let frozen = || 0.0;
+    let config = SweepConfig {
+        rng: RngScheme::Native,
+        threads: 2,
+        wall_budget_s: 600.0,
+        clock: &frozen,
+        on_run: &|_| {},
+    };
+    sweep::sweep(world, &plan, &config)
+}
+
+/// The runs of `algorithm`, with the name taken out so two names can be compared.
+fn results_of(runs: &[Run], algorithm: &str) -> Vec<Run> {
+    runs.iter()
+        .filter(|r| r.algorithm == algorithm)
+        .map(|r| Run {
+            algorithm: String::new(),
+            ..r.clone()
+        })
+        .collect()
+}
+
+fn simbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the simbench binary runs")
+}
+
+#[test]
+fn algorithms_a_variant_runs_beside_its_kind_and_differs() {
+    let world = bursty_with("[algorithms.backoff_slow]\nkind = \"backoff\"\nbase = 1.0\n");
+    let default_list = sweep::default_algorithms(&world);
+    assert_eq!(
+        default_list.last().map(String::as_str),
+        Some("backoff_slow")
+    );
+    assert!(default_list.iter().any(|a| a == "backoff"));
+    let runs = runs(&world, &["backoff", "backoff_slow"]);
+    assert_eq!(runs.len(), 4);
+    assert!(
+        runs.iter().all(|r| r.metrics().is_some()),
+        "every run finished"
+    );
+    assert_ne!(
+        results_of(&runs, "backoff"),
+        results_of(&runs, "backoff_slow"),
+        "base = 1.0 must change backoff's behaviour"
+    );
+}
+
+#[test]
+fn algorithms_a_written_default_changes_nothing() {
+    let plain = bursty_with("");
+    let written = bursty_with("[algorithms.backoff]\nbase = 0.2\nfactor = 2\n");
+    assert_eq!(world_hash(&plain), world_hash(&written));
+    assert!(
+        written.algorithms().is_empty(),
+        "{:?}",
+        written.algorithms()
+    );
+    let names = ["backoff", "quota_aware"];
+    assert_eq!(runs(&plain, &names), runs(&written, &names));
+}
+
+#[test]
+fn algorithms_a_registered_name_takes_the_files_values() {
+    let plain = bursty_with("");
+    let tuned = bursty_with("[algorithms.backoff]\nbase = 1.0\n");
+    assert_ne!(world_hash(&plain), world_hash(&tuned));
+    let variant = tuned
+        .variant("backoff")
+        .expect("kept: differs from the default");
+    assert_eq!(
+        (variant.kind.as_str(), variant.params.as_slice()),
+        ("backoff", &[("base".to_owned(), 1.0)][..])
+    );
+    assert_ne!(runs(&plain, &["backoff"]), runs(&tuned, &["backoff"]));
+    assert_eq!(
+        sweep::default_algorithms(&plain),
+        sweep::default_algorithms(&tuned)
+    );
+}
+
+/// Loads the (smaller) bursty world with `--set` arguments.
+fn bursty_set(sets: &[&str]) -> World {
+    let mut overrides = vec![Override {
+        origin: "--jobs".into(),
+        text: "jobs=150".into(),
+    }];
+    overrides.extend(sets.iter().enumerate().map(|(i, text)| Override {
+        origin: format!("--set #{}", i + 1),
+        text: (*text).to_owned(),
+    }));
+    let options = LoadOptions {
+        read: &|_: &Path| Err("no files".to_owned()),
+        overrides: &overrides,
+    };
+    compile::load_with("bursty.toml", BUILTIN_BURSTY_TOML.as_bytes(), &options)
+        .unwrap_or_else(|e| panic!("{}", e.render_plain()))
+}
+
+/// `--set algorithms.<name>.<param>` reaches the strategy. (quota_aware's `reserve` is checked
+/// to arrive; its effect is not asserted, because on bursty at this size no endpoint's share
+/// of quota falls near 0.2, so the ranking it reorders never changes.)
+#[test]
+fn algorithms_set_reaches_a_parameter() {
+    let plain = bursty_set(&[]);
+    let reserve = bursty_set(&["algorithms.quota_aware.reserve=0.2"]);
+    assert_eq!(
+        reserve.variant("quota_aware").map(|v| v.params.clone()),
+        Some(vec![("reserve".to_owned(), 0.2)])
+    );
+    assert_ne!(world_hash(&plain), world_hash(&reserve));
+    let base = bursty_set(&["algorithms.backoff.base=1.0"]);
+    assert_ne!(runs(&plain, &["backoff"]), runs(&base, &["backoff"]));
+    let variant = bursty_set(&["algorithms.slow={ kind = \"backoff\", base = 1.0 }"]);
+    assert_eq!(
+        sweep::default_algorithms(&variant)
+            .last()
+            .map(String::as_str),
+        Some("slow")
+    );
+}
+
+#[test]
+fn algorithms_set_errors_point_into_the_override() {
+    let options = LoadOptions {
+        read: &|_: &Path| Err("no files".to_owned()),
+        overrides: &[Override {
+            origin: "--set #1".into(),
+            text: "algorithms.quota_aware.reserv=0.2".into(),
+        }],
+    };
+    let errors = compile::load_with("bursty.toml", BUILTIN_BURSTY_TOML.as_bytes(), &options)
+        .expect_err("a misspelt parameter");
+    let f = &errors.findings()[0];
+    assert_eq!(f.key_path, "algorithms.quota_aware.reserv");
+    assert_eq!(
+        f.help.as_deref(),
+        Some("did you mean `reserve`? parameters of `quota_aware`: `reserve`, `penalty`")
+    );
+}
+
+#[test]
+fn algorithms_cli_runs_a_variant_by_name_and_rejects_unknown_names() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let bursty = root().join("scenarios/bursty.toml");
+    let file = dir.join("variant.toml");
+    let text = format!(
+        "extends = {:?}\nname = \"variant\"\n\n[algorithms.backoff_slow]\nkind = \"backoff\"\n\
+         base = 1.0\n",
+        bursty.display().to_string()
+    );
+    std::fs::write(&file, text).expect("temp file");
+    let shown = file.display().to_string();
+    let args = [
+        "run",
+        &shown,
+        "--algorithms",
+        "backoff,backoff_slow",
+        "--seeds",
+        "1",
+        "--jobs",
+        "60",
+        "--quiet",
+        "--csv",
+        "-",
+    ];
+    let out = simbench(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("backoff_slow,")),
+        "{stdout}"
+    );
+    let out = simbench(&[
+        "run",
+        &shown,
+        "--algorithms",
+        "backoff_fast",
+        "--seeds",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown algorithm `backoff_fast`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("backoff_slow"),
+        "the variant is listed as known: {stderr}"
+    );
+    let listed = simbench(&["list", &shown]);
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        stdout.contains("variant: backoff_slow = backoff (base = 1)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn algorithms_list_shows_every_parameter() {
+    let out = simbench(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for info in simbench::client::registry::ALGORITHMS {
+        for p in info.params {
+            let line = stdout
+                .lines()
+                .find(|l| {
+                    l.trim_start()
+                        .starts_with(&format!("{}.{} ", info.name, p.name))
+                })
+                .unwrap_or_else(|| panic!("no line for {}.{}:\n{stdout}", info.name, p.name));
+            assert!(line.contains(&format!("default {}", p.default)), "{line}");
+            assert!(line.contains(p.unit), "{line}");
+        }
+    }
+}
+
+#[test]
+fn algorithms_docs_parameter_tables_are_fresh() {
+    const BEGIN: &str =
+        "<!-- BEGIN GENERATED: algorithm parameters (SIMBENCH_BLESS=1 cargo test) -->\n";
+    const END: &str = "<!-- END GENERATED: algorithm parameters -->\n";
+    let path = root().join("docs/scenario-format.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/scenario-format.md exists");
+    let (Some(start), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("docs/scenario-format.md lacks the algorithm-parameter markers");
+    };
+    let fresh = format!(
+        "{}{BEGIN}{}{}",
+        &doc[..start],
+        simbench::schema::algorithm_tables(),
+        &doc[end..]
+    );
+    if fresh == doc {
+        return;
+    }
+    if std::env::var_os("SIMBENCH_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, fresh).expect("docs are writable");
+    } else {
+        panic!(
+            "the parameter tables in docs/scenario-format.md are stale; regenerate them with \
+             `SIMBENCH_BLESS=1 cargo test --release --test it algorithms_docs`"
+        );
+    }
+}
