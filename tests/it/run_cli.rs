@@ -215,5 +215,8 @@ fn the_validity_thresholds_can_be_set_on_the_command_line() {
         "--quiet",
     ]);
     let json: serde_json::Value = serde_json::from_slice(&share.stdout).unwrap();
-    assert_eq!(json["runs"][0]["valid"], true, "a lax threshold accepts the run");
+    assert_eq!(
+        json["runs"][0]["valid"], true,
+        "a lax threshold accepts the run"
+    );
 }
