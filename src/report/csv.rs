@@ -6,7 +6,7 @@
 //! quoting, `\n` line ends. Returns a `String`; never writes it.
 
 use super::format::round6;
-use super::{Outcome, Report};
+use super::{Outcome, Report, Run};
 use crate::metrics::CATALOGUE;
 
 /// Renders the CSV export.
@@ -18,22 +18,26 @@ pub fn render(report: &Report) -> String {
     out.push('\n');
     for run in &report.runs {
         let mut cells = vec![field(&run.algorithm), run.seed.to_string()];
-        match &run.outcome {
-            Outcome::Finished(values) => {
-                cells.push("ok".into());
-                cells.push(report.invalid_reason(run).is_none().to_string());
-                cells.extend(values.iter().map(|(_, v)| round6(v).to_string()));
-            }
-            Outcome::Unfinished { kind, .. } => {
-                cells.push((*kind).to_string());
-                cells.push(String::new());
-                cells.extend(CATALOGUE.iter().map(|_| String::new()));
-            }
-        }
+        cells.extend(outcome_cells(run, report.invalid_reason(run).is_none()));
         out.push_str(&cells.join(","));
         out.push('\n');
     }
     out
+}
+
+/// The cells after a row's key columns: `outcome,valid`, then every metric in catalogue order
+/// (empty for a run that did not finish). Shared with `simbench sweep`'s CSV.
+pub(crate) fn outcome_cells(run: &Run, valid: bool) -> Vec<String> {
+    match &run.outcome {
+        Outcome::Finished(values) => ["ok".to_string(), valid.to_string()]
+            .into_iter()
+            .chain(values.iter().map(|(_, v)| round6(v).to_string()))
+            .collect(),
+        Outcome::Unfinished { kind, .. } => [(*kind).to_string(), String::new()]
+            .into_iter()
+            .chain(CATALOGUE.iter().map(|_| String::new()))
+            .collect(),
+    }
 }
 
 /// Quotes a field if it holds a comma, a quote or a line break.

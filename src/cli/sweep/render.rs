@@ -15,6 +15,7 @@ use crate::knee::{
     RISE_SE_K, Rise, SERVICE_JUMP, SHOWN, Step,
 };
 use crate::metrics::{CATALOGUE, Metric};
+use crate::report::csv::outcome_cells;
 use crate::report::format::{self, count, fixed, round6, thousands};
 use crate::report::{Outcome, Run};
 
@@ -663,19 +664,8 @@ pub fn csv(view: &SweepView<'_>) -> String {
         let level = &view.analysis.levels[i];
         for run in runs {
             let mut cells = vec![view.knob.spell(view.levels[i]), run.seed.to_string()];
-            match &run.outcome {
-                Outcome::Finished(values) => {
-                    let valid = !level.invalid.iter().any(|(s, _)| *s == run.seed);
-                    cells.push("ok".into());
-                    cells.push(valid.to_string());
-                    cells.extend(values.iter().map(|(_, v)| round6(v).to_string()));
-                }
-                Outcome::Unfinished { kind, .. } => {
-                    cells.push((*kind).to_string());
-                    cells.push(String::new());
-                    cells.extend(CATALOGUE.iter().map(|_| String::new()));
-                }
-            }
+            let valid = !level.invalid.iter().any(|(s, _)| *s == run.seed);
+            cells.extend(outcome_cells(run, valid));
             out.push_str(&cells.join(","));
             out.push('\n');
         }

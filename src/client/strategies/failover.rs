@@ -3,7 +3,7 @@
 //! Worlds have a single pool today, so the ordered list is just the primary: an immediate try,
 //! then `wait` on it — the same numbers as `wait` (reference §5.5).
 
-use crate::client::pool::{Filter, Pool, Score};
+use crate::client::pool::Pool;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
 
 /// Immediate tries over the pools in order, then a wait on the primary.
@@ -19,11 +19,8 @@ impl Strategy for Failover {
         call: &mut CallState,
         _: &mut dyn Dice,
     ) -> Acquire {
-        if !call.waiting
-            && let Some(r) = pool.select(Filter::All, Score::None, now)
-        {
-            return Acquire::Leased(r);
-        }
+        // The first selection of `select_or_wait` is this strategy's immediate try; a failed
+        // selection changes nothing, so the reference's extra try is not repeated here.
         select_or_wait(pool, now, call)
     }
 }

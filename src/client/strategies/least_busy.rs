@@ -3,7 +3,7 @@
 //! The pool's default selection is already least-busy with round-robin among equals, so in a
 //! single pool this is the `wait` code path and gives identical numbers (reference §5.4).
 
-use crate::client::pool::{Filter, Pool, Score};
+use crate::client::pool::Pool;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
 
 /// Least-busy selection over every resource, then `wait`.
@@ -19,11 +19,8 @@ impl Strategy for LeastBusy {
         call: &mut CallState,
         _: &mut dyn Dice,
     ) -> Acquire {
-        if !call.waiting
-            && let Some(r) = pool.select(Filter::All, Score::None, now)
-        {
-            return Acquire::Leased(r);
-        }
+        // The first selection of `select_or_wait` is this strategy's immediate try; a failed
+        // selection changes nothing, so the reference's extra try is not repeated here.
         select_or_wait(pool, now, call)
     }
 }
