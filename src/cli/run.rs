@@ -42,9 +42,6 @@ pub struct RunArgs {
     /// Comma-separated algorithms, in order [default: all the world does not mark unsuited].
     #[arg(long, value_delimiter = ',')]
     pub algorithms: Option<Vec<String>>,
-    /// Number of seeds: the world's seed, seed + 1, … seed + N − 1.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub seeds: u32,
     /// Replace the world's job count (shorthand for `--set jobs=N`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub jobs: Option<u32>,
@@ -54,6 +51,26 @@ pub struct RunArgs {
     /// Replace the world's admission horizon [s] (shorthand for `--set horizon_s=S`).
     #[arg(long, value_parser = parse_positive_seconds)]
     pub horizon: Option<f64>,
+    /// Write the report as JSON to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write the report as markdown to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Write one CSV row per (algorithm, seed) to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    /// Seeds, overrides, threads, budget, random numbers, quietness.
+    #[command(flatten)]
+    pub exec: ExecArgs,
+}
+
+/// What `run` and `sweep` share: which seeds, which overrides, how to execute, how loudly.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Number of seeds: the world's seed, seed + 1, … seed + N − 1.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub seeds: u32,
     /// Override any scenario key, e.g. `endpoints.metered.rate_limit.per_window=240` (a TOML
     /// value; endpoints by id or index; repeatable, applied in order after the file).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
@@ -64,15 +81,6 @@ pub struct RunArgs {
     /// Worker threads for the runs [default: the number of cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// Write the report as JSON to PATH (`-` for standard output).
-    #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
-    /// Write the report as markdown to PATH (`-` for standard output).
-    #[arg(long, value_name = "PATH")]
-    pub markdown: Option<PathBuf>,
-    /// Write one CSV row per (algorithm, seed) to PATH (`-` for standard output).
-    #[arg(long, value_name = "PATH")]
-    pub csv: Option<PathBuf>,
     /// Random-number scheme: `native` (fast) or `reference` (replays the reference exactly).
     #[arg(long, value_enum, default_value_t = RngArg::Native)]
     pub rng: RngArg,
@@ -139,10 +147,13 @@ pub fn main(args: &RunArgs) -> u8 {
 
 /// Runs the sweep and builds the report.
 fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Override]) -> Report {
-    let seeds = sweep::seeds(world, args.seeds);
+    let seeds = sweep::seeds(world, args.exec.seeds);
     let plan = sweep::plan(algorithms, &seeds);
-    let threads = args.threads.map_or_else(default_threads, |t| t as usize);
-    if !args.quiet {
+    let threads = args
+        .exec
+        .threads
+        .map_or_else(default_threads, |t| t as usize);
+    if !args.exec.quiet {
         eprintln!(
             "simbench: {} × {} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
             plural(algorithms.len(), "algorithm"),
@@ -152,7 +163,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
             world.steps_per_job(),
             world.calls_per_step(),
             world.concurrency(),
-            args.rng.name(),
+            args.exec.rng.name(),
             plural(threads.min(plan.len()), "thread"),
         );
         if !overrides.is_empty() {
@@ -162,16 +173,16 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
     }
     let origin = now();
     let clock = move || origin.elapsed().as_secs_f64();
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let show_progress = !args.exec.quiet && std::io::stderr().is_terminal();
     let progress = Progress::new(plan.len(), show_progress);
     let runs = progress.around(|on_run| {
         sweep::sweep(
             world,
             &plan,
             &SweepConfig {
-                rng: args.rng.scheme(),
+                rng: args.exec.rng.scheme(),
                 threads,
-                wall_budget_s: args.wall_budget,
+                wall_budget_s: args.exec.wall_budget,
                 clock: &clock,
                 on_run,
             },
@@ -179,7 +190,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
     });
     let sweep = SweepInfo {
         seeds,
-        rng: args.rng.name(),
+        rng: args.exec.rng.name(),
         wall_s: clock(),
     };
     report::analyse(world, sweep, runs)
@@ -202,7 +213,7 @@ fn emit(report: &Report, args: &RunArgs) -> u8 {
     for out in outputs.iter().filter(|o| o.is_stdout()) {
         let _ = stdout.write_all(out.text.as_bytes());
     }
-    if !args.quiet || outputs.is_empty() {
+    if !args.exec.quiet || outputs.is_empty() {
         let options = TerminalOptions {
             colour: std::io::stdout().is_terminal() && colour_allowed(),
         };
@@ -211,7 +222,7 @@ fn emit(report: &Report, args: &RunArgs) -> u8 {
     let _ = stdout.flush();
     match written {
         Ok(paths) => {
-            if !args.quiet {
+            if !args.exec.quiet {
                 paths
                     .iter()
                     .for_each(|p| eprintln!("wrote {}", p.display()));
@@ -269,7 +280,7 @@ fn overrides(args: &RunArgs) -> Vec<Override> {
         // `{:?}` keeps a decimal point or an exponent, so the value stays a TOML float.
         out.push(shorthand("--horizon", format!("horizon_s={horizon:?}")));
     }
-    out.extend(validate::overrides(&args.set));
+    out.extend(validate::overrides(&args.exec.set));
     out
 }
 

@@ -29,8 +29,8 @@ use crate::sweep::{self, SweepConfig};
 use crate::world::{Load, Overrides, World};
 use render::{Knob, SweepView};
 
-use super::run::RngArg;
 use super::run::output::{Output, write_all};
+use super::run::{ExecArgs, RngArg};
 use super::validate;
 
 /// The largest closed-loop level, as `simbench run --concurrency` allows.
@@ -51,30 +51,16 @@ pub struct SweepArgs {
     /// The algorithm to sweep.
     #[arg(long, default_value = "wait")]
     pub algorithm: String,
-    /// Number of seeds: the world's seed, seed + 1, … seed + N − 1, the same at every level.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub seeds: u32,
-    /// Override any scenario key before the level is applied (as `simbench run --set`).
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
-    pub set: Vec<String>,
-    /// Real seconds one run may take before it is stopped as timed out.
-    #[arg(long, default_value_t = 600.0, value_parser = parse_positive_seconds)]
-    pub wall_budget: f64,
-    /// Worker threads for the runs [default: the number of cores].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Option<u32>,
     /// Write levels, per-seed values, the knee and the reasons as JSON to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Write one CSV row per (level, seed) to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
-    /// Random-number scheme: `native` (fast) or `reference` (replays the reference exactly).
-    #[arg(long, value_enum, default_value_t = RngArg::Native)]
-    pub rng: RngArg,
-    /// No header or progress lines; no table when a file output is requested.
-    #[arg(long)]
-    pub quiet: bool,
+    /// Seeds (the same at every level), overrides (applied before the level), threads, budget,
+    /// random numbers, quietness — as for `simbench run`.
+    #[command(flatten)]
+    pub exec: ExecArgs,
 }
 
 /// A parsed, strictly increasing list of at least two levels.
@@ -129,14 +115,6 @@ fn parse_levels(text: &str, item: impl Fn(&str) -> Result<f64, String>) -> Resul
     Ok(Levels(levels))
 }
 
-fn parse_positive_seconds(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        Ok(_) => Err("must be a positive, finite number of seconds".into()),
-        Err(err) => Err(format!("not a number: {err}")),
-    }
-}
-
 /// Runs `simbench sweep`.
 pub fn main(args: &SweepArgs) -> u8 {
     let (knob, levels) = match (&args.concurrency, &args.rate) {
@@ -148,7 +126,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         Ok(source) => source,
         Err(message) => return usage_error(&message),
     };
-    let user = validate::overrides(&args.set);
+    let user = validate::overrides(&args.exec.set);
     let base = match source.load(&user) {
         Ok(world) => world,
         Err(errors) => return invalid(&errors),
@@ -160,12 +138,13 @@ pub fn main(args: &SweepArgs) -> u8 {
         .iter()
         .map(|&level| base.with_overrides(&level_override(knob, level)))
         .collect();
-    let seeds = sweep::seeds(&base, args.seeds);
+    let seeds = sweep::seeds(&base, args.exec.seeds);
     let threads = args
+        .exec
         .threads
         .map_or_else(default_threads, |t| t as usize)
         .min(seeds.len());
-    if !args.quiet {
+    if !args.exec.quiet {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
         eprintln!(
             "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
@@ -175,7 +154,7 @@ pub fn main(args: &SweepArgs) -> u8 {
             shown.join(", "),
             seeds.len(),
             base.jobs(),
-            rng_name(args.rng),
+            rng_name(args.exec.rng),
             threads
         );
     }
@@ -187,7 +166,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         .map(|(world, &level)| {
             let started = clock();
             let runs = run_level(world, args, &seeds, threads, &clock);
-            if !args.quiet {
+            if !args.exec.quiet {
                 eprintln!(
                     "simbench: {} {} done in {:.1} s",
                     knob.name(),
@@ -226,7 +205,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         algorithm: &args.algorithm,
         seeds: &seeds,
         jobs: base.jobs(),
-        rng: rng_name(args.rng),
+        rng: rng_name(args.exec.rng),
         wall_s: clock(),
     };
     emit(&view, args)
@@ -261,9 +240,9 @@ fn run_level(
         world,
         &plan,
         &SweepConfig {
-            rng: rng_scheme(args.rng),
+            rng: rng_scheme(args.exec.rng),
             threads,
-            wall_budget_s: args.wall_budget,
+            wall_budget_s: args.exec.wall_budget,
             clock,
             on_run: &|_| {},
         },
@@ -357,13 +336,13 @@ fn emit(view: &SweepView<'_>, args: &SweepArgs) -> u8 {
     for (_, text) in outputs.iter().filter(|(p, _)| is_stdout(p)) {
         let _ = stdout.write_all(text.as_bytes());
     }
-    if !args.quiet || outputs.is_empty() {
+    if !args.exec.quiet || outputs.is_empty() {
         let _ = stdout.write_all(render::terminal(view).as_bytes());
     }
     let _ = stdout.flush();
     match written {
         Ok(paths) => {
-            if !args.quiet {
+            if !args.exec.quiet {
                 paths
                     .iter()
                     .for_each(|p| eprintln!("wrote {}", p.display()));
