@@ -393,9 +393,15 @@ pub fn list(args: &ListArgs) -> u8 {
             ));
         }
     }
-    out.push_str("\nmetrics (name, unit, better; † = gated: compared only among algorithms that complete enough jobs):\n");
+    out.push_str("\nmetrics (name, unit, better; † = gated: compared only among algorithms that complete enough jobs; ‡ = latency: compared only among runs that pass the validity gate):\n");
     for info in CATALOGUE {
-        let name = format!("{}{}", info.name, if info.gated { " †" } else { "" });
+        let marks = match (info.gated, info.latency) {
+            (true, true) => " †‡",
+            (true, false) => " †",
+            (false, true) => " ‡",
+            (false, false) => "",
+        };
+        let name = format!("{}{marks}", info.name);
         let better = match info.direction {
             Direction::Neutral => "neutral",
             d => d.name(),
