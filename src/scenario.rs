@@ -68,6 +68,7 @@ pub struct Scenario {
     /// being modelled. Default 600.0; must be > 0.
     #[serde(default = "default_horizon_s")]
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e12))]
     pub horizon_s: f64,
 
     /// Sequential steps per job; a step is retried as a whole by the retry policy. A multi-stage
@@ -162,6 +163,7 @@ pub struct Load {
     /// > 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
     pub rate_per_s: Option<f64>,
 
     /// Open loop only: `"poisson"` (default; exponential gaps, like independent users) or
@@ -231,21 +233,23 @@ impl Default for Validity {
 pub struct Cycle {
     /// Length of one cycle (seconds); 0 means no rhythm (capacity stays at `peak`). How fast the
     /// vendor's spare capacity swings. Default 120.0; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e12))]
     pub period_s: f64,
 
     /// Capacity factor at the bottom of the cycle (a fraction of nominal capacity). Default
     /// 0.35; must be >= 0 and <= `peak`.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e6))]
     pub trough: f64,
 
     /// Capacity factor at the top of the cycle (1.0 = nominal capacity). Default 1.0; must be
     /// > 0 and >= `trough`.
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
     pub peak: f64,
 
     /// Time shift of the cycle (seconds): the trough falls at `phase_s` (and every period after).
     /// Default 0.0; any finite number.
+    #[schemars(range(min = -1e12, max = 1e12))]
     pub phase_s: f64,
 }
 
@@ -270,16 +274,16 @@ pub struct Retry {
 
     /// First backoff delay (seconds), used when the error carries no Retry-After. Default 0.5;
     /// must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e9))]
     pub base: f64,
 
     /// Growth of the backoff delay per further attempt: delay k = min(cap, base * factor^(k-1)).
     /// Default 2.0; must be >= 1.
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 1e6))]
     pub factor: f64,
 
     /// Largest backoff delay before jitter (seconds). Default 8.0; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e9))]
     pub cap: f64,
 
     /// How the backoff delay is randomised so that clients do not retry in lockstep: "none"
@@ -298,6 +302,7 @@ pub struct Retry {
     /// started. A deadline on each unit of work. Default: absent (no limit); must be > 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e12))]
     pub max_total_s: Option<f64>,
 }
 
@@ -345,7 +350,7 @@ pub struct Breaker {
 
     /// How long (seconds) a DEGRADED endpoint is avoided unless a success ends it early.
     /// Default 30.0; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e9))]
     pub cooldown_s: f64,
 }
 
@@ -365,7 +370,7 @@ impl Default for Breaker {
 pub struct Provider {
     /// Retry-After (seconds) the provider sends when it refuses a request for lack of capacity
     /// (HTTP 503 "busy"), whatever the endpoint's rate limit says. Default 0.25; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e9))]
     pub capacity_retry_after_s: f64,
 
     /// How an injected failure splits into kinds. Optional; the three shares must sum to 1.
@@ -427,12 +432,13 @@ pub struct Endpoint {
     /// 1.0; must be > 0.
     #[serde(default = "default_weight")]
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
     pub weight: f64,
 
     /// Declared quota in request units, which quota-aware clients budget against (the vendor's
     /// published allowance). Default: absent; absent or 0 means no quota; must be >= 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e15))]
     pub quota_units: Option<f64>,
 
     /// How long a served request takes. Required (as a table, whose keys all have defaults).
@@ -462,15 +468,17 @@ pub struct Latency {
     /// not allowed with `"lognormal"`. Must be > 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
     pub mean_s: Option<f64>,
 
     /// Median service time of a request (seconds). Default 0.4; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
     pub median_s: f64,
 
     /// Spread of the service time: the standard deviation of its logarithm (0 = every request
     /// takes exactly `median_s`). Default 0.55; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 10))]
     pub sigma: f64,
 
     /// Probability that a request lands in the slow tail (cold caches, GC pauses, queueing).
@@ -480,6 +488,7 @@ pub struct Latency {
 
     /// Multiplier applied to a slow-tail request's latency. Default 6.0; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
     pub tail_factor: f64,
 }
 
@@ -527,10 +536,11 @@ pub struct Failures {
 
     /// Spacing of the storm check instants (seconds). Default 10.0; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
     pub storm_check_s: f64,
 
     /// Length of a storm (seconds); 0 disables storms. Default 30.0; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e9))]
     pub storm_duration_s: f64,
 
     /// Probability that an admitted request fails during a storm. Default 0.5; range 0 to 1.
@@ -562,15 +572,17 @@ pub struct RateLimit {
 
     /// Length of the rate-limit window (seconds). Default 60.0; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
     pub window_s: f64,
 
     /// Bucket size as a multiple of `per_window` (how much unused allowance can be saved up for
     /// a burst). Default 1.5; must be > 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
     pub burst: f64,
 
     /// Retry-After sent with a 429 refusal (seconds). Default 1.0; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e9))]
     pub retry_after_s: f64,
 
     /// Factor applied to the refill allowance on every refusal (a provider that punishes
@@ -585,7 +597,7 @@ pub struct RateLimit {
 
     /// Allowance regained per elapsed window once refusals stop (1.0 = back to full after one
     /// quiet window). Default 1.0; must be >= 0.
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 1e6))]
     pub recovery_per_window: f64,
 }
 

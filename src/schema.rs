@@ -829,7 +829,10 @@ mod tests {
             Seg::Key("latency".into()),
             Seg::Key("median_s".into()),
         ];
-        assert_eq!(range_text(&path).as_deref(), Some("median_s > 0"));
+        assert_eq!(
+            range_text(&path).as_deref(),
+            Some("0 < median_s <= 1000000.0")
+        );
         let jobs = [Seg::Key("jobs".into())];
         assert_eq!(range_text(&jobs).as_deref(), Some("1 <= jobs <= 10000000"));
     }

@@ -115,7 +115,7 @@ fn scenario_cli_json_output_carries_every_finding() {
                 "column": 37,
                 "key_path": "endpoints[0].latency.sigma",
                 "message": "`endpoints[0].latency.sigma` = -1 is out of range",
-                "help": "allowed range: sigma >= 0",
+                "help": "allowed range: 0 <= sigma <= 10",
             },
             {
                 "file": "tests/data/invalid/errors_in_two_endpoints.toml",

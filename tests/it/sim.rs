@@ -419,3 +419,58 @@ fn p2c_spreads_load_over_equal_endpoints() {
     );
     assert_eq!(wait.get(Metric::JobsDone), 4000.0);
 }
+
+/// Every duration and factor at the top of its allowed range: times grow astronomically but stay
+/// finite, so the run ends (or stalls) with a result instead of a panic.
+#[test]
+fn worlds_at_the_edge_of_the_ranges_still_run() {
+    let text = r#"
+name = "edges"
+summary = "Every duration and factor at its maximum."
+jobs = 30
+concurrency = 3
+horizon_s = 1e12
+steps_per_job = 2
+calls_per_step = 2
+[cycle]
+period_s = 1e12
+trough = 0.0
+peak = 1e6
+phase_s = -1e12
+[retry]
+max_attempts = 1000
+base = 1e9
+factor = 1e6
+cap = 1e9
+jitter = "equal"
+max_total_s = 1e12
+[breaker]
+cooldown_s = 1e9
+[provider]
+capacity_retry_after_s = 1e9
+[[endpoints]]
+id = "slowest"
+capacity = 1
+weight = 1e6
+latency = { median_s = 1e6, sigma = 10.0, tail_rate = 1.0, tail_factor = 1e6 }
+failures = { error_rate = 0.5, storm_rate = 1.0, storm_check_s = 1e9, storm_duration_s = 1e9, storm_error_rate = 1.0 }
+rate_limit = { per_window = 1, window_s = 1e9, burst = 1e6, retry_after_s = 1e9, recovery_per_window = 1e6 }
+[[endpoints]]
+id = "exponential"
+capacity = 2
+latency = { distribution = "exponential", mean_s = 1e6, tail_factor = 1e6 }
+"#;
+    let world = load(text);
+    for info in registry::ALGORITHMS {
+        let result = run(&world, info.name, 1, false);
+        match &result.metrics {
+            Some(m) => assert!(m.iter().all(|(_, v)| v.is_finite()), "{}", info.name),
+            None => assert!(
+                matches!(result.outcome, Outcome::Stalled { .. }),
+                "{}: {:?}",
+                info.name,
+                result.outcome
+            ),
+        }
+    }
+}
