@@ -4,8 +4,8 @@
 //!
 //! Diagnostics for bad tables are snapshots under `tests/data/invalid/algorithm_*`.
 
+use crate::support::simbench;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use simbench::compile::{self, BUILTIN_BURSTY_TOML, LoadOptions, Override};
 use simbench::harness::RngScheme;
@@ -57,15 +57,6 @@ fn results_of(runs: &[Run], algorithm: &str) -> Vec<Run> {
             ..r.clone()
         })
         .collect()
-}
-
-fn simbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simbench"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the simbench binary runs")
 }
 
 #[test]

@@ -6,9 +6,10 @@
 //! `expected.out` holds the exit code and the standard error of `simbench validate main.toml
 //! ARGS…`; `SIMBENCH_BLESS=1 cargo test --release --test it compose` rewrites them.
 
+use crate::support::simbench;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -19,16 +20,6 @@ use simbench::world::World;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn simbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simbench"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .output()
-        .expect("the simbench binary runs")
 }
 
 fn stderr(out: &Output) -> String {

@@ -13,4 +13,5 @@ mod scenario_cli;
 mod scenario_files;
 mod scenario_fuzz;
 mod sim;
+mod support;
 mod sweep_cli;

@@ -2,17 +2,9 @@
 //! determinism, exit codes for partial and total stalls, and failed writes that leave nothing
 //! behind.
 
+use crate::support::{simbench, without_wall_times};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn simbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simbench"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
+use std::process::Output;
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -37,23 +29,6 @@ fn listing(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// The JSON with `wall_s` values removed: the only thing allowed to differ between runs.
-fn without_wall_times(text: &str) -> serde_json::Value {
-    fn blank(value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::Object(map) => {
-                map.remove("wall_s");
-                map.values_mut().for_each(blank);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(blank),
-            _ => {}
-        }
-    }
-    let mut value: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
-    blank(&mut value);
-    value
 }
 
 #[test]

@@ -1,44 +1,14 @@
 //! `simbench run` and `simbench list` through the binary: output shape, exit codes, and
 //! byte-identical JSON across processes and thread counts.
 
+use crate::support::{simbench, without_wall_times};
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn simbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simbench"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
+use std::process::Output;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("simbench-it-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(name)
-}
-
-/// The JSON with every `wall_s` value blanked: the only thing allowed to differ between runs.
-fn without_wall_times(json: &str) -> String {
-    let mut value: serde_json::Value = serde_json::from_str(json).expect("valid JSON");
-    blank_wall(&mut value);
-    serde_json::to_string_pretty(&value).unwrap()
-}
-
-fn blank_wall(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                if key == "wall_s" {
-                    *v = serde_json::Value::Null;
-                } else {
-                    blank_wall(v);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(blank_wall),
-        _ => {}
-    }
 }
 
 #[test]

@@ -1,17 +1,9 @@
 //! `simbench validate` and `simbench schema` as a user runs them: exit codes, the summary line,
 //! every file checked, and the JSON output.
 
+use crate::support::simbench;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn simbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simbench"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the simbench binary runs")
-}
+use std::process::Output;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -1,16 +1,7 @@
 //! `simbench sweep` through the binary: the knee on the bursty world, the outputs, and the exit
 //! code and message of every malformed level list.
 
-use std::process::{Command, Output};
-
-fn simbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simbench"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
+use crate::support::simbench;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -1,0 +1,32 @@
+//! Helpers shared by the command-line tests: run the built binary, compare JSON without the
+//! wall times that are allowed to differ.
+
+use std::process::{Command, Output};
+
+/// Runs the `simbench` binary from the crate root, without colour.
+pub fn simbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .expect("the simbench binary runs")
+}
+
+/// The JSON with every `wall_s` key removed: the only thing allowed to differ between runs.
+pub fn without_wall_times(text: &str) -> serde_json::Value {
+    fn blank(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.remove("wall_s");
+                map.values_mut().for_each(blank);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+    blank(&mut value);
+    value
+}
