@@ -208,32 +208,13 @@ fn emit(report: &Report, args: &RunArgs) -> u8 {
     if let Some(path) = &args.csv {
         outputs.push(Output::new(path, report::csv::render(report)));
     }
-    let written = output::write_all(&outputs);
-    let mut stdout = std::io::stdout().lock();
-    for out in outputs.iter().filter(|o| o.is_stdout()) {
-        let _ = stdout.write_all(out.text.as_bytes());
-    }
-    if !args.exec.quiet || outputs.is_empty() {
+    let table = || {
         let options = TerminalOptions {
             colour: std::io::stdout().is_terminal() && colour_allowed(),
         };
-        let _ = stdout.write_all(report::terminal::render(report, &options).as_bytes());
-    }
-    let _ = stdout.flush();
-    match written {
-        Ok(paths) => {
-            if !args.exec.quiet {
-                paths
-                    .iter()
-                    .for_each(|p| eprintln!("wrote {}", p.display()));
-            }
-            super::EXIT_OK
-        }
-        Err(message) => {
-            eprintln!("error: {message}");
-            super::EXIT_ERROR
-        }
-    }
+        report::terminal::render(report, &options)
+    };
+    output::emit(&outputs, table, args.exec.quiet)
 }
 
 /// Stalls are not errors unless nothing finished, but they are never silent, even with --quiet.

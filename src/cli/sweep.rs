@@ -13,7 +13,7 @@
 
 mod render;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ use crate::sweep::{self, SweepConfig};
 use crate::world::{Load, Overrides, World};
 use render::{Knob, SweepView};
 
-use super::run::output::{Output, write_all};
+use super::run::output::{self, Output};
 use super::run::{ExecArgs, RngArg};
 use super::validate;
 
@@ -318,39 +318,14 @@ fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {
 
 /// Writes the requested files and prints the table; returns the exit code.
 fn emit(view: &SweepView<'_>, args: &SweepArgs) -> u8 {
-    let mut outputs: Vec<(&Path, String)> = Vec::new();
+    let mut outputs = Vec::new();
     if let Some(path) = &args.json {
-        outputs.push((path, render::json(view)));
+        outputs.push(Output::new(path, render::json(view)));
     }
     if let Some(path) = &args.csv {
-        outputs.push((path, render::csv(view)));
+        outputs.push(Output::new(path, render::csv(view)));
     }
-    let is_stdout = |p: &Path| p == Path::new("-");
-    let files: Vec<Output> = outputs
-        .iter()
-        .filter(|(p, _)| !is_stdout(p))
-        .map(|(p, t)| Output::new(p, t.clone()))
-        .collect();
-    let written = write_all(&files);
-    let mut stdout = std::io::stdout().lock();
-    for (_, text) in outputs.iter().filter(|(p, _)| is_stdout(p)) {
-        let _ = stdout.write_all(text.as_bytes());
-    }
-    if !args.exec.quiet || outputs.is_empty() {
-        let _ = stdout.write_all(render::terminal(view).as_bytes());
-    }
-    let _ = stdout.flush();
-    match written {
-        Ok(paths) => {
-            if !args.exec.quiet {
-                paths
-                    .iter()
-                    .for_each(|p| eprintln!("wrote {}", p.display()));
-            }
-            super::EXIT_OK
-        }
-        Err(message) => usage_error(&message),
-    }
+    output::emit(&outputs, || render::terminal(view), args.exec.quiet)
 }
 
 fn usage_error(message: &str) -> u8 {

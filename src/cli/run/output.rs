@@ -101,3 +101,32 @@ fn create_dirs(staged: &mut Staged, dir: &Path) -> std::io::Result<()> {
     staged.created_dirs.extend(missing.into_iter().rev());
     Ok(())
 }
+
+/// Writes the file outputs, prints the standard-output ones, then the table (unless `quiet`
+/// and some output was asked for), then "wrote PATH" lines; returns the exit code.
+pub fn emit(outputs: &[Output], table: impl FnOnce() -> String, quiet: bool) -> u8 {
+    use std::io::Write;
+    let written = write_all(outputs);
+    let mut stdout = std::io::stdout().lock();
+    for out in outputs.iter().filter(|o| o.is_stdout()) {
+        let _ = stdout.write_all(out.text.as_bytes());
+    }
+    if !quiet || outputs.is_empty() {
+        let _ = stdout.write_all(table().as_bytes());
+    }
+    let _ = stdout.flush();
+    match written {
+        Ok(paths) => {
+            if !quiet {
+                paths
+                    .iter()
+                    .for_each(|p| eprintln!("wrote {}", p.display()));
+            }
+            crate::cli::EXIT_OK
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            crate::cli::EXIT_ERROR
+        }
+    }
+}
