@@ -26,8 +26,11 @@ use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
     Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency, Load,
-    RateLimit, RetryPolicy, Validity, Variant, World,
+    RateLimit, Recovery, RetryPolicy, Validity, Variant, World,
 };
+
+mod topology;
+pub use topology::DEFAULT_POOL;
 
 /// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;
 /// the limit stops a wrong argument (a log, a binary) from being parsed at length.
@@ -287,6 +290,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
 
     check_load(json, &written, &stray, out);
     check_algorithms(json, out);
+    topology::check(json, &written, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
         check_distribution(json, i, &written, &stray, out);
@@ -672,6 +676,8 @@ fn build_variants(
 
 /// Freezes a checked scenario. Every value is already in range, so this cannot fail.
 fn build(s: &Scenario, algorithm_order: &[String]) -> World {
+    let (pools, pool_of) = topology::build_pools(s);
+    let incidents = topology::build_incidents(s, &pools);
     World {
         name: s.name.clone(),
         summary: s.summary.clone(),
@@ -714,7 +720,18 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             connection: s.provider.failure_kinds.connection,
             timeout: s.provider.failure_kinds.timeout,
         },
-        endpoints: s.endpoints.iter().map(build_endpoint).collect(),
+        endpoints: s
+            .endpoints
+            .iter()
+            .zip(pool_of)
+            .map(|(e, pool)| build_endpoint(e, pool))
+            .collect(),
+        pools,
+        incidents,
+        recovery: Recovery {
+            window_s: s.recovery.window_s,
+            threshold: s.recovery.threshold,
+        },
         unsuited: s.unsuited.clone(),
         algorithms: build_variants(&s.algorithms, algorithm_order),
         load: match s.load.model {
@@ -732,8 +749,10 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
     }
 }
 
-fn build_endpoint(e: &spec::Endpoint) -> Endpoint {
+fn build_endpoint(e: &spec::Endpoint, pool: usize) -> Endpoint {
     Endpoint {
+        pool,
+        cache: e.cache.as_ref().map(topology::build_cache),
         id: e.id.clone(),
         capacity: e.capacity,
         weight: e.weight,

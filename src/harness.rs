@@ -12,11 +12,12 @@ pub mod queue;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::client::pool::{Filter, Pool, Signal, State};
+use crate::client::pool::{Filter, Pool, Scope, Signal, State};
 use crate::client::retry::{self, Decision, ErrorClass};
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
+use crate::metrics::recovery::RecoveryRule;
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
-use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal};
+use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
 use crate::world::{Load, World};
@@ -121,6 +122,8 @@ pub enum CallResult {
     Admitted,
     /// Refused with a 429.
     Refused(Refusal),
+    /// Turned away by a scripted incident.
+    Rejected(Rejection),
 }
 
 /// One leased call, as recorded when `RunConfig::trace` is set.
@@ -254,6 +257,8 @@ struct Worker<S> {
     attempt_state: AttemptState,
     call_state: CallState,
     dice: Option<S>,
+    /// Endpoints that served a call of the current job, with when (for reuse caches).
+    served: Vec<(usize, f64)>,
 }
 
 impl<S> Worker<S> {
@@ -279,6 +284,21 @@ impl<S> Worker<S> {
             attempt_state: AttemptState::default(),
             call_state: CallState::default(),
             dice: None,
+            served: Vec::new(),
+        }
+    }
+
+    /// Whether endpoint `r` served a call of this job at most `ttl_s` before `now`.
+    fn reuses(&self, r: usize, now: f64, ttl_s: f64) -> bool {
+        self.served
+            .iter()
+            .any(|&(e, at)| e == r && now - at <= ttl_s)
+    }
+
+    fn note_served(&mut self, r: usize, now: f64) {
+        match self.served.iter_mut().find(|(e, _)| *e == r) {
+            Some(entry) => entry.1 = now,
+            None => self.served.push((r, now)),
         }
     }
 }
@@ -375,6 +395,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             ..Tally::default()
         };
         tally.concurrency_used = closed_workers.into();
+        tally.recovery = recovery_rule(world);
+        if tally.recovery.is_some() {
+            tally.completions_s = Some(Vec::new());
+        }
         Sim {
             world,
             strategy,
@@ -492,18 +516,38 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         worker.job = job;
         worker.job_start = start;
         worker.step = 0;
+        worker.served.clear();
     }
 
     /// Every resource DEAD or REVOKED, nothing in flight that could revive one, and a worker
-    /// blocked trying to acquire: no event can ever give it a lease.
+    /// blocked trying to acquire: no event can ever give it a lease. In a world of several
+    /// pools, also: every running job blocked in an acquire, nothing in flight anywhere, and
+    /// the primary pool (which every strategy falls back to) down.
     fn stall(&self) -> Option<Outcome> {
-        if self.blocked_in_acquire > 0 && self.pool.all_down() && self.pool.active_total() == 0 {
+        if self.blocked_in_acquire == 0 || self.pool.active_total() > 0 {
+            return None;
+        }
+        if self.pool.all_down() {
             return Some(self.stalled(
                 "every endpoint is DEAD or REVOKED on the client side and no request is in flight \
                  to revive one",
             ));
         }
+        if self.blocked_in_acquire == self.running() && self.pool.scope_down(Scope::Primary) {
+            return Some(self.stalled(
+                "every endpoint of the primary pool is DEAD or REVOKED on the client side, no \
+                 request is in flight to revive one, and every running job is waiting for it",
+            ));
+        }
         None
+    }
+
+    /// Jobs running now (closed loop: workers that have not exited).
+    fn running(&self) -> u32 {
+        match &self.open {
+            None => self.live,
+            Some(open) => open.in_flight,
+        }
     }
 
     fn stalled(&self, cause: &str) -> Outcome {
@@ -540,16 +584,22 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             .wake_batches
             .pop_front()
             .expect("a batch per wake event");
-        let mut nothing_free = false;
+        // Scopes found empty since the last worker ran; any run may change them, so it clears
+        // the set (with one scope this is the single "nothing free" flag).
+        let mut empty: Vec<Scope> = Vec::new();
         for &w in &batch {
             debug_assert_eq!(self.workers[w as usize].phase, Phase::Waiting);
-            if !nothing_free && self.pool.any_candidate(Filter::All, self.now) {
+            let scope = self.pool.waiter_scope(w);
+            if !empty.contains(&scope) && self.pool.any_candidate_in(scope, Filter::All, self.now) {
                 self.pool.remove_waiter(w);
                 self.blocked_in_acquire -= 1;
                 self.drive(w as usize, Next::Acquire);
+                empty.clear();
             } else {
                 self.pool.rewait(w);
-                nothing_free = true;
+                if !empty.contains(&scope) {
+                    empty.push(scope);
+                }
             }
         }
         batch.clear();
@@ -601,6 +651,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.tally.jobs_done += 1;
             let latency_ms = (self.now - worker.job_start) * 1000.0;
             self.tally.job_latencies_ms.push(latency_ms);
+            if let Some(completions) = &mut self.tally.completions_s {
+                completions.push(self.now);
+            }
             return Next::Claim;
         }
         self.tally.attempted_steps += 1;
@@ -658,9 +711,13 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.tally.acquire_waits_ms.push(wait_ms);
                 self.send(w, r)
             }
-            Acquire::Wait => {
+            Acquire::Wait | Acquire::WaitFor(_) => {
+                let scope = match decision {
+                    Acquire::WaitFor(scope) => scope,
+                    _ => Scope::Primary,
+                };
                 worker.phase = Phase::Waiting;
-                self.pool.add_waiter(w as u32);
+                self.pool.add_waiter_in(w as u32, scope);
                 self.blocked_in_acquire += 1;
                 Next::Block
             }
@@ -677,7 +734,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     /// Sends the call's request on the leased resource `r`.
     fn send(&mut self, w: usize, r: usize) -> Next {
         let now = self.now;
-        let arrival = self.provider.arrive(r, now, self.rng);
+        let reuse = self.world.endpoints()[r]
+            .cache
+            .as_ref()
+            .is_some_and(|cache| self.workers[w].reuses(r, now, cache.ttl_s));
+        let arrival = self.provider.arrive(r, now, self.rng, reuse);
         let worker = &mut self.workers[w];
         worker.lease = r;
         worker.dispatched_at = now;
@@ -695,6 +756,20 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.pool.release(r);
                 self.flush_signals();
                 self.attempt_failed(w, ErrorClass::RateLimit, Some(retry_after_s))
+            }
+            Arrival::Rejected(rejection) => {
+                self.pool.report_failure(r, now);
+                let class = match rejection {
+                    Rejection::Outage => ErrorClass::Connection,
+                    Rejection::Revoked => {
+                        // A 401 tells the client the key is gone: it stops using it.
+                        self.pool.revoke(r);
+                        ErrorClass::Fatal
+                    }
+                };
+                self.pool.release(r);
+                self.flush_signals();
+                self.attempt_failed(w, class, None)
             }
             Arrival::Admitted {
                 latency_s,
@@ -725,6 +800,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 CallResult::Refused(refusal),
                 Some((resource.consecutive_failures, resource.raw_state())),
             ),
+            Arrival::Rejected(rejection) => (CallResult::Rejected(rejection), None),
             Arrival::Admitted { .. } => (CallResult::Admitted, None),
         };
         let record = TraceRecord {
@@ -753,6 +829,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         self.record_clocks(w);
         match pending.failure {
             None => {
+                self.workers[w].note_served(r, self.now);
                 self.pool.report_ok(r, pending.tokens);
                 self.tally
                     .request_latencies_ms
@@ -884,6 +961,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 },
             })
             .collect();
+        self.tally.cache_hits = endpoints.iter().map(|e| e.provider.cache_hits).sum();
         let metrics = (outcome == Outcome::Ok).then(|| {
             check_invariants(&self.tally, &endpoints);
             let tallies: Vec<EndpointTally> = endpoints
@@ -915,6 +993,24 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 }
 
+/// The span of the world's incidents and its recovery rule, if some incident ends.
+fn recovery_rule(world: &World) -> Option<RecoveryRule> {
+    let incidents = world.incidents();
+    let end_s = incidents
+        .iter()
+        .map(|i| i.end_s)
+        .filter(|e| e.is_finite())
+        .reduce(f64::max)?;
+    let start_s = incidents.iter().map(|i| i.start_s).reduce(f64::min)?;
+    let rule = world.recovery();
+    Some(RecoveryRule {
+        start_s,
+        end_s,
+        window_s: rule.window_s,
+        threshold: rule.threshold,
+    })
+}
+
 /// The accounting identities every finished run satisfies (reference Appendix B).
 fn check_invariants(t: &Tally, endpoints: &[EndpointReport]) {
     {
@@ -930,7 +1026,7 @@ fn check_invariants(t: &Tally, endpoints: &[EndpointReport]) {
         for e in endpoints {
             let p = &e.provider;
             assert_eq!(
-                p.admitted + p.refused_capacity + p.refused_quota,
+                p.admitted + p.refused_capacity + p.refused_quota + p.rejected,
                 p.requests
             );
             assert!(p.failed <= p.admitted);

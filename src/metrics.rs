@@ -4,6 +4,10 @@
 //! `simbench list` all read it. A metric is identified by its [`Metric`] variant; values live in
 //! a [`MetricValues`] array indexed by it. No formatting happens here.
 
+pub mod recovery;
+
+use recovery::RecoveryRule;
+
 /// Whether a larger or a smaller value is better, or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -140,6 +144,12 @@ catalogue! {
         "99th percentile harness wait of served retry requests (backoff and lease wait).";
     ConcurrencyUsed => "concurrency_used", "jobs", Neutral, false, false,
         "Jobs in flight at most: the closed loop's workers, or the open loop's peak.";
+    RecoveryS => "recovery_s", "s", Lower, true, false,
+        "Time from the end of the world's incidents until goodput over the recovery window is back to the threshold share of its pre-incident rate (the time to the run's end if it never is; 0 in a world without incidents).";
+    GoodputLostJobs => "goodput_lost_jobs", "jobs", Lower, true, false,
+        "Jobs the pre-incident goodput would have completed from the first incident's start until recovery, minus those completed (0 in a world without incidents).";
+    CacheHitRate => "cache_hit_rate", "ratio", Higher, true, false,
+        "Share of admitted requests served from an endpoint's reuse cache (0 in a world without caches).";
     WallS => "wall_s", "s", Neutral, false, false,
         "Real seconds spent simulating the run (cost only).";
 }
@@ -224,6 +234,13 @@ pub struct Tally {
     pub timeouts: u64,
     /// Most jobs in flight at once.
     pub concurrency_used: u64,
+    /// Completion times of jobs, in order \[s\]; kept only when a world's incidents end (for
+    /// the recovery metrics).
+    pub completions_s: Option<Vec<f64>>,
+    /// The recovery rule, when some incident ends.
+    pub recovery: Option<RecoveryRule>,
+    /// Admitted requests served from a reuse cache.
+    pub cache_hits: u64,
 }
 
 /// Per-endpoint counters the metrics need.
@@ -409,6 +426,15 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
     put(Metric::RetryObservedP99Ms, retry_observed_p99);
     put(Metric::RetryQueueWaitP99Ms, retry_queue_wait_p99);
     put(Metric::ConcurrencyUsed, t.concurrency_used as f64);
+    if let (Some(rule), Some(completions)) = (&t.recovery, &t.completions_s) {
+        let (recovery_s, lost) = recovery::measure(rule, completions, t.makespan_s);
+        put(Metric::RecoveryS, recovery_s);
+        put(Metric::GoodputLostJobs, lost);
+    }
+    put(
+        Metric::CacheHitRate,
+        ratio(t.cache_hits as f64, sum(|e| e.admitted as f64)),
+    );
     v
 }
 
@@ -471,7 +497,7 @@ mod tests {
 
     #[test]
     fn catalogue_is_consistent() {
-        assert_eq!(N_METRICS, 37);
+        assert_eq!(N_METRICS, 40);
         // The reference's 22 come first, in its order, then simbench's own, then wall_s.
         assert_eq!(CATALOGUE[20].name, "leases_active_at_end");
         assert_eq!(CATALOGUE[N_METRICS - 1].name, "wall_s");
@@ -480,7 +506,7 @@ mod tests {
             assert_eq!(Metric::from_name(info.name), Some(info.metric));
         }
         let gated = CATALOGUE.iter().filter(|m| m.gated).count();
-        assert_eq!(gated, 24);
+        assert_eq!(gated, 27);
     }
 
     #[test]

@@ -5,10 +5,13 @@
 //! and the client never sees it: only the harness joins the two. Its randomness comes from keyed
 //! streams (request ordinal, storm window), so its dice do not depend on who is asking or when.
 
+pub mod timeline;
+
 use std::cell::Cell;
 
 use crate::rng::{RandomSource, Stream};
 use crate::world::{Distribution, Endpoint, World};
+use timeline::Timeline;
 
 /// Why a request was refused (both are HTTP 429 with a Retry-After).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +20,16 @@ pub enum Refusal {
     Capacity,
     /// The token bucket was empty.
     Quota,
+}
+
+/// Why a request was turned away without being admitted or refused by a limit (scripted
+/// incidents only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// An outage: the connection was refused.
+    Outage,
+    /// The key was revoked (HTTP 401): a fatal error.
+    Revoked,
 }
 
 /// The kind of an admitted request's failure.
@@ -40,13 +53,16 @@ pub enum Arrival {
         /// Retry-After carried by the 429 \[s\].
         retry_after_s: f64,
     },
+    /// Turned away at once (zero simulated time) by a scripted incident.
+    Rejected(Rejection),
     /// Admitted: it occupies the endpoint for `latency_s`, then succeeds or fails.
     Admitted {
         /// Sampled service time \[s\].
         latency_s: f64,
         /// The failure decided at arrival, surfaced when the latency has elapsed.
         failure: Option<FailureKind>,
-        /// Tokens consumed (1 if metered, else 0), reported as usage on success.
+        /// Tokens consumed (1 if metered, a cache hit's cost on a hit, else 0), reported as
+        /// usage on success.
         tokens: f64,
     },
 }
@@ -62,6 +78,10 @@ pub struct EndpointStats {
     pub refused_capacity: u64,
     /// Requests refused by the token bucket.
     pub refused_quota: u64,
+    /// Requests turned away by an outage or a revoked key.
+    pub rejected: u64,
+    /// Admitted requests served from the reuse cache.
+    pub cache_hits: u64,
     /// Admitted requests that failed.
     pub failed: u64,
     /// Sum of admitted requests' latencies \[s\].
@@ -102,6 +122,7 @@ pub struct Provider<'w> {
     kind_connection: f64,
     /// Last `(time, cycle factor)` computed.
     factor_at: Cell<(f64, f64)>,
+    timeline: Timeline<'w>,
 }
 
 impl<'w> Provider<'w> {
@@ -129,13 +150,18 @@ impl<'w> Provider<'w> {
             kind_503: kinds.http_503,
             kind_connection: kinds.http_503 + kinds.connection,
             factor_at: Cell::new((f64::NAN, 0.0)),
+            timeline: Timeline::new(world),
         }
     }
 
     /// The concurrency limit of endpoint `e` at time `now`: `max(1, round_half_even(c·w·f(t)))`.
+    /// A capacity incident multiplies the factor.
     pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
         let endpoint = &self.world.endpoints()[e];
-        let raw = f64::from(endpoint.capacity) * endpoint.weight * self.factor(now);
+        let mut raw = f64::from(endpoint.capacity) * endpoint.weight * self.factor(now);
+        if self.timeline.touches(e) {
+            raw *= self.timeline.capacity_factor(e, now);
+        }
         let rounded = raw.round_ties_even();
         if rounded < 1.0 {
             1
@@ -158,11 +184,22 @@ impl<'w> Provider<'w> {
         factor
     }
 
-    /// A request arrives at endpoint `e` at time `now` (§2.2).
-    pub fn arrive<R: RandomSource>(&mut self, e: usize, now: f64, rng: &R) -> Arrival {
+    /// A request arrives at endpoint `e` at time `now` (§2.2). `reuse` says that an earlier
+    /// call of the same job was served here recently enough for the endpoint's cache to hold
+    /// its context (the harness tracks that, as a real client would send a session key).
+    pub fn arrive<R: RandomSource>(&mut self, e: usize, now: f64, rng: &R, reuse: bool) -> Arrival {
+        let touched = self.timeline.touches(e);
+        if touched && let Some(rejection) = self.rejection(e, now) {
+            let stats = &mut self.endpoints[e].stats;
+            stats.requests += 1;
+            stats.rejected += 1;
+            return Arrival::Rejected(rejection);
+        }
         let capacity = self.effective_capacity(e, now);
         let world = self.world;
         let endpoint = &world.endpoints()[e];
+        let hit = reuse.then_some(endpoint.cache.as_ref()).flatten();
+        let cost = hit.map_or(1.0, |cache| cache.token_cost);
         let state = &mut self.endpoints[e];
         state.stats.requests += 1;
         let ordinal = state.stats.requests;
@@ -175,8 +212,13 @@ impl<'w> Provider<'w> {
             };
         }
         if let Some(bucket) = &endpoint.rate_limit {
-            state.refill(endpoint, now);
-            if state.tokens < 1.0 {
+            let refill_s = if touched {
+                self.timeline.refill_seconds(e, state.refilled_at, now)
+            } else {
+                now - state.refilled_at
+            };
+            state.refill(endpoint, now, refill_s);
+            if state.tokens < cost {
                 state.stats.refused_quota += 1;
                 state.tighten(endpoint);
                 return Arrival::Refused {
@@ -189,13 +231,32 @@ impl<'w> Provider<'w> {
         state.stats.admitted += 1;
         state.in_flight += 1;
         state.stats.peak_in_flight = state.stats.peak_in_flight.max(state.in_flight);
-        let latency_s = sample_latency(endpoint, &mut stream);
-        let in_storm = self.in_storm(e, now, rng);
-        let failure = self.decide_failure(endpoint, in_storm, &mut stream);
+        let mut latency_s = sample_latency(endpoint, &mut stream);
+        if let Some(cache) = hit {
+            latency_s *= cache.latency_factor;
+            state.stats.cache_hits += 1;
+        }
+        let mut storm_rate = self
+            .in_storm(e, now, rng)
+            .then_some(endpoint.failures.storm_error_rate);
+        if touched {
+            latency_s *= self.timeline.latency_factor(e, now);
+            let forced = self
+                .timeline
+                .storm(e, now, endpoint.failures.storm_error_rate);
+            storm_rate = match (storm_rate, forced) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        let mut failure = self.decide_failure(endpoint, storm_rate, &mut stream);
+        if touched && self.timeline.outage(e, now) == Some(true) {
+            failure = Some(FailureKind::Upstream);
+        }
         let state = &mut self.endpoints[e];
         let tokens = if endpoint.rate_limit.is_some() {
-            state.tokens = (state.tokens - 1.0).max(0.0);
-            1.0
+            state.tokens = (state.tokens - cost).max(0.0);
+            cost
         } else {
             0.0
         };
@@ -205,6 +266,18 @@ impl<'w> Provider<'w> {
             latency_s,
             failure,
             tokens,
+        }
+    }
+
+    /// An incident that turns a request away at `now`: a revoked key first, then a refusing
+    /// outage.
+    fn rejection(&self, e: usize, now: f64) -> Option<Rejection> {
+        if self.timeline.revoked(e, now) {
+            Some(Rejection::Revoked)
+        } else if self.timeline.outage(e, now) == Some(false) {
+            Some(Rejection::Outage)
+        } else {
+            None
         }
     }
 
@@ -249,18 +322,14 @@ impl<'w> Provider<'w> {
         slot.1
     }
 
+    /// `storm_rate` is the error rate of the storm the request arrived in, if any.
     fn decide_failure(
         &self,
         endpoint: &Endpoint,
-        in_storm: bool,
+        storm_rate: Option<f64>,
         stream: &mut impl Stream,
     ) -> Option<FailureKind> {
-        let failures = &endpoint.failures;
-        let p = if in_storm {
-            failures.storm_error_rate
-        } else {
-            failures.error_rate
-        };
+        let p = storm_rate.unwrap_or(endpoint.failures.error_rate);
         if stream.uniform() >= p {
             return None;
         }
@@ -279,13 +348,19 @@ impl<'w> Provider<'w> {
     pub fn into_stats(self, makespan_s: f64) -> Vec<EndpointStats> {
         let cycle = self.world.cycle();
         let integral = cycle.integral(0.0, makespan_s);
+        let timeline = &self.timeline;
         self.endpoints
             .into_iter()
             .zip(self.world.endpoints())
-            .map(|(state, endpoint)| {
+            .enumerate()
+            .map(|(e, (state, endpoint))| {
                 let mut stats = state.stats;
-                stats.offered_capacity_s =
-                    f64::from(endpoint.capacity) * endpoint.weight * integral;
+                let offered = if timeline.touches(e) {
+                    timeline.offered(e, 0.0, makespan_s, |a, b| cycle.integral(a, b))
+                } else {
+                    integral
+                };
+                stats.offered_capacity_s = f64::from(endpoint.capacity) * endpoint.weight * offered;
                 stats
             })
             .collect()
@@ -294,8 +369,9 @@ impl<'w> Provider<'w> {
 
 impl EndpointState {
     /// Lazy refill at an arrival that passed the capacity check (§2.4): the whole interval is
-    /// credited at the allowance after recovery.
-    fn refill(&mut self, endpoint: &Endpoint, now: f64) {
+    /// credited at the allowance after recovery. `refill_s` is the interval's length weighted
+    /// by any rate-limit incident (the plain length without one).
+    fn refill(&mut self, endpoint: &Endpoint, now: f64, refill_s: f64) {
         let Some(bucket) = &endpoint.rate_limit else {
             return;
         };
@@ -310,7 +386,7 @@ impl EndpointState {
         };
         self.allowance = (self.allowance + bucket.recovery_per_window * windows).min(1.0);
         self.tokens =
-            (self.tokens + elapsed * bucket.refill_per_s * self.allowance).min(bucket.burst_size);
+            (self.tokens + refill_s * bucket.refill_per_s * self.allowance).min(bucket.burst_size);
         self.refilled_at = now;
     }
 

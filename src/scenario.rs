@@ -130,10 +130,182 @@ pub struct Scenario {
     #[serde(default)]
     pub validity: Validity,
 
+    /// The client's pools (vendors), in failover order: each endpoint belongs to one pool, jobs
+    /// draw from the first (the primary), and `failover` tries the pools in this order. Default:
+    /// absent, which means one pool holding every endpoint with least-busy selection (the
+    /// reference's single pool). Names must be unique and every pool needs an endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<Pool>,
+
+    /// Scripted incidents: each changes some endpoints for a window of simulated time
+    /// `[start_s, end_s)`, the same for every algorithm and seed. Several may overlap (factors
+    /// multiply). Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<Incident>,
+
+    /// How recovery after the incidents is measured (`recovery_s`, `goodput_lost_jobs`).
+    /// Optional; every key has a default; only used when some incident ends.
+    #[serde(default)]
+    pub recovery: Recovery,
+
     /// The provider's endpoints, in pool order (that order breaks ties between equally good
     /// endpoints and orders per-endpoint tables). Required; at least one; ids must be unique.
     #[schemars(length(min = 1))]
     pub endpoints: Vec<Endpoint>,
+}
+
+/// One client-side pool: a named group of endpoints (a vendor, a region) with its own selection
+/// rule.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    /// Pool name, referenced by `endpoints[].pool` and incidents. Required; must not be empty;
+    /// unique among pools.
+    #[schemars(length(min = 1))]
+    pub name: String,
+
+    /// How a free endpoint is picked inside this pool: `"least_busy"` (default; lowest
+    /// active/capacity, round-robin among equals, as the reference does), `"round_robin"`
+    /// (rotate over the free endpoints whatever their load) or `"in_order"` (the first free
+    /// endpoint in file order: spill over only when it is full).
+    #[serde(default)]
+    pub selection: Selection,
+}
+
+/// A pool's selection rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Selection {
+    // Lowest load ratio, round-robin among equals.
+    #[default]
+    LeastBusy,
+    // Rotate over the free endpoints.
+    RoundRobin,
+    // The first free endpoint in file order.
+    InOrder,
+}
+
+/// One scripted incident: what changes, where, and when.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Incident {
+    /// What happens: `"outage"` (requests refused at once or failed, see `effect`),
+    /// `"capacity"` (concurrency limit times `factor`), `"latency"` (service time times
+    /// `factor`), `"storm"` (a forced failure storm at `error_rate`), `"rate_limit"` (token
+    /// refill times `factor`) or `"revoke"` (the key is revoked: every request fails with a
+    /// fatal 401 from `start_s` on). Required.
+    pub kind: IncidentKind,
+
+    /// Ids of the endpoints affected. Default: absent, meaning every endpoint of `pool`, or
+    /// every endpoint when `pool` is absent too. Not allowed together with `pool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub endpoints: Option<Vec<String>>,
+
+    /// Name of a pool whose endpoints are all affected. Default: absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub pool: Option<String>,
+
+    /// When the incident starts (seconds of simulated time, inclusive). Required; must be >= 0.
+    #[schemars(range(min = 0, max = 1e12))]
+    pub start_s: f64,
+
+    /// When it ends (seconds, exclusive); must be > `start_s`. Required for every kind but
+    /// `"outage"`, for which absent means for good (a dead endpoint), and `"revoke"`, which
+    /// always lasts for good and takes no end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1e12))]
+    pub end_s: Option<f64>,
+
+    /// `"outage"` only: `"refuse"` (default; connection refused at once, no time spent) or
+    /// `"error"` (admitted, then a 503 after the usual latency: a hung backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<OutageEffect>,
+
+    /// `"capacity"`, `"latency"` and `"rate_limit"` only (required by them): the multiplier
+    /// applied to the endpoint's concurrency limit, service time or token refill rate.
+    /// Must be > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
+    pub factor: Option<f64>,
+
+    /// `"storm"` only: the error rate of admitted requests during the storm. Default: the
+    /// endpoint's `failures.storm_error_rate`. Range 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
+    pub error_rate: Option<f64>,
+}
+
+/// The kind of a scripted incident.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentKind {
+    // Requests refused or failed.
+    Outage,
+    // Concurrency limit scaled.
+    Capacity,
+    // Service time scaled.
+    Latency,
+    // A forced failure storm.
+    Storm,
+    // Token refill scaled.
+    RateLimit,
+    // Key revoked: fatal errors.
+    Revoke,
+}
+
+impl IncidentKind {
+    /// The name written in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            IncidentKind::Outage => "outage",
+            IncidentKind::Capacity => "capacity",
+            IncidentKind::Latency => "latency",
+            IncidentKind::Storm => "storm",
+            IncidentKind::RateLimit => "rate_limit",
+            IncidentKind::Revoke => "revoke",
+        }
+    }
+}
+
+/// How an outage shows itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutageEffect {
+    // Connection refused at once.
+    #[default]
+    Refuse,
+    // Admitted, then a 503 after its latency.
+    Error,
+}
+
+/// How recovery after an incident is measured: goodput (jobs completed per second) before the
+/// first incident starts is the baseline; the run has recovered once goodput over `window_s`
+/// is back to `threshold` times the baseline after the last incident ends.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Recovery {
+    /// Width of the sliding window goodput is measured over (seconds). Default 10.0; must be
+    /// > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
+    pub window_s: f64,
+
+    /// Share of the baseline goodput that counts as recovered. Default 0.9; must be > 0 and
+    /// <= 1.
+    #[schemars(extend("exclusiveMinimum" = 0), range(max = 1))]
+    pub threshold: f64,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            window_s: 10.0,
+            threshold: 0.9,
+        }
+    }
 }
 
 /// One `[algorithms.<name>]` table: an optional `kind` and parameter values by name.
@@ -452,6 +624,49 @@ pub struct Endpoint {
     /// means unmetered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+
+    /// The pool (vendor) this endpoint belongs to: a name from `[[pools]]`. Default: the first
+    /// pool; required to be a declared name when `[[pools]]` is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub pool: Option<String>,
+
+    /// A reuse cache (a prompt or session cache): a call of a job that lands on an endpoint an
+    /// earlier call of the same job was served by, within `ttl_s`, is faster and cheaper.
+    /// Default: absent (no cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Cache>,
+}
+
+/// A per-endpoint reuse cache.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cache {
+    /// How long a job's context stays cached after a call of it was served (seconds). Default
+    /// 60.0; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
+    pub ttl_s: f64,
+
+    /// Multiplier on the service time of a cache hit. Default 0.3; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
+    pub latency_factor: f64,
+
+    /// Tokens a cache hit costs, against 1 for a miss (on metered endpoints the bucket is
+    /// charged this much). Default 0.25; range 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
+    pub token_cost: f64,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            ttl_s: 60.0,
+            latency_factor: 0.3,
+            token_cost: 0.25,
+        }
+    }
 }
 
 /// Lognormal latency with an occasional slow tail: median * exp(sigma * Z), multiplied by

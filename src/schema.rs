@@ -245,6 +245,14 @@ pub(crate) fn range_text(path: &[Seg]) -> Option<String> {
     }
 }
 
+/// Top-level keys the reference names differently, with what to write instead: a spelling
+/// suggestion would point the wrong way.
+const REFERENCE_RENAMES: &[(&str, &str)] = &[(
+    "pool",
+    "the reference's `[pool]` table (degrade_after, dead_after, cooldown_s) is `[breaker]` \
+     here; named pools of endpoints are `[[pools]]`",
+)];
+
 /// The closest candidate to `word`, if one is close enough to be a likely typo.
 pub(crate) fn did_you_mean<'c>(
     word: &str,
@@ -572,9 +580,13 @@ fn map_error(
                 .map(|p| p.keys().map(String::as_str).collect())
                 .unwrap_or_default();
             for key in unexpected {
-                let help = match did_you_mean(key, known.iter().copied()) {
-                    Some(best) => format!("did you mean `{best}`?"),
-                    None => format!(
+                let renamed = REFERENCE_RENAMES
+                    .iter()
+                    .find(|(old, _)| path.is_empty() && old == key);
+                let help = match (renamed, did_you_mean(key, known.iter().copied())) {
+                    (Some((_, hint)), _) => (*hint).to_owned(),
+                    (None, Some(best)) => format!("did you mean `{best}`?"),
+                    (None, None) => format!(
                         "valid keys {}: {}",
                         in_table(&path),
                         backticked(known.iter().copied())

@@ -32,6 +32,9 @@ pub struct World {
     pub(crate) algorithms: Vec<Variant>,
     pub(crate) load: Load,
     pub(crate) validity: Validity,
+    pub(crate) pools: Vec<PoolSpec>,
+    pub(crate) incidents: Vec<Incident>,
+    pub(crate) recovery: Recovery,
 }
 
 impl World {
@@ -116,6 +119,23 @@ impl World {
     pub fn validity(&self) -> &Validity {
         &self.validity
     }
+    /// The client's pools in failover order; the first is the primary. Never empty: a file
+    /// without `[[pools]]` has one pool holding every endpoint.
+    pub fn pools(&self) -> &[PoolSpec] {
+        &self.pools
+    }
+    /// The scripted incidents, in file order.
+    pub fn incidents(&self) -> &[Incident] {
+        &self.incidents
+    }
+    /// How recovery after the incidents is measured.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+    /// Whether any endpoint has a reuse cache.
+    pub fn has_cache(&self) -> bool {
+        self.endpoints.iter().any(|e| e.cache.is_some())
+    }
     /// A copy with the size knobs replaced; values are checked by the caller's parser.
     ///
     /// # Panics
@@ -196,6 +216,104 @@ pub struct Validity {
     pub max_queue_share: f64,
     /// A known concurrency knee; runs above it are invalid.
     pub knee_concurrency: Option<u32>,
+}
+
+/// One client-side pool (a vendor): its endpoints and how it picks among them.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PoolSpec {
+    /// Pool name.
+    pub name: String,
+    /// The selection rule inside the pool.
+    pub selection: Selection,
+    /// Indices of its endpoints, in world order.
+    pub members: Vec<usize>,
+}
+
+/// How a pool picks one of its free endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// Lowest active/capacity ratio, round-robin among equals (the reference's rule).
+    LeastBusy,
+    /// Rotate over the free endpoints whatever their load.
+    RoundRobin,
+    /// The first free endpoint in world order.
+    InOrder,
+}
+
+impl Selection {
+    /// The name written in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Selection::LeastBusy => "least_busy",
+            Selection::RoundRobin => "round_robin",
+            Selection::InOrder => "in_order",
+        }
+    }
+}
+
+/// One scripted incident: `effect` on `endpoints` for simulated times in `[start_s, end_s)`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Incident {
+    /// What changes.
+    pub effect: Effect,
+    /// Indices of the endpoints affected.
+    pub endpoints: Vec<usize>,
+    /// Start (inclusive) \[s\].
+    pub start_s: f64,
+    /// End (exclusive); infinite for a revocation that lasts \[s\].
+    pub end_s: f64,
+}
+
+impl Incident {
+    /// Whether the incident is on at time `t`.
+    pub fn active(&self, t: f64) -> bool {
+        self.start_s <= t && t < self.end_s
+    }
+}
+
+/// What an incident does to an endpoint while it lasts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Effect {
+    /// Requests are refused at once (connection refused), or with `error`, admitted and failed
+    /// with a 503 after their latency.
+    Outage {
+        /// Admitted then failed, rather than refused at once.
+        error: bool,
+    },
+    /// The concurrency limit is multiplied by this.
+    Capacity(f64),
+    /// Service times are multiplied by this.
+    Latency(f64),
+    /// A forced storm; `None` uses the endpoint's storm error rate.
+    Storm(Option<f64>),
+    /// The token refill rate is multiplied by this.
+    RateLimit(f64),
+    /// The key is revoked: every request fails with a fatal error.
+    Revoke,
+}
+
+/// How recovery after incidents is measured.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Recovery {
+    /// Sliding window goodput is measured over \[s\].
+    pub window_s: f64,
+    /// Share of the baseline goodput that counts as recovered.
+    pub threshold: f64,
+}
+
+/// A per-endpoint reuse cache.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Cache {
+    /// How long a job's context stays cached after a served call \[s\].
+    pub ttl_s: f64,
+    /// Multiplier on a hit's service time.
+    pub latency_factor: f64,
+    /// Tokens a hit costs (a miss costs 1).
+    pub token_cost: f64,
 }
 
 /// Size knobs a command line may replace (`--jobs`, `--concurrency`, `--horizon`).
@@ -409,6 +527,10 @@ pub struct Endpoint {
     pub failures: Failures,
     /// Token bucket; `None` means unmetered.
     pub rate_limit: Option<RateLimit>,
+    /// Index of the endpoint's pool in [`World::pools`].
+    pub pool: usize,
+    /// Reuse cache; `None` means none.
+    pub cache: Option<Cache>,
 }
 
 impl Endpoint {

@@ -5,7 +5,7 @@
 //! buckets or storms. It does not schedule anything itself: wake-ups and cooldown checks it wants
 //! are queued in [`Pool::take_signals`] for the harness to put on the event heap, in order.
 
-use crate::world::{Breaker, World};
+use crate::world::{Breaker, Selection, World};
 
 /// Index of a resource (same as its endpoint's index in the world).
 pub type ResourceId = usize;
@@ -103,6 +103,25 @@ pub enum Score {
     },
 }
 
+/// Which resources an acquire looks at: the primary pool (what every strategy uses unless it
+/// says otherwise), one pool by index, or every resource of every pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The primary pool (the first declared).
+    Primary,
+    /// The pool with this index in the world's pool list.
+    Pool(usize),
+    /// Every resource, whatever its pool.
+    Fleet,
+}
+
+/// One pool of the fleet: its members and rule.
+#[derive(Clone, Debug)]
+struct Group {
+    members: Vec<ResourceId>,
+    selection: Selection,
+}
+
 /// Something the pool wants the harness to schedule at the current instant, in this order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Signal {
@@ -119,6 +138,7 @@ struct WaiterSlot {
     ticket: u32,
     waiting: bool,
     woken: bool,
+    scope: Option<Scope>,
 }
 
 /// The pool of one run.
@@ -126,7 +146,11 @@ struct WaiterSlot {
 pub struct Pool {
     resources: Vec<Resource>,
     breaker: Breaker,
-    rr: u64,
+    groups: Vec<Group>,
+    /// Every resource index, in order (the fleet's members).
+    fleet: Vec<ResourceId>,
+    /// Round-robin counters: one per pool, then one for the fleet (see [`Pool::counter`]).
+    rr: Vec<u64>,
     waiters: Vec<(WorkerId, u32)>,
     slots: Vec<WaiterSlot>,
     stale: usize,
@@ -138,7 +162,7 @@ pub struct Pool {
 impl Pool {
     /// A fresh pool with one resource per endpoint, in world order.
     pub fn new(world: &World) -> Pool {
-        let resources = world
+        let resources: Vec<Resource> = world
             .endpoints()
             .iter()
             .map(|endpoint| Resource {
@@ -159,10 +183,20 @@ impl Pool {
                 retry_after_until: 0.0,
             })
             .collect();
+        let groups: Vec<Group> = world
+            .pools()
+            .iter()
+            .map(|p| Group {
+                members: p.members.clone(),
+                selection: p.selection,
+            })
+            .collect();
         Pool {
+            fleet: (0..resources.len()).collect(),
+            rr: vec![0; groups.len() + 1],
+            groups,
             resources,
             breaker: world.breaker().clone(),
-            rr: 0,
             waiters: Vec::new(),
             slots: Vec::new(),
             stale: 0,
@@ -177,9 +211,43 @@ impl Pool {
         &self.resources
     }
 
-    /// The pool-wide round-robin counter.
+    /// The primary pool's round-robin counter.
     pub fn round_robin(&self) -> u64 {
-        self.rr
+        self.rr[0]
+    }
+
+    /// Number of pools (at least 1).
+    pub fn pool_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Index of the round-robin counter a scope uses. A single-pool fleet is its primary pool,
+    /// so they share one counter: fleet-wide strategies then match the reference's pool-wide
+    /// counter exactly.
+    fn counter(&self, scope: Scope) -> usize {
+        match scope {
+            Scope::Primary => 0,
+            Scope::Pool(g) => g,
+            Scope::Fleet if self.groups.len() == 1 => 0,
+            Scope::Fleet => self.groups.len(),
+        }
+    }
+
+    fn members(&self, scope: Scope) -> &[ResourceId] {
+        match scope {
+            Scope::Primary => &self.groups[0].members,
+            Scope::Pool(g) => &self.groups[g].members,
+            Scope::Fleet => &self.fleet,
+        }
+    }
+
+    /// The scope's own selection rule: a pool's declared one; the fleet is least-busy.
+    fn rule(&self, scope: Scope) -> Selection {
+        match scope {
+            Scope::Primary => self.groups[0].selection,
+            Scope::Pool(g) => self.groups[g].selection,
+            Scope::Fleet => Selection::LeastBusy,
+        }
     }
 
     /// Leases held now, over all resources.
@@ -222,25 +290,35 @@ impl Pool {
         resource.retry_after_until = resource.retry_after_until.max(until);
     }
 
-    /// How many resources passing `filter` are available now.
+    /// The resources of the primary pool passing `filter` that are available now, in pool
+    /// order (the `k`-th of them is [`Pool::nth_candidate`]).
     pub fn count_candidates(&mut self, filter: Filter, now: f64) -> usize {
-        (0..self.resources.len())
-            .filter(|&r| self.is_candidate(r, filter, now))
+        (0..self.members(Scope::Primary).len())
+            .filter(|&i| self.is_candidate(self.members(Scope::Primary)[i], filter, now))
             .count()
     }
 
-    /// The `k`-th available resource passing `filter`, in pool order.
+    /// The `k`-th available resource of the primary pool passing `filter`, in pool order.
     pub fn nth_candidate(&mut self, filter: Filter, now: f64, k: usize) -> Option<ResourceId> {
-        (0..self.resources.len())
-            .filter(|&r| self.is_candidate(r, filter, now))
-            .nth(k)
+        let mut seen = 0;
+        for i in 0..self.members(Scope::Primary).len() {
+            let r = self.members(Scope::Primary)[i];
+            if self.is_candidate(r, filter, now) {
+                if seen == k {
+                    return Some(r);
+                }
+                seen += 1;
+            }
+        }
+        None
     }
 
-    /// The earliest end of a Retry-After still running among resources that would otherwise
-    /// be available, if any.
+    /// The earliest end of a Retry-After still running among primary resources that would
+    /// otherwise be available, if any.
     pub fn next_retry_after_end(&mut self, now: f64) -> Option<f64> {
         let mut earliest: Option<f64> = None;
-        for r in 0..self.resources.len() {
+        for i in 0..self.members(Scope::Primary).len() {
+            let r = self.members(Scope::Primary)[i];
             let until = self.resources[r].retry_after_until;
             if until > now && self.is_candidate(r, Filter::All, now) {
                 earliest = Some(earliest.map_or(until, |e| e.min(until)));
@@ -249,21 +327,53 @@ impl Pool {
         earliest
     }
 
-    /// Whether any resource passing `filter` is available now.
+    /// Whether any resource of the primary pool passing `filter` is available now.
     pub fn any_candidate(&mut self, filter: Filter, now: f64) -> bool {
-        (0..self.resources.len()).any(|r| self.is_candidate(r, filter, now))
+        self.any_candidate_in(Scope::Primary, filter, now)
     }
 
-    /// Selects and leases one candidate (§4.4), or returns `None` without blocking.
+    /// Whether any resource of `scope` passing `filter` is available now.
+    pub fn any_candidate_in(&mut self, scope: Scope, filter: Filter, now: f64) -> bool {
+        (0..self.members(scope).len())
+            .any(|i| self.is_candidate(self.members(scope)[i], filter, now))
+    }
+
+    /// Whether every resource of `scope` is DEAD or REVOKED with no lease held on it: nothing
+    /// but time-independent events could revive it, and none is coming.
+    pub fn scope_down(&self, scope: Scope) -> bool {
+        self.members(scope).iter().all(|&r| {
+            let resource = &self.resources[r];
+            matches!(resource.state, State::Dead | State::Revoked) && resource.active == 0
+        })
+    }
+
+    /// Selects and leases one candidate of the primary pool with its rule (§4.4), or returns
+    /// `None` without blocking.
     pub fn select(&mut self, filter: Filter, score: Score, now: f64) -> Option<ResourceId> {
+        self.select_in(Scope::Primary, None, filter, score, now)
+    }
+
+    /// Selects and leases one candidate of `scope` with `rule` (the scope's own rule when
+    /// `None`), or returns `None` without blocking. Candidates with a lower `score` are
+    /// dropped first; the rule picks among the rest.
+    pub fn select_in(
+        &mut self,
+        scope: Scope,
+        rule: Option<Selection>,
+        filter: Filter,
+        score: Score,
+        now: f64,
+    ) -> Option<ResourceId> {
+        let counter = self.counter(scope);
         if let Filter::Only(r) = filter {
             // A single possible candidate is its own head.
             if !self.is_candidate(r, filter, now) {
                 return None;
             }
-            return Some(self.take(r));
+            return Some(self.take(r, counter));
         }
-        let n = self.resources.len();
+        let rule = rule.unwrap_or_else(|| self.rule(scope));
+        let n = self.members(scope).len();
         let mut on_stack = [f64::NAN; 64];
         let mut on_heap;
         // Load ratio of each candidate; NaN marks a resource that is not one.
@@ -274,7 +384,8 @@ impl Pool {
             &mut on_heap
         };
         let mut any = false;
-        for (r, ratio) in ratios.iter_mut().enumerate() {
+        for (i, ratio) in ratios.iter_mut().enumerate() {
+            let r = self.members(scope)[i];
             if self.is_candidate(r, filter, now) {
                 *ratio = self.resources[r].load_ratio();
                 any = true;
@@ -284,30 +395,43 @@ impl Pool {
             return None;
         }
         if let Score::Quota { reserve, penalty } = score {
-            self.keep_best_scores(ratios, reserve, penalty);
+            self.keep_best_scores(scope, ratios, reserve, penalty);
         }
-        let (mut best, mut head) = (f64::INFINITY, 0u64);
-        for &ratio in ratios.iter() {
-            if ratio < best {
-                (best, head) = (ratio, 1);
-            } else if ratio == best {
-                head += 1;
+        let rr = self.rr[counter];
+        let (keep, pick) = match rule {
+            Selection::LeastBusy => {
+                let (mut best, mut head) = (f64::INFINITY, 0u64);
+                for &ratio in ratios.iter() {
+                    if ratio < best {
+                        (best, head) = (ratio, 1);
+                    } else if ratio == best {
+                        head += 1;
+                    }
+                }
+                (Some(best), (rr % head) as usize)
             }
-        }
-        let pick = (self.rr % head) as usize;
-        let chosen = ratios
+            Selection::RoundRobin => {
+                let count = ratios.iter().filter(|r| !r.is_nan()).count() as u64;
+                (None, (rr % count) as usize)
+            }
+            Selection::InOrder => (None, 0),
+        };
+        let position = ratios
             .iter()
             .enumerate()
-            .filter(|(_, ratio)| **ratio == best)
+            .filter(|(_, ratio)| keep.map_or(!ratio.is_nan(), |best| **ratio == best))
             .nth(pick)
-            .map(|(r, _)| r)
-            .expect("pick is within the head");
-        Some(self.take(chosen))
+            .map(|(i, _)| i)
+            .expect("pick is within the candidates");
+        let chosen = self.members(scope)[position];
+        Some(self.take(chosen, counter))
     }
 
-    /// Drops (marks NaN) every candidate whose quota score is below the best one.
-    fn keep_best_scores(&self, ratios: &mut [f64], reserve: f64, penalty: f64) {
-        let score = |r: usize| quota_score(&self.resources[r], reserve, penalty);
+    /// Drops (marks NaN) every candidate whose quota score is below the best one; `ratios` is
+    /// indexed by position in `scope`.
+    fn keep_best_scores(&self, scope: Scope, ratios: &mut [f64], reserve: f64, penalty: f64) {
+        let members = self.members(scope);
+        let score = |i: usize| quota_score(&self.resources[members[i]], reserve, penalty);
         let best = (0..ratios.len())
             .filter(|&r| !ratios[r].is_nan())
             .map(score)
@@ -323,9 +447,9 @@ impl Pool {
         }
     }
 
-    /// Leases the selected resource and advances the round-robin counter.
-    fn take(&mut self, r: ResourceId) -> ResourceId {
-        self.rr += 1;
+    /// Leases the selected resource and advances the scope's round-robin counter.
+    fn take(&mut self, r: ResourceId, counter: usize) -> ResourceId {
+        self.rr[counter] += 1;
         self.lease(r);
         r
     }
@@ -347,8 +471,9 @@ impl Pool {
         resource.usage_tokens += tokens;
         resource.ok += 1;
         resource.consecutive_failures = 0;
-        if resource.state != State::Ready {
-            if matches!(resource.state, State::Dead | State::Revoked) {
+        // A revoked key stays revoked, whatever a request sent before the revocation returns.
+        if !matches!(resource.state, State::Ready | State::Revoked) {
+            if resource.state == State::Dead {
                 self.down -= 1;
             }
             let resource = &mut self.resources[r];
@@ -365,11 +490,12 @@ impl Pool {
         let resource = &mut self.resources[r];
         resource.failed += 1;
         resource.consecutive_failures += 1;
+        if resource.state == State::Revoked {
+            return;
+        }
         if resource.consecutive_failures >= breaker.dead_after {
             if resource.state != State::Dead {
-                if resource.state != State::Revoked {
-                    self.down += 1;
-                }
+                self.down += 1;
                 resource.state = State::Dead;
                 resource.dead_count += 1;
                 self.wake_all();
@@ -386,6 +512,20 @@ impl Pool {
                 self.signals.push(Signal::Cooldown(r, until));
             }
         }
+    }
+
+    /// The client learned that `r`'s key is revoked (a fatal answer): it is never a candidate
+    /// again.
+    pub fn revoke(&mut self, r: ResourceId) {
+        let resource = &mut self.resources[r];
+        if resource.state == State::Revoked {
+            return;
+        }
+        if resource.state != State::Dead {
+            self.down += 1;
+        }
+        resource.state = State::Revoked;
+        self.wake_all();
     }
 
     /// Gives a lease back and wakes the waiters that could use `r` (all, today).
@@ -419,8 +559,23 @@ impl Pool {
         }
     }
 
-    /// Registers `worker` at the end of the waiter list.
+    /// Registers `worker` at the end of the waiter list, waiting for the primary pool.
     pub fn add_waiter(&mut self, worker: WorkerId) {
+        self.add_waiter_in(worker, Scope::Primary);
+    }
+
+    /// The scope waiter `worker` waits for.
+    ///
+    /// # Panics
+    /// Panics if the worker is not waiting.
+    pub fn waiter_scope(&self, worker: WorkerId) -> Scope {
+        self.slots[worker as usize]
+            .scope
+            .expect("the worker is waiting")
+    }
+
+    /// Registers `worker` at the end of the waiter list, waiting for a candidate in `scope`.
+    pub fn add_waiter_in(&mut self, worker: WorkerId, scope: Scope) {
         let w = worker as usize;
         if w >= self.slots.len() {
             self.slots.resize(w + 1, WaiterSlot::default());
@@ -430,6 +585,7 @@ impl Pool {
         slot.ticket = slot.ticket.wrapping_add(1);
         slot.waiting = true;
         slot.woken = false;
+        slot.scope = Some(scope);
         self.waiters.push((worker, slot.ticket));
     }
 

@@ -19,16 +19,19 @@ pub enum ErrorClass {
     Timeout,
     /// Anything unclassified, such as "no resource available" from `immediate`.
     Unknown,
+    /// A fatal error such as HTTP 401 from a revoked key: never retried.
+    Fatal,
 }
 
 impl ErrorClass {
     /// Every class, in report order.
-    pub const ALL: [ErrorClass; 5] = [
+    pub const ALL: [ErrorClass; 6] = [
         ErrorClass::RateLimit,
         ErrorClass::Upstream,
         ErrorClass::Connection,
         ErrorClass::Timeout,
         ErrorClass::Unknown,
+        ErrorClass::Fatal,
     ];
 
     /// The name used in reports.
@@ -39,12 +42,13 @@ impl ErrorClass {
             ErrorClass::Connection => "connection",
             ErrorClass::Timeout => "timeout",
             ErrorClass::Unknown => "unknown",
+            ErrorClass::Fatal => "fatal",
         }
     }
 
     /// Whether `retry_classified` covers this class.
     pub fn is_retryable(self) -> bool {
-        !matches!(self, ErrorClass::Unknown)
+        !matches!(self, ErrorClass::Unknown | ErrorClass::Fatal)
     }
 }
 

@@ -5,15 +5,18 @@
 //! per-call scratch state, never the provider. The harness drives it: after a wake-up or a poll
 //! timer it calls [`Strategy::acquire`] again with the same call state.
 
-use crate::client::pool::{Filter, Pool, ResourceId, Score};
+use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score};
 
 /// What a strategy asks the harness to do next for this call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Acquire {
     /// A lease on this resource was taken.
     Leased(ResourceId),
-    /// Register as a waiter; the harness calls again once a candidate exists.
+    /// Register as a waiter on the primary pool; the harness calls again once a candidate
+    /// exists.
     Wait,
+    /// Register as a waiter on `scope`; the harness calls again once a candidate exists there.
+    WaitFor(Scope),
     /// Sleep this long \[s\], then call again.
     Sleep(f64),
     /// Nothing is available and the strategy will not wait: the attempt fails ("unavailable").

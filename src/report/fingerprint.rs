@@ -15,8 +15,8 @@
 use std::fmt::Write;
 
 use crate::world::{
-    Backoff, Breaker, Cycle, Endpoint, FailureKinds, Failures, Latency, Load, RateLimit,
-    RetryPolicy, Validity, Variant, World,
+    Backoff, Breaker, Cache, Cycle, Effect, Endpoint, FailureKinds, Failures, Incident, Latency,
+    Load, PoolSpec, RateLimit, Recovery, RetryPolicy, Selection, Validity, Variant, World,
 };
 
 /// The world hash: 16 lowercase hex digits.
@@ -46,6 +46,9 @@ pub fn canonical_text(world: &World) -> String {
         algorithms,
         load,
         validity,
+        pools,
+        incidents,
+        recovery,
     } = world;
     let mut out = Text::default();
     out.str("name", name);
@@ -108,7 +111,56 @@ pub fn canonical_text(world: &World) -> String {
         out.str(&format!("unsuited.{algorithm}"), reason);
     }
     variants_text(&mut out, algorithms);
+    topology_text(&mut out, pools, incidents, recovery);
     out.0
+}
+
+/// Pools, incidents and the recovery measure. A world with the implicit single pool and no
+/// incident adds no line, so the hashes of worlds written before pools existed do not change.
+fn topology_text(out: &mut Text, pools: &[PoolSpec], incidents: &[Incident], recovery: &Recovery) {
+    let implicit = matches!(pools, [only] if only.name == crate::compile::DEFAULT_POOL
+        && only.selection == Selection::LeastBusy);
+    if !implicit {
+        for pool in pools {
+            let PoolSpec {
+                name,
+                selection,
+                members,
+            } = pool;
+            out.str("pool.name", name);
+            out.str("pool.selection", selection.name());
+            out.str("pool.members", &format!("{members:?}"));
+        }
+    }
+    for incident in incidents {
+        let Incident {
+            effect,
+            endpoints,
+            start_s,
+            end_s,
+        } = incident;
+        let (kind, value) = match *effect {
+            Effect::Outage { error } => ("outage", f64::from(u8::from(error))),
+            Effect::Capacity(f) => ("capacity", f),
+            Effect::Latency(f) => ("latency", f),
+            Effect::Storm(rate) => ("storm", rate.unwrap_or(-1.0)),
+            Effect::RateLimit(f) => ("rate_limit", f),
+            Effect::Revoke => ("revoke", 0.0),
+        };
+        out.str("incident.kind", kind);
+        out.float("incident.value", value);
+        out.str("incident.endpoints", &format!("{endpoints:?}"));
+        out.float("incident.start_s", *start_s);
+        out.float("incident.end_s", *end_s);
+    }
+    if !incidents.is_empty() {
+        let Recovery {
+            window_s,
+            threshold,
+        } = recovery;
+        out.float("recovery.window_s", *window_s);
+        out.float("recovery.threshold", *threshold);
+    }
 }
 
 /// `[algorithms]` tables by name (file order does not change the hash); each with its kind and
@@ -166,6 +218,8 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         latency,
         failures,
         rate_limit,
+        pool: _, // Hashed with the pools' member lists.
+        cache,
     } = endpoint;
     out.str("endpoint.id", id);
     out.int("endpoint.capacity", *capacity);
@@ -200,6 +254,16 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
     match rate_limit {
         None => out.str("rate_limit", "none"),
         Some(limit) => rate_limit_text(out, limit),
+    }
+    if let Some(Cache {
+        ttl_s,
+        latency_factor,
+        token_cost,
+    }) = cache
+    {
+        out.float("cache.ttl_s", *ttl_s);
+        out.float("cache.latency_factor", *latency_factor);
+        out.float("cache.token_cost", *token_cost);
     }
 }
 

@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn near_idle_algorithm_cannot_win_any_gated_row() {
         let gated: Vec<&MetricInfo> = CATALOGUE.iter().filter(|m| m.gated).collect();
-        assert_eq!(gated.len(), 24);
+        assert_eq!(gated.len(), 27);
         for info in gated {
             let m = info.metric;
             let run = |done: f64, x: f64| values(&[(Metric::JobsDone, done), (m, x)]);

@@ -3,6 +3,7 @@
 mod algorithms;
 mod compose;
 mod fidelity;
+mod incidents;
 mod no_network;
 mod open_loop;
 mod replay;
@@ -15,3 +16,4 @@ mod scenario_fuzz;
 mod sim;
 mod support;
 mod sweep_cli;
+mod worlds;

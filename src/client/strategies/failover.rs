@@ -1,9 +1,11 @@
-//! `failover`: try each pool in order at once, then wait on the primary.
+//! `failover`: try each pool in order at once, then wait on the primary (reference §5.5).
 //!
-//! Worlds have a single pool today, so the ordered list is just the primary: an immediate try,
-//! then `wait` on it — the same numbers as `wait` (reference §5.5).
+//! Each pool is tried with its own selection rule, in the order the file declares the pools
+//! (the primary first). If none has a free resource the call waits on the primary only, as the
+//! reference's fallback does; once woken it keeps waiting there. With a single pool the
+//! immediate try is the primary's own selection, so it gives the same numbers as `wait`.
 
-use crate::client::pool::Pool;
+use crate::client::pool::{Filter, Pool, Scope, Score};
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
 
 /// Immediate tries over the pools in order, then a wait on the primary.
@@ -19,8 +21,14 @@ impl Strategy for Failover {
         call: &mut CallState,
         _: &mut dyn Dice,
     ) -> Acquire {
-        // The first selection of `select_or_wait` is this strategy's immediate try; a failed
-        // selection changes nothing, so the reference's extra try is not repeated here.
+        if !call.waiting {
+            for g in 0..pool.pool_count() {
+                if let Some(r) = pool.select_in(Scope::Pool(g), None, Filter::All, Score::None, now)
+                {
+                    return Acquire::Leased(r);
+                }
+            }
+        }
         select_or_wait(pool, now, call)
     }
 }

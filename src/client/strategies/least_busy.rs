@@ -1,12 +1,15 @@
-//! `least_busy`: pick the least-loaded resource; wait when none is free.
+//! `least_busy`: pick the least-loaded resource of the whole fleet; wait when none is free.
 //!
-//! The pool's default selection is already least-busy with round-robin among equals, so in a
-//! single pool this is the `wait` code path and gives identical numbers (reference §5.4).
+//! It looks across every pool (every vendor) and takes the lowest active/capacity ratio, with a
+//! round-robin among equals, whatever rule the pools declare. In a world of one pool with the
+//! default rule that is the pool's own selection, so it gives the same numbers as `wait`
+//! (reference §5.4); with several pools it spreads load over all of them.
 
-use crate::client::pool::Pool;
-use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
+use crate::client::pool::{Filter, Pool, Scope, Score};
+use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
+use crate::world::Selection;
 
-/// Least-busy selection over every resource, then `wait`.
+/// Least-busy selection over every resource of every pool, then a wait for any of them.
 #[derive(Debug)]
 pub struct LeastBusy;
 
@@ -19,8 +22,13 @@ impl Strategy for LeastBusy {
         call: &mut CallState,
         _: &mut dyn Dice,
     ) -> Acquire {
-        // The first selection of `select_or_wait` is this strategy's immediate try; a failed
-        // selection changes nothing, so the reference's extra try is not repeated here.
-        select_or_wait(pool, now, call)
+        let pick = Some(Selection::LeastBusy);
+        match pool.select_in(Scope::Fleet, pick, Filter::All, Score::None, now) {
+            Some(r) => Acquire::Leased(r),
+            None => {
+                call.waiting = true;
+                Acquire::WaitFor(Scope::Fleet)
+            }
+        }
     }
 }

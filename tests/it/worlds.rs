@@ -1,0 +1,144 @@
+//! Worlds as data: every shipped scenario validates and runs, a test-only world that uses every
+//! new feature (two pools, an incident, caches, `extends`) runs with no code written for it, and
+//! the multi-vendor world separates failover from waiting on the primary.
+
+use std::path::Path;
+
+use crate::support::simbench;
+
+fn scenario_files() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("scenarios/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| format!("scenarios/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs `file` with `extra` arguments and returns the JSON report.
+fn run_json(file: &str, extra: &[&str]) -> serde_json::Value {
+    let out_dir = tempdir();
+    let json = out_dir.join("report.json");
+    let json_arg = json.to_string_lossy().into_owned();
+    let mut args = vec!["run", file, "--quiet", "--json", &json_arg];
+    args.extend_from_slice(extra);
+    let out = simbench(&args);
+    assert!(
+        out.status.success(),
+        "{file}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).expect("report written");
+    std::fs::remove_dir_all(&out_dir).ok();
+    serde_json::from_str(&text).expect("JSON")
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "simbench-worlds-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn mean(report: &serde_json::Value, algorithm: &str, metric: &str) -> f64 {
+    report["aggregates"][algorithm][metric]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{algorithm}.{metric}"))
+}
+
+#[test]
+fn worlds_every_shipped_scenario_validates_and_runs() {
+    let files = scenario_files();
+    assert!(files.len() >= 8, "{files:?}");
+    let mut args = vec!["validate"];
+    args.extend(files.iter().map(String::as_str));
+    let out = simbench(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in &files {
+        let report = run_json(file, &["--jobs", "60", "--seeds", "1"]);
+        let runs = report["runs"].as_array().expect("runs");
+        assert!(!runs.is_empty(), "{file}");
+        for run in runs {
+            let outcome = run["outcome"].as_str().expect("outcome");
+            assert!(
+                outcome == "ok" || outcome == "stalled",
+                "{file} {}: {outcome}",
+                run["algorithm"]
+            );
+        }
+    }
+}
+
+#[test]
+fn worlds_test_only_world_with_pools_incident_cache_and_extends_runs_as_data() {
+    let file = "tests/data/worlds/two_vendors.toml";
+    let out = simbench(&["validate", file]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = run_json(file, &["--seeds", "2"]);
+    assert_eq!(report["scenario"], "two_vendors");
+    assert_eq!(report["unsuited"], serde_json::json!({}));
+    for run in report["runs"].as_array().expect("runs") {
+        assert_eq!(run["outcome"], "ok", "{}", run["algorithm"]);
+        let admitted = &run["endpoint_admitted"];
+        assert!(
+            admitted.get("b-2").is_some(),
+            "endpoints of both pools reported"
+        );
+    }
+    // The cache, the incident and the second pool all show in the numbers.
+    assert!(mean(&report, "sticky", "cache_hit_rate") > 0.5);
+    assert!(mean(&report, "wait", "goodput_lost_jobs") > 0.0);
+    let backup = |algorithm: &str| -> u64 {
+        report["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["algorithm"] == algorithm)
+            .map(|r| r["endpoint_admitted"]["b-1"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(backup("wait"), 0, "wait never leaves the primary pool");
+    assert!(backup("failover") > 0, "failover uses the backup pool");
+    assert!(
+        backup("least_busy") > 0,
+        "least_busy spreads over both pools"
+    );
+}
+
+#[test]
+fn worlds_multi_vendor_ranks_failover_and_least_busy_and_separates_them_from_wait() {
+    let report = run_json("scenarios/multi_vendor.toml", &["--seeds", "3"]);
+    for algorithm in ["failover", "least_busy"] {
+        assert!(report["unsuited"].get(algorithm).is_none(), "{algorithm}");
+        assert!(
+            report["excluded_by_completion"].get(algorithm).is_none(),
+            "{algorithm} is ranked"
+        );
+    }
+    // Failing over to the second vendor keeps goodput up while the primary is degraded.
+    let winners = report["winners"]["throughput_rps"].as_array().expect("row");
+    assert!(!winners.contains(&serde_json::json!("wait")), "{winners:?}");
+    assert!(
+        mean(&report, "failover", "throughput_rps") > 1.2 * mean(&report, "wait", "throughput_rps")
+    );
+    assert!(
+        mean(&report, "failover", "successful_job_latency_p99_ms")
+            < 0.5 * mean(&report, "wait", "successful_job_latency_p99_ms")
+    );
+}
