@@ -273,6 +273,12 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
         0.0f64..0.3,
         proptest::option::of((1u64..200, 0.5f64..3.0, 0.0f64..2.0)),
         proptest::option::of(0u32..500),
+        proptest::option::of((0.5f64..20.0, 0.1f64..2.0, 0.0f64..1.0)),
+    );
+    // Optional extras: a second pool, and an incident (kind, start, length, factor) on e0.
+    let extras = (
+        proptest::bool::ANY,
+        proptest::option::of((0usize..6, 0.0f64..20.0, 0.1f64..20.0, 0.1f64..3.0)),
     );
     (
         proptest::collection::vec(endpoint, 1..4),
@@ -282,9 +288,10 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
         1u32..3,
         0.1f64..30.0,
         0u32..3,
+        extras,
     )
         .prop_map(
-            |(endpoints, workers, jobs, steps, calls, horizon, jitter)| {
+            |(endpoints, workers, jobs, steps, calls, horizon, jitter, (two_pools, incident))| {
                 let jitter = ["none", "full", "equal"][jitter as usize];
                 let mut text = format!(
                     "name = \"gen\"\nsummary = \"generated\"\nseed = 3\njobs = {jobs}\n\
@@ -292,7 +299,23 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
                      calls_per_step = {calls}\n[retry]\njitter = \"{jitter}\"\n\
                      [breaker]\ncooldown_s = 5.0\n"
                 );
-                for (i, (cap, weight, median, sigma, err, storm, bucket, quota)) in
+                let two_pools = two_pools && endpoints.len() > 1;
+                if two_pools {
+                    text += "[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\nselection = \"round_robin\"\n";
+                }
+                if let Some((kind, start, length, factor)) = incident {
+                    let kind = ["outage", "capacity", "latency", "storm", "revoke", "outage"][kind];
+                    text += &format!(
+                        "[[incidents]]\nkind = \"{kind}\"\nendpoints = [\"e0\"]\nstart_s = {start}\n"
+                    );
+                    if kind != "revoke" {
+                        text += &format!("end_s = {}\n", start + length);
+                    }
+                    if matches!(kind, "capacity" | "latency") {
+                        text += &format!("factor = {factor}\n");
+                    }
+                }
+                for (i, (cap, weight, median, sigma, err, storm, bucket, quota, cache)) in
                     endpoints.into_iter().enumerate()
                 {
                     text += &format!(
@@ -302,6 +325,14 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
                     );
                     if let Some(q) = quota {
                         text += &format!("quota_units = {q}\n");
+                    }
+                    if two_pools {
+                        text += &format!("pool = \"{}\"\n", ["a", "b"][i % 2]);
+                    }
+                    if let Some((ttl, factor, cost)) = cache {
+                        text += &format!(
+                            "cache = {{ ttl_s = {ttl}, latency_factor = {factor}, token_cost = {cost} }}\n"
+                        );
                     }
                     if let Some((per_window, window, burst)) = bucket {
                         text += &format!(
@@ -336,7 +367,7 @@ proptest! {
             prop_assert_eq!(m.get(Metric::Requests), requests as f64);
             for e in &result.endpoints {
                 let p = &e.provider;
-                prop_assert_eq!(p.admitted + p.refused_capacity + p.refused_quota, p.requests);
+                prop_assert_eq!(p.admitted + p.refused_capacity + p.refused_quota + p.rejected, p.requests);
                 prop_assert!(p.failed <= p.admitted);
                 prop_assert!(p.peak_in_flight <= e.pool.leases.max(1) as u32);
             }
