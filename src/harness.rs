@@ -370,6 +370,8 @@ struct Sim<'w, R: RandomSource> {
     /// because each is created at the current instant, behind everything already due.
     wake_batches: VecDeque<Vec<u32>>,
     spare_batches: Vec<Vec<u32>>,
+    /// Scratch for [`Sim::wake_batch`], kept to avoid an allocation per batch.
+    empty_scopes: Vec<Scope>,
     now: f64,
     /// Closed loop: workers that have not exited.
     live: u32,
@@ -410,6 +412,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             signals: Vec::new(),
             wake_batches: VecDeque::new(),
             spare_batches: Vec::new(),
+            empty_scopes: Vec::new(),
             now: 0.0,
             live: closed_workers,
             open: OpenLoop::new(world.load()),
@@ -586,7 +589,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             .expect("a batch per wake event");
         // Scopes found empty since the last worker ran; any run may change them, so it clears
         // the set (with one scope this is the single "nothing free" flag).
-        let mut empty: Vec<Scope> = Vec::new();
+        let mut empty = std::mem::take(&mut self.empty_scopes);
+        empty.clear();
         for &w in &batch {
             debug_assert_eq!(self.workers[w as usize].phase, Phase::Waiting);
             let scope = self.pool.waiter_scope(w);
@@ -604,6 +608,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
         batch.clear();
         self.spare_batches.push(batch);
+        self.empty_scopes = empty;
     }
 
     /// Runs worker `w` synchronously until it blocks or exits.

@@ -156,6 +156,7 @@ impl<'w> Provider<'w> {
 
     /// The concurrency limit of endpoint `e` at time `now`: `max(1, round_half_even(c·w·f(t)))`.
     /// A capacity incident multiplies the factor.
+    #[inline]
     pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
         let endpoint = &self.world.endpoints()[e];
         let mut raw = f64::from(endpoint.capacity) * endpoint.weight * self.factor(now);

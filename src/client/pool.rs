@@ -75,6 +75,26 @@ impl Resource {
     fn load_ratio(&self) -> f64 {
         f64::from(self.active) / f64::from(self.capacity.max(1))
     }
+    /// The state at `now`, applying the lazy cooldown expiry.
+    fn state_at(&mut self, now: f64) -> State {
+        if self.state == State::Degraded && now >= self.blocked_until {
+            self.state = State::Ready;
+        }
+        self.state
+    }
+}
+
+/// Whether resource `r` passes `filter` and can take a lease at `now`.
+fn is_candidate(resource: &mut Resource, r: ResourceId, filter: Filter, now: f64) -> bool {
+    if resource.state == State::Revoked {
+        return false;
+    }
+    match filter {
+        Filter::Only(only) if only != r => return false,
+        Filter::NotRetryAfter if resource.retry_after_until > now => return false,
+        _ => {}
+    }
+    resource.state_at(now) == State::Ready && resource.active < resource.capacity
 }
 
 /// Which resources a selection may consider.
@@ -262,25 +282,11 @@ impl Pool {
 
     /// The state of `r` at `now`, applying the lazy cooldown expiry.
     pub fn state(&mut self, r: ResourceId, now: f64) -> State {
-        let resource = &mut self.resources[r];
-        if resource.state == State::Degraded && now >= resource.blocked_until {
-            resource.state = State::Ready;
-        }
-        resource.state
+        self.resources[r].state_at(now)
     }
 
     fn is_candidate(&mut self, r: ResourceId, filter: Filter, now: f64) -> bool {
-        if self.resources[r].state == State::Revoked {
-            return false;
-        }
-        match filter {
-            Filter::Only(only) if only != r => return false,
-            Filter::NotRetryAfter if self.resources[r].retry_after_until > now => return false,
-            _ => {}
-        }
-        let ready = self.state(r, now) == State::Ready;
-        let resource = &self.resources[r];
-        ready && resource.active < resource.capacity
+        is_candidate(&mut self.resources[r], r, filter, now)
     }
 
     /// Records a refusal's Retry-After: the resource asked every client to stay away until
@@ -384,11 +390,28 @@ impl Pool {
             &mut on_heap
         };
         let mut any = false;
-        for (i, ratio) in ratios.iter_mut().enumerate() {
-            let r = self.members(scope)[i];
-            if self.is_candidate(r, filter, now) {
-                *ratio = self.resources[r].load_ratio();
-                any = true;
+        let members = match scope {
+            Scope::Primary => &self.groups[0].members,
+            Scope::Pool(g) => &self.groups[g].members,
+            Scope::Fleet => &self.fleet,
+        };
+        // A scope of every resource (one pool, or the fleet) is the common case: walk the
+        // resources themselves rather than a member list.
+        let whole = n == self.resources.len();
+        if whole {
+            for (r, (ratio, resource)) in ratios.iter_mut().zip(&mut self.resources).enumerate() {
+                if is_candidate(resource, r, filter, now) {
+                    *ratio = resource.load_ratio();
+                    any = true;
+                }
+            }
+        } else {
+            for (ratio, &r) in ratios.iter_mut().zip(members) {
+                let resource = &mut self.resources[r];
+                if is_candidate(resource, r, filter, now) {
+                    *ratio = resource.load_ratio();
+                    any = true;
+                }
             }
         }
         if !any {
@@ -423,7 +446,11 @@ impl Pool {
             .nth(pick)
             .map(|(i, _)| i)
             .expect("pick is within the candidates");
-        let chosen = self.members(scope)[position];
+        let chosen = if whole {
+            position
+        } else {
+            self.members(scope)[position]
+        };
         Some(self.take(chosen, counter))
     }
 
