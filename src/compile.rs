@@ -449,6 +449,39 @@ fn check_algorithms(json: &Value, out: &mut Vec<Problem>) {
                 check_param(name, info, param, value, out);
             }
         }
+        check_order(name, info, table, out);
+    }
+}
+
+/// Parameters the strategy declares as ordered (`min <= initial <= max`), defaults filled in.
+fn check_order(
+    name: &str,
+    info: &AlgorithmInfo,
+    table: &serde_json::Map<String, Value>,
+    out: &mut Vec<Problem>,
+) {
+    let value = |param: &str| {
+        let declared = info.param(param).map(|p| p.default);
+        table.get(param).map_or(declared, Value::as_f64)
+    };
+    for [low, high] in info.ordered {
+        let (Some(lo), Some(hi)) = (value(low), value(high)) else {
+            continue;
+        };
+        if lo <= hi {
+            continue;
+        }
+        let at = if table.contains_key(*high) { high } else { low };
+        out.push(Problem {
+            path: vec![key("algorithms"), key(name), key(at)],
+            target: Target::Value,
+            message: format!("`algorithms.{name}`: {low} = {lo} is above {high} = {hi}"),
+            label: format!("{low} must be <= {high}"),
+            help: Some(format!(
+                "`{}` needs {low} <= {high} (unwritten values take their defaults)",
+                info.name
+            )),
+        });
     }
 }
 

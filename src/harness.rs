@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::client::pool::{Filter, Pool, Signal, State};
 use crate::client::retry::{self, Decision, ErrorClass};
-use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
+use crate::client::strategy::{
+    Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,
+};
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal};
 use crate::rng::reference::Reference;
@@ -192,6 +194,7 @@ pub fn run_with<R: RandomSource>(
     rng: &R,
     config: &RunConfig<'_>,
 ) -> RunResult {
+    strategy.begin_run();
     let mut sim = Sim::new(world, strategy, rng, config.trace);
     let outcome = sim.run(config.out_of_time);
     sim.finish(outcome)
@@ -691,6 +694,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 retry_after_s,
             } => {
                 self.pool.note_retry_after(r, now + retry_after_s);
+                self.observe(r, now, Response::Refused);
                 self.pool.report_failure(r, now);
                 self.pool.release(r);
                 self.flush_signals();
@@ -751,6 +755,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let pending = worker.pending;
         self.provider.finish(r, pending.failure.is_some());
         self.record_clocks(w);
+        let response = match pending.failure {
+            None => Response::Success,
+            Some(kind) => Response::Failed(error_class(kind)),
+        };
+        self.observe(r, self.workers[w].dispatched_at, response);
         match pending.failure {
             None => {
                 self.pool.report_ok(r, pending.tokens);
@@ -768,14 +777,21 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.pool.report_failure(r, self.now);
                 self.pool.release(r);
                 self.flush_signals();
-                let class = match kind {
-                    FailureKind::Upstream => ErrorClass::Upstream,
-                    FailureKind::Connection => ErrorClass::Connection,
-                    FailureKind::Timeout => ErrorClass::Timeout,
-                };
-                self.attempt_failed(w, class, None)
+                self.attempt_failed(w, error_class(kind), None)
             }
         }
+    }
+
+    /// Tells the strategy what the request sent on `r` at `sent_at` met (before its lease is
+    /// given back, so a woken waiter already sees what the strategy learnt).
+    fn observe(&self, r: usize, sent_at: f64, response: Response) {
+        self.strategy.observe(&Feedback {
+            resource: r,
+            sent_at,
+            at: self.now,
+            response,
+            in_flight: self.pool.active_total(),
+        });
     }
 
     /// Records the two clocks of a served request: service (sent to answered) and the harness's
@@ -912,6 +928,15 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             trace: self.trace.unwrap_or_default(),
             events: self.events,
         }
+    }
+}
+
+/// The retry policy's class of an admitted request's failure.
+fn error_class(kind: FailureKind) -> ErrorClass {
+    match kind {
+        FailureKind::Upstream => ErrorClass::Upstream,
+        FailureKind::Connection => ErrorClass::Connection,
+        FailureKind::Timeout => ErrorClass::Timeout,
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod algorithms;
 mod compose;
+mod controllers;
 mod fidelity;
 mod no_network;
 mod open_loop;
