@@ -25,8 +25,8 @@ use crate::diagnostics::{ScenarioErrors, Seg, Source};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
-    Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency, Load,
-    RateLimit, RetryPolicy, Validity, Variant, World,
+    self as world, Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter,
+    Latency, Load, RateLimit, RetryPolicy, Validity, Variant, World,
 };
 
 /// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;
@@ -735,6 +735,15 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             retry_classified: s.retry.retry_classified,
             retry_unknown: s.retry.retry_unknown,
             max_total_s: s.retry.max_total_s,
+            budget: s.retry.budget.as_ref().map(|b| world::RetryBudget {
+                ratio: b.ratio,
+                min_per_s: b.min_per_s,
+                window_s: b.window_s,
+            }),
+            throttle: s.retry.throttle.as_ref().map(|t| world::Throttle {
+                k: t.k,
+                window_s: t.window_s,
+            }),
         },
         breaker: Breaker {
             degrade_after: s.breaker.degrade_after,

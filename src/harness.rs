@@ -12,11 +12,13 @@ pub mod queue;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::client::budget::Budget;
 use crate::client::pool::{Filter, Pool, Signal, State};
-use crate::client::retry::{self, Decision, ErrorClass};
+use crate::client::retry::{self, Decision, ErrorClass, GiveUp};
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,
 };
+use crate::client::throttle::Throttle;
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal};
 use crate::rng::reference::Reference;
@@ -359,6 +361,9 @@ struct Sim<'w, R: RandomSource> {
     /// Open loop: the arrival process and the harness's queue.
     open: Option<OpenLoop>,
     blocked_in_acquire: u32,
+    /// The retry policy's budget and client-side throttle, when the world has them.
+    budget: Option<Budget>,
+    throttle: Option<Throttle>,
     tally: Tally,
     error_classes: [u64; ErrorClass::ALL.len()],
     trace: Option<Vec<TraceRecord>>,
@@ -393,6 +398,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             live: closed_workers,
             open: OpenLoop::new(world.load()),
             blocked_in_acquire: 0,
+            budget: world.retry().budget.map(Budget::new),
+            throttle: world
+                .retry()
+                .throttle
+                .map(|t| Throttle::new(t, world.endpoints().len())),
             tally,
             error_classes: [0; ErrorClass::ALL.len()],
             trace: trace.then(Vec::new),
@@ -620,6 +630,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         worker.attempt_state = AttemptState::default();
         worker.dice = None;
         self.tally.attempts += 1;
+        if worker.attempt == 1
+            && let Some(budget) = &mut self.budget
+        {
+            budget.deposit(self.now);
+        }
         Next::StartCall
     }
 
@@ -677,10 +692,20 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
-    /// Sends the call's request on the leased resource `r`.
+    /// Sends the call's request on the leased resource `r`, unless client-side throttling
+    /// rejects it first.
     fn send(&mut self, w: usize, r: usize) -> Next {
         let now = self.now;
+        if self.throttled(w, r) {
+            self.tally.throttled_requests += 1;
+            self.pool.release(r);
+            self.flush_signals();
+            return self.attempt_failed(w, ErrorClass::Throttled, None);
+        }
         let arrival = self.provider.arrive(r, now, self.rng);
+        if let (Some(throttle), Arrival::Admitted { .. }) = (&mut self.throttle, arrival) {
+            throttle.note_accept(r, now);
+        }
         let worker = &mut self.workers[w];
         worker.lease = r;
         worker.dispatched_at = now;
@@ -719,6 +744,24 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.record(w, r, active_after_lease, arrival);
         }
         next
+    }
+
+    /// Whether client-side throttling rejects the request `w` is about to send on `r` (the
+    /// request is counted either way; the draw comes from the call's own keyed stream, taken
+    /// only when the probability is positive).
+    fn throttled(&mut self, w: usize, r: usize) -> bool {
+        let Some(throttle) = &mut self.throttle else {
+            return false;
+        };
+        let p = throttle.reject_probability(r, self.now);
+        throttle.note_request(r, self.now);
+        let worker = &self.workers[w];
+        p > 0.0
+            && self
+                .rng
+                .throttle(worker.job, worker.step, worker.attempt, worker.call)
+                .uniform()
+                < p
     }
 
     fn record(&mut self, w: usize, r: usize, active_after_lease: u32, arrival: Arrival) {
@@ -832,6 +875,15 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             now - worker.step_start,
             || rng.retry(job, step, attempt).uniform(),
         );
+        let denied = matches!(decision, Decision::Retry(_))
+            && self.budget.as_mut().is_some_and(|b| !b.try_withdraw(now));
+        let decision = if denied {
+            self.tally.retries_denied += 1;
+            Decision::GiveUp(GiveUp::RetryBudget)
+        } else {
+            decision
+        };
+        let worker = &mut self.workers[w];
         match decision {
             Decision::GiveUp(_) => {
                 worker.phase = Phase::Idle;

@@ -17,17 +17,20 @@ pub enum ErrorClass {
     Connection,
     /// Read timeout.
     Timeout,
+    /// Rejected locally by client-side throttling (`[retry.throttle]`); never sent.
+    Throttled,
     /// Anything unclassified, such as "no resource available" from `immediate`.
     Unknown,
 }
 
 impl ErrorClass {
     /// Every class, in report order.
-    pub const ALL: [ErrorClass; 5] = [
+    pub const ALL: [ErrorClass; 6] = [
         ErrorClass::RateLimit,
         ErrorClass::Upstream,
         ErrorClass::Connection,
         ErrorClass::Timeout,
+        ErrorClass::Throttled,
         ErrorClass::Unknown,
     ];
 
@@ -38,6 +41,7 @@ impl ErrorClass {
             ErrorClass::Upstream => "upstream",
             ErrorClass::Connection => "connection",
             ErrorClass::Timeout => "timeout",
+            ErrorClass::Throttled => "throttled",
             ErrorClass::Unknown => "unknown",
         }
     }
@@ -66,6 +70,8 @@ pub enum GiveUp {
     PolicyDeclined,
     /// The delay would overrun `max_total_s`.
     TotalBudget,
+    /// The retry budget (`[retry.budget]`) had no retry left in its window.
+    RetryBudget,
 }
 
 /// Decides after attempt `attempts_used` (1-based) failed with `class`, `elapsed_s` after the
@@ -139,6 +145,8 @@ mod tests {
             retry_classified: true,
             retry_unknown: false,
             max_total_s: None,
+            budget: None,
+            throttle: None,
         }
     }
 

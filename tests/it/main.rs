@@ -9,6 +9,7 @@ mod open_loop;
 mod replay;
 mod report;
 mod report_cli;
+mod retry_options;
 mod run_cli;
 mod scenario_cli;
 mod scenario_files;
