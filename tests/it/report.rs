@@ -205,7 +205,9 @@ fn report_sweep_is_identical_on_one_thread_and_on_many() {
         jobs: Some(300),
         ..Default::default()
     });
-    let algorithms = ["wait", "backoff", "sticky", "quota_aware", "immediate"];
+    // Every registered strategy: the adaptive ones keep per-run state, which must not leak
+    // between runs that share a thread.
+    let algorithms: Vec<&str> = simbench::client::registry::names().collect();
     let (_, serial) = runs(&world, &algorithms, 3, 1);
     let (_, parallel) = runs(&world, &algorithms, 3, 8);
     assert_eq!(serial, parallel);
