@@ -8,6 +8,7 @@
 //! next lease before the waiters it woke (reference §3.11). Nothing here reads a real clock: the
 //! wall-clock budget is a callback supplied by the caller.
 
+mod hedge;
 pub mod queue;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -259,6 +260,7 @@ struct Worker<S> {
     attempt_state: AttemptState,
     call_state: CallState,
     dice: Option<S>,
+    hedging: hedge::Hedging,
 }
 
 impl<S> Worker<S> {
@@ -284,6 +286,7 @@ impl<S> Worker<S> {
             attempt_state: AttemptState::default(),
             call_state: CallState::default(),
             dice: None,
+            hedging: hedge::Hedging::default(),
         }
     }
 }
@@ -368,6 +371,8 @@ struct Sim<'w, R: RandomSource> {
     error_classes: [u64; ErrorClass::ALL.len()],
     trace: Option<Vec<TraceRecord>>,
     events: u64,
+    /// Per endpoint: service time cancelled hedged requests did not use \[s\].
+    unused_busy_s: Vec<f64>,
 }
 
 impl<'w, R: RandomSource> Sim<'w, R> {
@@ -407,6 +412,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             error_classes: [0; ErrorClass::ALL.len()],
             trace: trace.then(Vec::new),
             events: 0,
+            unused_busy_s: vec![0.0; world.endpoints().len()],
         }
     }
 
@@ -442,6 +448,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                     self.pool.cooldown_check(r as usize, self.now);
                     self.flush_signals();
                 }
+                Event::Hedge(w) => self.hedge_timer(w as usize),
+                Event::HedgeAnswer(w) => self.hedge_answer(w as usize),
             }
         }
         Outcome::Ok
@@ -528,6 +536,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     fn resume(&mut self, w: usize) {
+        if self.is_stale_answer(w) {
+            return;
+        }
         let next = match self.workers[w].phase {
             Phase::InFlight => self.complete_request(w),
             Phase::RetrySleep => Next::StartAttempt,
@@ -737,6 +748,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                     tokens,
                 };
                 self.queue.push(now + latency_s, Event::Resume(w as u32));
+                self.arm_hedge(w, latency_s);
                 Next::Block
             }
         };
@@ -793,6 +805,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// The in-flight request of `w` has taken its latency: report, release, go on.
     fn complete_request(&mut self, w: usize) -> Next {
+        self.primary_answered(w);
         let worker = &mut self.workers[w];
         let r = worker.lease;
         let pending = worker.pending;
@@ -931,7 +944,13 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     fn finish(mut self, outcome: Outcome) -> RunResult {
         let makespan_s = self.tally.makespan_s;
         self.tally.leases_active_at_end = self.pool.active_total().into();
-        let stats = self.provider.into_stats(makespan_s);
+        let in_flight: u32 = (0..self.unused_busy_s.len())
+            .map(|e| self.provider.in_flight(e))
+            .sum();
+        let mut stats = self.provider.into_stats(makespan_s);
+        for (stats, unused_s) in stats.iter_mut().zip(&self.unused_busy_s) {
+            stats.busy_s -= unused_s;
+        }
         let endpoints: Vec<EndpointReport> = self
             .world
             .endpoints()
@@ -953,6 +972,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             })
             .collect();
         let metrics = (outcome == Outcome::Ok).then(|| {
+            assert_eq!(in_flight, 0, "requests left in flight at the end");
             check_invariants(&self.tally, &endpoints);
             let tallies: Vec<EndpointTally> = endpoints
                 .iter()

@@ -1,8 +1,8 @@
 //! The algorithm registry: the single list of strategies the CLI, schema, docs and reports read.
 
 use crate::client::strategies::{
-    aimd::Aimd, backoff::Backoff, failover::Failover, gradient::Gradient, immediate::Immediate,
-    least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
+    aimd::Aimd, backoff::Backoff, failover::Failover, gradient::Gradient, hedged::Hedged,
+    immediate::Immediate, least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
     retry_after_aware::RetryAfterAware, sticky::Sticky, wait::Wait,
 };
 use crate::client::strategy::Strategy;
@@ -278,6 +278,27 @@ const GRADIENT_PARAMS: &[ParamInfo] = &{
     ]
 };
 
+const HEDGED_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "percentile",
+        unit: "ratio",
+        default: 0.95,
+        min: 0.5,
+        max: 1.0,
+        integer: false,
+        meaning: "A request still unanswered at this percentile of recent latencies is hedged.",
+    },
+    ParamInfo {
+        name: "window",
+        unit: "requests",
+        default: 100.0,
+        min: 1.0,
+        max: 100_000.0,
+        integer: true,
+        meaning: "Recent successful latencies the percentile is taken over (no hedging until seen).",
+    },
+];
+
 /// Every strategy, in registry order.
 pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
@@ -356,6 +377,13 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         params: GRADIENT_PARAMS,
         ordered: LIMIT_ORDER,
         make: |p| Box::new(Gradient::new(p)),
+    },
+    AlgorithmInfo {
+        name: "hedged",
+        summary: "Send a copy to another endpoint when a request outlasts a recent-latency percentile; first answer wins.",
+        params: HEDGED_PARAMS,
+        ordered: &[],
+        make: |p| Box::new(Hedged::new(p)),
     },
 ];
 

@@ -4,6 +4,7 @@ pub mod aimd;
 pub mod backoff;
 pub mod failover;
 pub mod gradient;
+pub mod hedged;
 pub mod immediate;
 pub mod least_busy;
 pub mod p2c;

@@ -99,8 +99,21 @@ pub trait Strategy: std::fmt::Debug + Send {
     /// A run starts: forget whatever an earlier run taught.
     fn begin_run(&self) {}
 
-    /// A request's answer arrived (a refusal arrives when it is sent).
+    /// A request's answer arrived (a refusal arrives when it is sent). A hedged request that
+    /// lost the race is cancelled and never answers.
     fn observe(&self, _feedback: &Feedback) {}
+
+    /// How long after a request was sent to send a second copy on another resource if it has
+    /// not answered \[s\]; `None` (the default) never hedges. Asked once per request sent.
+    fn hedge_after(&self) -> Option<f64> {
+        None
+    }
+
+    /// Leases a resource other than `primary` for the hedge of a request in flight there,
+    /// without waiting; `None` sends no hedge.
+    fn hedge(&self, _pool: &mut Pool, _now: f64, _primary: ResourceId) -> Option<ResourceId> {
+        None
+    }
 }
 
 /// The default selection, or else a wait in the pool's queue (the `wait` strategy's loop body).

@@ -147,3 +147,50 @@ fn gradient_does_not_creep_upward_under_steady_overload() {
         );
     }
 }
+
+#[test]
+fn hedged_sends_copies_and_leaves_no_lease_or_request_behind() {
+    // Two endpoints, one with a heavy tail: slow requests get a copy on the other.
+    let text = "name = \"tails\"\nsummary = \"a heavy tail\"\nseed = 3\njobs = 2000\n\
+                concurrency = 6\nsteps_per_job = 1\ncalls_per_step = 2\n\
+                [[endpoints]]\nid = \"tail\"\ncapacity = 4\n\
+                latency = { median_s = 0.2, sigma = 0.4, tail_rate = 0.1, tail_factor = 20.0 }\n\
+                [[endpoints]]\nid = \"steady\"\ncapacity = 4\nlatency = { median_s = 0.3, sigma = 0.2 }\n";
+    let world = load(text);
+    for seed in 1..=3 {
+        let hedged = registry::find("hedged").unwrap().build_default();
+        // The run's end asserts that no lease and no provider request is left (`harness`).
+        let result = run(text, hedged.as_ref(), seed);
+        let mut calls: Vec<(u32, u32, u32, u32)> = result
+            .trace
+            .iter()
+            .map(|r| (r.job, r.step, r.attempt, r.call))
+            .collect();
+        let sent = calls.len();
+        calls.sort_unstable();
+        calls.dedup();
+        let copies = sent - calls.len();
+        assert!(copies > 0, "seed {seed}: nothing was hedged");
+        // A copy per request at most, and far fewer than requests: p95 hedges about 5 %.
+        assert!(
+            copies * 5 < calls.len(),
+            "seed {seed}: {copies} copies for {} calls",
+            calls.len()
+        );
+        let m = result.metrics.as_ref().unwrap();
+        assert_eq!(m.get(simbench::metrics::Metric::LeasesActiveAtEnd), 0.0);
+        let plain = crate::sim::run(&world, "wait", seed, false);
+        let p99 = |r: &RunResult| {
+            r.metrics
+                .as_ref()
+                .unwrap()
+                .get(simbench::metrics::Metric::SuccessfulJobLatencyP99Ms)
+        };
+        eprintln!(
+            "hedged seed {seed}: {copies} copies / {} calls; job p99 {:.0} ms vs wait {:.0} ms",
+            calls.len(),
+            p99(&result),
+            p99(&plain)
+        );
+    }
+}
