@@ -145,6 +145,12 @@ fn gradient_does_not_creep_upward_under_steady_overload() {
             "seed {seed}: peaked at {:?}",
             log.range()
         );
+        // And it holds near the capacity (the same ±25 % asked of `aimd`), where the app-limited
+        // rule alone would let it sit at twice the leases in flight.
+        assert!(
+            means[1..].iter().all(|m| (0.75 * c..=1.25 * c).contains(m)),
+            "seed {seed}: quarter means {means:?}, capacity {c}"
+        );
     }
 }
 
