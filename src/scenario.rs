@@ -292,7 +292,7 @@ pub struct Retry {
     pub jitter: Jitter,
 
     /// Retry errors of a retryable class: rate limit (429), timeout, connection reset,
-    /// upstream 5xx. Default true.
+    /// upstream 5xx, and local rejections by `throttle`. Default true.
     pub retry_classified: bool,
 
     /// Retry errors of unknown class, such as "no endpoint available". Default false.
