@@ -24,7 +24,8 @@ pub fn acquire_within(limit: f64, pool: &mut Pool, now: f64, call: &mut CallStat
 ///
 /// Kept so tests (and curious users) can check the controller itself — where it settles, that
 /// it stays in bounds, how fast it reacts — not only its effect on the metrics. One entry per
-/// change, so its size follows the requests answered.
+/// change, so its size follows the requests answered: only a strategy built to record keeps one
+/// (`Aimd::recording`, `Gradient::recording`), never the registry's.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LimitLog {
     /// `(time [s], limit from that time on)`, in time order; the first entry is the initial limit

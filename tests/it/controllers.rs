@@ -60,9 +60,9 @@ fn aimd_settles_near_a_constant_capacity_and_stays_in_bounds() {
     let c = 10.0;
     let text = world_text(10, 40, FLAT);
     for seed in 1..=3 {
-        let aimd = Aimd::new(&params("aimd", &[]));
+        let aimd = Aimd::recording(&params("aimd", &[]));
         let result = run(&text, &aimd, seed);
-        let log = aimd.log();
+        let log = aimd.log().expect("recording");
         // Past the start-up ramp (the first minute), the sawtooth between factor·(c+1) and c+1
         // averages close to c.
         let mean = log.time_average(60.0, end(&log));
@@ -85,9 +85,9 @@ fn aimd_halves_at_the_first_refusal_after_a_capacity_drop() {
     // must cut the limit by `factor` at once, not after several refusals.
     let cycle = "period_s = 600.0\ntrough = 0.25\npeak = 1.0\nphase_s = 300.0";
     let text = world_text(40, 80, cycle);
-    let aimd = Aimd::new(&params("aimd", &[("factor", 0.5), ("initial", 40.0)]));
+    let aimd = Aimd::recording(&params("aimd", &[("factor", 0.5), ("initial", 40.0)]));
     let result = run(&text, &aimd, 1);
-    let log = aimd.log();
+    let log = aimd.log().expect("recording");
     let mut instants: Vec<f64> = result
         .trace
         .iter()
@@ -124,9 +124,9 @@ fn gradient_does_not_creep_upward_under_steady_overload() {
     let c = 10.0;
     let text = world_text(10, 40, FLAT);
     for seed in 1..=3 {
-        let gradient = Gradient::new(&params("gradient", &[]));
+        let gradient = Gradient::recording(&params("gradient", &[]));
         run(&text, &gradient, seed);
-        let log = gradient.log();
+        let log = gradient.log().expect("recording");
         let quarter = end(&log) / 4.0;
         let means: Vec<f64> = (0..4)
             .map(|q| log.time_average(q as f64 * quarter, (q + 1) as f64 * quarter))

@@ -36,6 +36,7 @@ pub struct Aimd {
     max: f64,
     step: f64,
     factor: f64,
+    record: bool,
     state: RefCell<State>,
 }
 
@@ -44,15 +45,16 @@ struct State {
     limit: f64,
     /// When the limit was last cut \[s\].
     last_cut_at: f64,
-    log: LimitLog,
+    /// The trajectory, when recording (see [`Aimd::recording`]).
+    log: Option<LimitLog>,
 }
 
 impl State {
-    fn new(initial: f64) -> State {
+    fn new(initial: f64, record: bool) -> State {
         State {
             limit: initial,
             last_cut_at: f64::NEG_INFINITY,
-            log: LimitLog::new(initial),
+            log: record.then(|| LimitLog::new(initial)),
         }
     }
 }
@@ -71,12 +73,24 @@ impl Aimd {
             max,
             step: params.get("step"),
             factor: params.get("factor"),
-            state: RefCell::new(State::new(initial)),
+            record: false,
+            state: RefCell::new(State::new(initial, false)),
         }
     }
 
-    /// The limit's trajectory in the current (or last) run.
-    pub fn log(&self) -> LimitLog {
+    /// Like [`Aimd::new`], but keeping the limit's trajectory (one entry per change, so memory
+    /// grows with the run; the registry's strategies do not record).
+    pub fn recording(params: &Params) -> Aimd {
+        let strategy = Aimd {
+            record: true,
+            ..Aimd::new(params)
+        };
+        strategy.begin_run();
+        strategy
+    }
+
+    /// The limit's trajectory in the current (or last) run, if recording.
+    pub fn log(&self) -> Option<LimitLog> {
         self.state.borrow().log.clone()
     }
 }
@@ -94,7 +108,7 @@ impl Strategy for Aimd {
     }
 
     fn begin_run(&self) {
-        *self.state.borrow_mut() = State::new(self.initial);
+        *self.state.borrow_mut() = State::new(self.initial, self.record);
     }
 
     fn observe(&self, feedback: &Feedback) {
@@ -112,6 +126,8 @@ impl Strategy for Aimd {
             _ => return,
         };
         state.limit = limit;
-        state.log.set(feedback.at, limit);
+        if let Some(log) = &mut state.log {
+            log.set(feedback.at, limit);
+        }
     }
 }

@@ -45,6 +45,7 @@ pub struct Gradient {
     tolerance: f64,
     window: u32,
     long_window: f64,
+    record: bool,
     state: RefCell<State>,
 }
 
@@ -60,11 +61,12 @@ struct State {
     latency_sum_s: f64,
     drops: u32,
     peak_in_flight: u32,
-    log: LimitLog,
+    /// The trajectory, when recording (see [`Gradient::recording`]).
+    log: Option<LimitLog>,
 }
 
 impl State {
-    fn new(initial: f64) -> State {
+    fn new(initial: f64, record: bool) -> State {
         State {
             limit: initial,
             long_s: 0.0,
@@ -74,7 +76,7 @@ impl State {
             latency_sum_s: 0.0,
             drops: 0,
             peak_in_flight: 0,
-            log: LimitLog::new(initial),
+            log: record.then(|| LimitLog::new(initial)),
         }
     }
 }
@@ -96,12 +98,24 @@ impl Gradient {
             tolerance: params.get("tolerance"),
             window: params.get("window") as u32,
             long_window: params.get("long_window"),
-            state: RefCell::new(State::new(initial)),
+            record: false,
+            state: RefCell::new(State::new(initial, false)),
         }
     }
 
-    /// The limit's trajectory in the current (or last) run.
-    pub fn log(&self) -> LimitLog {
+    /// Like [`Gradient::new`], but keeping the limit's trajectory (one entry per change, so memory
+    /// grows with the run; the registry's strategies do not record).
+    pub fn recording(params: &Params) -> Gradient {
+        let strategy = Gradient {
+            record: true,
+            ..Gradient::new(params)
+        };
+        strategy.begin_run();
+        strategy
+    }
+
+    /// The limit's trajectory in the current (or last) run, if recording.
+    pub fn log(&self) -> Option<LimitLog> {
         self.state.borrow().log.clone()
     }
 
@@ -138,7 +152,10 @@ impl Gradient {
         let target = state.limit * gradient + self.queue_size;
         let limit = state.limit * (1.0 - self.smoothing) + target * self.smoothing;
         state.limit = limit.clamp(self.min, self.max);
-        state.log.set(at, state.limit);
+        let limit = state.limit;
+        if let Some(log) = &mut state.log {
+            log.set(at, limit);
+        }
     }
 }
 
@@ -155,7 +172,7 @@ impl Strategy for Gradient {
     }
 
     fn begin_run(&self) {
-        *self.state.borrow_mut() = State::new(self.initial);
+        *self.state.borrow_mut() = State::new(self.initial, self.record);
     }
 
     fn observe(&self, feedback: &Feedback) {
