@@ -83,11 +83,13 @@ impl Strategy for Hedged {
             return None;
         }
         if ring.stale {
-            let mut sorted = ring.latencies_s.clone();
-            sorted.sort_by(f64::total_cmp);
-            // Nearest rank: the smallest latency at or above `percentile` of the ring.
-            let rank = (self.percentile * sorted.len() as f64).ceil() as usize;
-            ring.threshold_s = Some(sorted[rank.clamp(1, sorted.len()) - 1]);
+            // Nearest rank: the smallest latency at or above `percentile` of the ring (a
+            // selection, linear in the window, not a sort).
+            let mut latencies = ring.latencies_s.clone();
+            let rank = (self.percentile * latencies.len() as f64).ceil() as usize;
+            let index = rank.clamp(1, latencies.len()) - 1;
+            let (_, nth, _) = latencies.select_nth_unstable_by(index, f64::total_cmp);
+            ring.threshold_s = Some(*nth);
             ring.stale = false;
         }
         ring.threshold_s
@@ -108,5 +110,42 @@ impl Strategy for Hedged {
             .into_iter()
             .min_by(|&a, &b| load(pool, a).total_cmp(&load(pool, b)))?;
         pool.select(Filter::Only(best), Score::None, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::registry;
+
+    fn success(latency_s: f64) -> Feedback {
+        Feedback {
+            resource: 0,
+            sent_at: 0.0,
+            at: latency_s,
+            response: Response::Success,
+            in_flight: 1,
+        }
+    }
+
+    #[test]
+    fn threshold_is_the_nearest_rank_percentile_of_the_last_window() {
+        let info = registry::find("hedged").unwrap();
+        let hedged = Hedged::new(&Params::new(info, [("window", 100.0)]));
+        for ms in 1..=99 {
+            hedged.observe(&success(f64::from(ms) / 1000.0));
+        }
+        assert_eq!(
+            hedged.hedge_after(),
+            None,
+            "no hedging before the ring is full"
+        );
+        hedged.observe(&success(0.1));
+        assert_eq!(hedged.hedge_after(), Some(0.095));
+        // The 1 ms sample leaves the ring for a 1 s one: the 95th of 2..=100 ms and 1 s.
+        hedged.observe(&success(1.0));
+        assert_eq!(hedged.hedge_after(), Some(0.096));
+        hedged.begin_run();
+        assert_eq!(hedged.hedge_after(), None, "a new run starts empty");
     }
 }
