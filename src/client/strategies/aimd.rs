@@ -131,3 +131,69 @@ impl Strategy for Aimd {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::registry;
+
+    fn answer(sent_at: f64, at: f64, response: Response, in_flight: u32) -> Feedback {
+        Feedback {
+            resource: 0,
+            sent_at,
+            at,
+            response,
+            in_flight,
+        }
+    }
+
+    fn limit(aimd: &Aimd) -> f64 {
+        aimd.state.borrow().limit
+    }
+
+    #[test]
+    fn increase_decrease_and_the_rules_that_skip_them() {
+        let info = registry::find("aimd").unwrap();
+        let aimd = Aimd::new(&Params::new(info, [("initial", 10.0), ("factor", 0.5)]));
+        aimd.observe(&answer(0.0, 1.0, Response::Success, 5));
+        assert_eq!(
+            limit(&aimd),
+            10.1,
+            "+step/limit with half the limit in flight"
+        );
+        aimd.observe(&answer(0.0, 1.0, Response::Success, 4));
+        assert_eq!(limit(&aimd), 10.1, "app-limited: fewer than half in flight");
+        aimd.observe(&answer(2.0, 2.0, Response::Refused, 10));
+        assert_eq!(limit(&aimd), 5.05, "a 429 cuts at once");
+        aimd.observe(&answer(2.0, 2.0, Response::Refused, 10));
+        aimd.observe(&answer(1.5, 2.5, Response::Failed(ErrorClass::Timeout), 10));
+        assert_eq!(
+            limit(&aimd),
+            5.05,
+            "sent no later than the cut: the same overload"
+        );
+        aimd.observe(&answer(
+            2.5,
+            3.0,
+            Response::Failed(ErrorClass::Upstream),
+            10,
+        ));
+        assert_eq!(limit(&aimd), 5.05, "a 503 is not a load signal");
+        aimd.observe(&answer(2.5, 3.5, Response::Failed(ErrorClass::Timeout), 10));
+        assert_eq!(
+            limit(&aimd),
+            2.525,
+            "a timeout sent after the cut cuts again"
+        );
+        for t in 0..10 {
+            aimd.observe(&answer(4.0, 4.0 + f64::from(t), Response::Refused, 1));
+            aimd.observe(&answer(
+                5.0 + f64::from(t),
+                5.0 + f64::from(t),
+                Response::Refused,
+                1,
+            ));
+        }
+        assert_eq!(limit(&aimd), 1.0, "never below min");
+    }
+}
