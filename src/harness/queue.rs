@@ -80,7 +80,7 @@ impl EventQueue {
     ///
     /// # Panics
     /// Panics if `at` is negative or not finite (the simulation never produces such a time), or
-    /// after 2^40 events.
+    /// after 2^39 events.
     pub fn push(&mut self, at: f64, event: Event) {
         assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
         assert!(
