@@ -15,6 +15,10 @@
 //!   (TCP's one cut per window). Refusals at the same instant as a cut therefore cut once.
 //! - 503s and connection resets leave it alone: they are the provider's errors, not its load.
 //!
+//! Two departures from Netflix's `AIMDLimit`, both TCP's: it adds 1 per success (doubling the
+//! limit every round trip, which overshoots a provider that refuses at once), and it cuts on
+//! every drop (so one burst of refusals at the same instant would cut the limit many times).
+//!
 //! The limit stays within `[min, max]`; a worker waits in the pool's queue while the run's
 //! leases in flight are at or above `floor(limit)`, and otherwise selects like `wait`.
 
