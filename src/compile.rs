@@ -25,8 +25,8 @@ use crate::diagnostics::{ScenarioErrors, Seg, Source};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
-    Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter, Latency, Load,
-    RateLimit, Recovery, RetryPolicy, Validity, Variant, World,
+    self as world, Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter,
+    Latency, Load, RateLimit, Recovery, RetryPolicy, Validity, Variant, World,
 };
 
 mod topology;
@@ -453,6 +453,39 @@ fn check_algorithms(json: &Value, out: &mut Vec<Problem>) {
                 check_param(name, info, param, value, out);
             }
         }
+        check_order(name, info, table, out);
+    }
+}
+
+/// Parameters the strategy declares as ordered (`min <= initial <= max`), defaults filled in.
+fn check_order(
+    name: &str,
+    info: &AlgorithmInfo,
+    table: &serde_json::Map<String, Value>,
+    out: &mut Vec<Problem>,
+) {
+    let value = |param: &str| {
+        let declared = info.param(param).map(|p| p.default);
+        table.get(param).map_or(declared, Value::as_f64)
+    };
+    for [low, high] in info.ordered {
+        let (Some(lo), Some(hi)) = (value(low), value(high)) else {
+            continue;
+        };
+        if lo <= hi {
+            continue;
+        }
+        let at = if table.contains_key(*high) { high } else { low };
+        out.push(Problem {
+            path: vec![key("algorithms"), key(name), key(at)],
+            target: Target::Value,
+            message: format!("`algorithms.{name}`: {low} = {lo} is above {high} = {hi}"),
+            label: format!("{low} must be <= {high}"),
+            help: Some(format!(
+                "`{}` needs {low} <= {high} (unwritten values take their defaults)",
+                info.name
+            )),
+        });
     }
 }
 
@@ -708,6 +741,15 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             retry_classified: s.retry.retry_classified,
             retry_unknown: s.retry.retry_unknown,
             max_total_s: s.retry.max_total_s,
+            budget: s.retry.budget.as_ref().map(|b| world::RetryBudget {
+                ratio: b.ratio,
+                min_per_s: b.min_per_s,
+                window_s: b.window_s,
+            }),
+            throttle: s.retry.throttle.as_ref().map(|t| world::Throttle {
+                k: t.k,
+                window_s: t.window_s,
+            }),
         },
         breaker: Breaker {
             degrade_after: s.breaker.degrade_after,

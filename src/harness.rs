@@ -8,13 +8,18 @@
 //! next lease before the waiters it woke (reference §3.11). Nothing here reads a real clock: the
 //! wall-clock budget is a callback supplied by the caller.
 
+mod hedge;
 pub mod queue;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::client::budget::Budget;
 use crate::client::pool::{Filter, Pool, Scope, Signal, State};
-use crate::client::retry::{self, Decision, ErrorClass};
-use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
+use crate::client::retry::{self, Decision, ErrorClass, GiveUp};
+use crate::client::strategy::{
+    Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,
+};
+use crate::client::throttle::Throttle;
 use crate::metrics::recovery::RecoveryRule;
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection};
@@ -195,6 +200,7 @@ pub fn run_with<R: RandomSource>(
     rng: &R,
     config: &RunConfig<'_>,
 ) -> RunResult {
+    strategy.begin_run();
     let mut sim = Sim::new(world, strategy, rng, config.trace);
     let outcome = sim.run(config.out_of_time);
     sim.finish(outcome)
@@ -257,6 +263,7 @@ struct Worker<S> {
     attempt_state: AttemptState,
     call_state: CallState,
     dice: Option<S>,
+    hedging: hedge::Hedging,
     /// Endpoints that served a call of the current job, with when (for reuse caches).
     served: Vec<(usize, f64)>,
 }
@@ -284,6 +291,7 @@ impl<S> Worker<S> {
             attempt_state: AttemptState::default(),
             call_state: CallState::default(),
             dice: None,
+            hedging: hedge::Hedging::default(),
             served: Vec::new(),
         }
     }
@@ -378,10 +386,15 @@ struct Sim<'w, R: RandomSource> {
     /// Open loop: the arrival process and the harness's queue.
     open: Option<OpenLoop>,
     blocked_in_acquire: u32,
+    /// The retry policy's budget and client-side throttle, when the world has them.
+    budget: Option<Budget>,
+    throttle: Option<Throttle>,
     tally: Tally,
     error_classes: [u64; ErrorClass::ALL.len()],
     trace: Option<Vec<TraceRecord>>,
     events: u64,
+    /// Per endpoint: service time cancelled hedged requests did not use \[s\].
+    unused_busy_s: Vec<f64>,
 }
 
 impl<'w, R: RandomSource> Sim<'w, R> {
@@ -417,10 +430,16 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             live: closed_workers,
             open: OpenLoop::new(world.load()),
             blocked_in_acquire: 0,
+            budget: world.retry().budget.map(Budget::new),
+            throttle: world
+                .retry()
+                .throttle
+                .map(|t| Throttle::new(t, world.endpoints().len())),
             tally,
             error_classes: [0; ErrorClass::ALL.len()],
             trace: trace.then(Vec::new),
             events: 0,
+            unused_busy_s: vec![0.0; world.endpoints().len()],
         }
     }
 
@@ -456,6 +475,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                     self.pool.cooldown_check(r as usize, self.now);
                     self.flush_signals();
                 }
+                Event::Hedge(w) => self.hedge_timer(w as usize),
+                Event::HedgeAnswer(w) => self.hedge_answer(w as usize),
             }
         }
         Outcome::Ok
@@ -562,6 +583,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     fn resume(&mut self, w: usize) {
+        if self.is_stale_answer(w) {
+            return;
+        }
         let next = match self.workers[w].phase {
             Phase::InFlight => self.complete_request(w),
             Phase::RetrySleep => Next::StartAttempt,
@@ -675,6 +699,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         worker.attempt_state = AttemptState::default();
         worker.dice = None;
         self.tally.attempts += 1;
+        if worker.attempt == 1
+            && let Some(budget) = &mut self.budget
+        {
+            budget.deposit(self.now);
+        }
         Next::StartCall
     }
 
@@ -736,14 +765,24 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
-    /// Sends the call's request on the leased resource `r`.
+    /// Sends the call's request on the leased resource `r`, unless client-side throttling
+    /// rejects it first.
     fn send(&mut self, w: usize, r: usize) -> Next {
         let now = self.now;
+        if self.throttled(w, r) {
+            self.tally.throttled_requests += 1;
+            self.pool.release(r);
+            self.flush_signals();
+            return self.attempt_failed(w, ErrorClass::Throttled, None);
+        }
         let reuse = self.world.endpoints()[r]
             .cache
             .as_ref()
             .is_some_and(|cache| self.workers[w].reuses(r, now, cache.ttl_s));
         let arrival = self.provider.arrive(r, now, self.rng, reuse);
+        if let (Some(throttle), Arrival::Admitted { .. }) = (&mut self.throttle, arrival) {
+            throttle.note_accept(r, now);
+        }
         let worker = &mut self.workers[w];
         worker.lease = r;
         worker.dispatched_at = now;
@@ -757,23 +796,14 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 retry_after_s,
             } => {
                 self.pool.note_retry_after(r, now + retry_after_s);
+                self.observe(r, now, Response::Refused);
                 self.pool.report_failure(r, now);
                 self.pool.release(r);
                 self.flush_signals();
                 self.attempt_failed(w, ErrorClass::RateLimit, Some(retry_after_s))
             }
             Arrival::Rejected(rejection) => {
-                self.pool.report_failure(r, now);
-                let class = match rejection {
-                    Rejection::Outage => ErrorClass::Connection,
-                    Rejection::Revoked => {
-                        // A 401 tells the client the key is gone: it stops using it.
-                        self.pool.revoke(r);
-                        ErrorClass::Fatal
-                    }
-                };
-                self.pool.release(r);
-                self.flush_signals();
+                let class = self.rejected(r, rejection);
                 self.attempt_failed(w, class, None)
             }
             Arrival::Admitted {
@@ -788,6 +818,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                     tokens,
                 };
                 self.queue.push(now + latency_s, Event::Resume(w as u32));
+                self.arm_hedge(w, latency_s);
                 Next::Block
             }
         };
@@ -795,6 +826,24 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.record(w, r, active_after_lease, arrival);
         }
         next
+    }
+
+    /// Whether client-side throttling rejects the request `w` is about to send on `r` (the
+    /// request is counted either way; the draw comes from the call's own keyed stream, taken
+    /// only when the probability is positive).
+    fn throttled(&mut self, w: usize, r: usize) -> bool {
+        let Some(throttle) = &mut self.throttle else {
+            return false;
+        };
+        let p = throttle.reject_probability(r, self.now);
+        throttle.note_request(r, self.now);
+        let worker = &self.workers[w];
+        p > 0.0
+            && self
+                .rng
+                .throttle(worker.job, worker.step, worker.attempt, worker.call)
+                .uniform()
+                < p
     }
 
     fn record(&mut self, w: usize, r: usize, active_after_lease: u32, arrival: Arrival) {
@@ -827,11 +876,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// The in-flight request of `w` has taken its latency: report, release, go on.
     fn complete_request(&mut self, w: usize) -> Next {
+        self.primary_answered(w);
         let worker = &mut self.workers[w];
         let r = worker.lease;
         let pending = worker.pending;
         self.provider.finish(r, pending.failure.is_some());
         self.record_clocks(w);
+        let response = match pending.failure {
+            None => Response::Success,
+            Some(kind) => Response::Failed(error_class(kind)),
+        };
+        self.observe(r, self.workers[w].dispatched_at, response);
         match pending.failure {
             None => {
                 self.workers[w].note_served(r, self.now);
@@ -850,14 +905,40 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.pool.report_failure(r, self.now);
                 self.pool.release(r);
                 self.flush_signals();
-                let class = match kind {
-                    FailureKind::Upstream => ErrorClass::Upstream,
-                    FailureKind::Connection => ErrorClass::Connection,
-                    FailureKind::Timeout => ErrorClass::Timeout,
-                };
-                self.attempt_failed(w, class, None)
+                self.attempt_failed(w, error_class(kind), None)
             }
         }
+    }
+
+    /// Tells the strategy what the request sent on `r` at `sent_at` met (before its lease is
+    /// given back, so a woken waiter already sees what the strategy learnt).
+    /// A request on `r` was turned away by an incident: the pool hears of a failure (and of
+    /// a revoked key, which it stops using), the lease goes back. Returns the error's class.
+    fn rejected(&mut self, r: usize, rejection: Rejection) -> ErrorClass {
+        let now = self.now;
+        self.pool.report_failure(r, now);
+        let class = match rejection {
+            Rejection::Outage => ErrorClass::Connection,
+            Rejection::Revoked => {
+                // A 401 tells the client the key is gone: it stops using it.
+                self.pool.revoke(r);
+                ErrorClass::Fatal
+            }
+        };
+        self.observe(r, now, Response::Failed(class));
+        self.pool.release(r);
+        self.flush_signals();
+        class
+    }
+
+    fn observe(&self, r: usize, sent_at: f64, response: Response) {
+        self.strategy.observe(&Feedback {
+            resource: r,
+            sent_at,
+            at: self.now,
+            response,
+            in_flight: self.pool.active_total(),
+        });
     }
 
     /// Records the two clocks of a served request: service (sent to answered) and the harness's
@@ -898,6 +979,15 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             now - worker.step_start,
             || rng.retry(job, step, attempt).uniform(),
         );
+        let denied = matches!(decision, Decision::Retry(_))
+            && self.budget.as_mut().is_some_and(|b| !b.try_withdraw(now));
+        let decision = if denied {
+            self.tally.retries_denied += 1;
+            Decision::GiveUp(GiveUp::RetryBudget)
+        } else {
+            decision
+        };
+        let worker = &mut self.workers[w];
         match decision {
             Decision::GiveUp(_) => {
                 worker.phase = Phase::Idle;
@@ -945,7 +1035,13 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     fn finish(mut self, outcome: Outcome) -> RunResult {
         let makespan_s = self.tally.makespan_s;
         self.tally.leases_active_at_end = self.pool.active_total().into();
-        let stats = self.provider.into_stats(makespan_s);
+        let in_flight: u32 = (0..self.unused_busy_s.len())
+            .map(|e| self.provider.in_flight(e))
+            .sum();
+        let mut stats = self.provider.into_stats(makespan_s);
+        for (stats, unused_s) in stats.iter_mut().zip(&self.unused_busy_s) {
+            stats.busy_s -= unused_s;
+        }
         let endpoints: Vec<EndpointReport> = self
             .world
             .endpoints()
@@ -968,6 +1064,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             .collect();
         self.tally.cache_hits = endpoints.iter().map(|e| e.provider.cache_hits).sum();
         let metrics = (outcome == Outcome::Ok).then(|| {
+            assert_eq!(in_flight, 0, "requests left in flight at the end");
             check_invariants(&self.tally, &endpoints);
             let tallies: Vec<EndpointTally> = endpoints
                 .iter()
@@ -1014,6 +1111,15 @@ fn recovery_rule(world: &World) -> Option<RecoveryRule> {
         window_s: rule.window_s,
         threshold: rule.threshold,
     })
+}
+
+/// The retry policy's class of an admitted request's failure.
+fn error_class(kind: FailureKind) -> ErrorClass {
+    match kind {
+        FailureKind::Upstream => ErrorClass::Upstream,
+        FailureKind::Connection => ErrorClass::Connection,
+        FailureKind::Timeout => ErrorClass::Timeout,
+    }
 }
 
 /// The accounting identities every finished run satisfies (reference Appendix B).

@@ -142,6 +142,10 @@ catalogue! {
         "99th percentile observed latency of served retry requests, from the failure that caused the retry (backoff included).";
     RetryQueueWaitP99Ms => "retry_queue_wait_p99_ms", "ms", Neutral, false, false,
         "99th percentile harness wait of served retry requests (backoff and lease wait).";
+    RetriesDenied => "retries_denied", "attempts", Neutral, false, false,
+        "Retries the retry budget ([retry.budget]) refused; each gave up its step. 0 without a budget.";
+    ThrottledRequests => "throttled_requests", "requests", Neutral, false, false,
+        "Requests client-side throttling ([retry.throttle]) rejected locally, never sent. 0 without throttling.";
     ConcurrencyUsed => "concurrency_used", "jobs", Neutral, false, false,
         "Jobs in flight at most: the closed loop's workers, or the open loop's peak.";
     RecoveryS => "recovery_s", "s", Lower, true, false,
@@ -232,6 +236,10 @@ pub struct Tally {
     pub retry_queue_wait_ms: Samples,
     /// Admitted requests that failed with a read timeout.
     pub timeouts: u64,
+    /// Retries the retry budget refused.
+    pub retries_denied: u64,
+    /// Requests rejected locally by client-side throttling.
+    pub throttled_requests: u64,
     /// Most jobs in flight at once.
     pub concurrency_used: u64,
     /// Completion times of jobs, in order \[s\]; kept only when a world's incidents end (for
@@ -425,6 +433,8 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
     put(Metric::RetryRequests, t.retry_requests as f64);
     put(Metric::RetryObservedP99Ms, retry_observed_p99);
     put(Metric::RetryQueueWaitP99Ms, retry_queue_wait_p99);
+    put(Metric::RetriesDenied, t.retries_denied as f64);
+    put(Metric::ThrottledRequests, t.throttled_requests as f64);
     put(Metric::ConcurrencyUsed, t.concurrency_used as f64);
     if let (Some(rule), Some(completions)) = (&t.recovery, &t.completions_s) {
         let (recovery_s, lost) = recovery::measure(rule, completions, t.makespan_s);
@@ -497,7 +507,7 @@ mod tests {
 
     #[test]
     fn catalogue_is_consistent() {
-        assert_eq!(N_METRICS, 40);
+        assert_eq!(N_METRICS, 42);
         // The reference's 22 come first, in its order, then simbench's own, then wall_s.
         assert_eq!(CATALOGUE[20].name, "leases_active_at_end");
         assert_eq!(CATALOGUE[N_METRICS - 1].name, "wall_s");

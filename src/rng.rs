@@ -2,7 +2,7 @@
 //!
 //! Every draw in a run comes from a stream keyed by the logical identity of what it decides —
 //! a request (endpoint, ordinal), a storm window (endpoint, window), an attempt's acquire or retry
-//! decision (job, step, attempt) — never by worker or by order of events. Two algorithms run on
+//! decision (job, step, attempt), a throttling decision (job, step, attempt, call) — never by worker or by order of events. Two algorithms run on
 //! the same seed therefore meet the same dice and the same weather (common random numbers).
 //!
 //! [`RandomSource`] is the seam: the simulator is generic over it. [`Native`] is the fast default
@@ -37,6 +37,8 @@ pub trait RandomSource {
     fn retry(&self, job: u32, step: u32, attempt: u32) -> Self::Stream;
     /// Stream of the gap before open-loop arrival `index` (0-based).
     fn arrival(&self, index: u64) -> Self::Stream;
+    /// Stream of client-side throttling's decision on call `call` (0-based) of an attempt.
+    fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> Self::Stream;
 }
 
 /// The native scheme: keys mixed with SplitMix64, streams drawn from Xoshiro256++.
@@ -51,6 +53,7 @@ const DOMAIN_STORM: u64 = 0x7374_6f72_6d00_0002;
 const DOMAIN_ACQUIRE: u64 = 0x6163_7175_6972_6503;
 const DOMAIN_RETRY: u64 = 0x7265_7472_7900_0004;
 const DOMAIN_ARRIVAL: u64 = 0x6172_7269_7661_6c05;
+const DOMAIN_THROTTLE: u64 = 0x7468_726f_7474_6c06;
 
 impl Native {
     /// A source for run seed `seed` over endpoints with these ids (in world order).
@@ -87,6 +90,10 @@ impl RandomSource for Native {
     }
     fn arrival(&self, index: u64) -> NativeStream {
         self.stream(DOMAIN_ARRIVAL, [index, 0, 0])
+    }
+    fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> NativeStream {
+        let attempt_call = u64::from(attempt) << 32 | u64::from(call);
+        self.stream(DOMAIN_THROTTLE, [job.into(), step.into(), attempt_call])
     }
 }
 

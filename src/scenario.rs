@@ -464,7 +464,7 @@ pub struct Retry {
     pub jitter: Jitter,
 
     /// Retry errors of a retryable class: rate limit (429), timeout, connection reset,
-    /// upstream 5xx. Default true.
+    /// upstream 5xx, and local rejections by `throttle`. Default true.
     pub retry_classified: bool,
 
     /// Retry errors of unknown class, such as "no endpoint available". Default false.
@@ -476,6 +476,78 @@ pub struct Retry {
     #[schemars(extend("exclusiveMinimum" = 0))]
     #[schemars(range(max = 1e12))]
     pub max_total_s: Option<f64>,
+
+    /// A retry budget shared by every worker (Finagle's RetryBudget): a retry is allowed only
+    /// while the retries of the last `window_s` stay within `ratio` of the steps' first attempts
+    /// in that window plus `min_per_s * window_s`; a retry it denies gives up its step. Default:
+    /// absent (retries limited only by `max_attempts` and `max_total_s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<RetryBudget>,
+
+    /// Client-side throttling (Google SRE book, "Handling Overload"): before each request to an
+    /// endpoint, reject it locally with probability max(0, (requests - k * accepts) /
+    /// (requests + 1)) over that endpoint's last `window_s`. A local rejection fails the attempt
+    /// with class "throttled" (retried like a 429 without Retry-After). Default: absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<Throttle>,
+}
+
+/// The retry budget: retries over a sliding window may not exceed a share of first attempts
+/// plus a small reserve, so retries cannot multiply the load on a provider that is already
+/// refusing.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryBudget {
+    /// Retries allowed per first attempt in the window. Default 0.2 (Finagle's 20 %); range 0
+    /// to 1000.
+    #[schemars(range(min = 0, max = 1000))]
+    pub ratio: f64,
+
+    /// Retries per second always allowed, whatever the first attempts (a reserve for a quiet
+    /// client). Default 10.0; range 0 to 1e6.
+    #[schemars(range(min = 0, max = 1e6))]
+    pub min_per_s: f64,
+
+    /// Length of the sliding window (seconds). Default 10.0; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
+    pub window_s: f64,
+}
+
+impl Default for RetryBudget {
+    fn default() -> Self {
+        RetryBudget {
+            ratio: 0.2,
+            min_per_s: 10.0,
+            window_s: 10.0,
+        }
+    }
+}
+
+/// Adaptive client-side throttling: the client stops sending what the endpoint will most
+/// likely refuse, in proportion to how much more it asks than the endpoint accepts.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Throttle {
+    /// The multiplier K: requests are throttled once they exceed K times the accepted ones
+    /// (accepted = not refused with a 429). Default 2.0; range 1 to 1000 (lower is more
+    /// aggressive).
+    #[schemars(range(min = 1, max = 1000))]
+    pub k: f64,
+
+    /// Length of the sliding window the counts cover (seconds). Default 120.0; must be > 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
+    pub window_s: f64,
+}
+
+impl Default for Throttle {
+    fn default() -> Self {
+        Throttle {
+            k: 2.0,
+            window_s: 120.0,
+        }
+    }
 }
 
 impl Default for Retry {
@@ -489,6 +561,8 @@ impl Default for Retry {
             retry_classified: true,
             retry_unknown: false,
             max_total_s: None,
+            budget: None,
+            throttle: None,
         }
     }
 }

@@ -597,6 +597,31 @@ pub struct RetryPolicy {
     pub retry_unknown: bool,
     /// Give up when the step would exceed this much time since it started \[s\].
     pub max_total_s: Option<f64>,
+    /// The retry budget, if any.
+    pub budget: Option<RetryBudget>,
+    /// Client-side throttling, if any.
+    pub throttle: Option<Throttle>,
+}
+
+/// A retry budget: retries in any window of `window_s` at most `ratio` × first attempts in it
+/// plus `min_per_s` × `window_s`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryBudget {
+    /// Retries allowed per first attempt.
+    pub ratio: f64,
+    /// Retries per second always allowed.
+    pub min_per_s: f64,
+    /// Sliding window \[s\].
+    pub window_s: f64,
+}
+
+/// Client-side throttling with multiplier `k` over a sliding window of `window_s`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Throttle {
+    /// Requests beyond `k` × accepts start being rejected locally.
+    pub k: f64,
+    /// Sliding window \[s\].
+    pub window_s: f64,
 }
 
 /// The client circuit breaker.

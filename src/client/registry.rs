@@ -1,9 +1,9 @@
 //! The algorithm registry: the single list of strategies the CLI, schema, docs and reports read.
 
 use crate::client::strategies::{
-    backoff::Backoff, failover::Failover, immediate::Immediate, least_busy::LeastBusy,
-    p2c::PowerOfTwo, quota_aware::QuotaAware, retry_after_aware::RetryAfterAware, sticky::Sticky,
-    wait::Wait,
+    aimd::Aimd, backoff::Backoff, failover::Failover, gradient::Gradient, hedged::Hedged,
+    immediate::Immediate, least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
+    retry_after_aware::RetryAfterAware, sticky::Sticky, wait::Wait,
 };
 use crate::client::strategy::Strategy;
 
@@ -90,6 +90,8 @@ pub struct AlgorithmInfo {
     pub summary: &'static str,
     /// Its tunable parameters (`[algorithms.<name>]` in a scenario file).
     pub params: &'static [ParamInfo],
+    /// Pairs `[a, b]` of parameters that must satisfy `a <= b` (defaults filled in).
+    pub ordered: &'static [[&'static str; 2]],
     /// Builds the strategy with the given parameter values.
     pub make: fn(&Params) -> Box<dyn Strategy>,
 }
@@ -157,61 +159,231 @@ const QUOTA_AWARE_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+/// The bounds and the start of an adaptive limit.
+const LIMIT_ORDER: &[[&str; 2]] = &[["min", "initial"], ["initial", "max"]];
+
+/// `min`, `max` and `initial` of an adaptive concurrency limit.
+macro_rules! limit_params {
+    ($initial:expr) => {
+        [
+            ParamInfo {
+                name: "initial",
+                unit: "requests",
+                default: $initial,
+                min: 1.0,
+                max: 100_000.0,
+                integer: false,
+                meaning: "Limit at the start of a run.",
+            },
+            ParamInfo {
+                name: "min",
+                unit: "requests",
+                default: 1.0,
+                min: 1.0,
+                max: 100_000.0,
+                integer: false,
+                meaning: "Lowest limit: this many requests may always be in flight.",
+            },
+            ParamInfo {
+                name: "max",
+                unit: "requests",
+                default: 1000.0,
+                min: 1.0,
+                max: 100_000.0,
+                integer: false,
+                meaning: "Highest limit.",
+            },
+        ]
+    };
+}
+
+const AIMD_PARAMS: &[ParamInfo] = &{
+    let [initial, min, max] = limit_params!(10.0);
+    [
+        initial,
+        min,
+        max,
+        ParamInfo {
+            name: "step",
+            unit: "requests",
+            default: 1.0,
+            min: 0.01,
+            max: 1000.0,
+            integer: false,
+            meaning: "Increase per limit's worth of successes (each success adds step / limit).",
+        },
+        ParamInfo {
+            name: "factor",
+            unit: "ratio",
+            default: 0.5,
+            min: 0.01,
+            max: 0.99,
+            integer: false,
+            meaning: "Multiplier applied on a 429 or read timeout (at most once per window of requests).",
+        },
+    ]
+};
+
+const GRADIENT_PARAMS: &[ParamInfo] = &{
+    let [initial, min, max] = limit_params!(10.0);
+    [
+        initial,
+        min,
+        max,
+        ParamInfo {
+            name: "queue_size",
+            unit: "requests",
+            default: 4.0,
+            min: 0.0,
+            max: 1000.0,
+            integer: false,
+            meaning: "Headroom added to limit · gradient at each update.",
+        },
+        ParamInfo {
+            name: "smoothing",
+            unit: "ratio",
+            default: 0.2,
+            min: 0.01,
+            max: 1.0,
+            integer: false,
+            meaning: "Weight of the new target in each update (1 = no smoothing).",
+        },
+        ParamInfo {
+            name: "tolerance",
+            unit: "ratio",
+            default: 1.5,
+            min: 1.0,
+            max: 10.0,
+            integer: false,
+            meaning: "How far the short latency may exceed the long one before the limit shrinks.",
+        },
+        ParamInfo {
+            name: "window",
+            unit: "answers",
+            default: 10.0,
+            min: 1.0,
+            max: 100_000.0,
+            integer: true,
+            meaning: "Answers per update: the short latency is their successes' mean.",
+        },
+        ParamInfo {
+            name: "long_window",
+            unit: "windows",
+            default: 600.0,
+            min: 1.0,
+            max: 1_000_000.0,
+            integer: true,
+            meaning: "Span of the exponential average that forms the long latency.",
+        },
+    ]
+};
+
+const HEDGED_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "percentile",
+        unit: "ratio",
+        default: 0.95,
+        min: 0.5,
+        max: 1.0,
+        integer: false,
+        meaning: "A request still unanswered at this percentile of recent latencies is hedged.",
+    },
+    ParamInfo {
+        name: "window",
+        unit: "requests",
+        default: 100.0,
+        min: 1.0,
+        max: 100_000.0,
+        integer: true,
+        meaning: "Recent successful latencies the percentile is taken over (no hedging until seen).",
+    },
+];
+
 /// Every strategy, in registry order.
 pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
         name: "immediate",
         summary: "Take a free resource or fail the attempt at once.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(Immediate),
     },
     AlgorithmInfo {
         name: "wait",
         summary: "Take a free resource or queue until one frees up.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(Wait),
     },
     AlgorithmInfo {
         name: "backoff",
         summary: "Poll for a free resource with jittered exponential backoff.",
         params: BACKOFF_PARAMS,
+        ordered: &[],
         make: |p| Box::new(Backoff::new(p)),
     },
     AlgorithmInfo {
         name: "least_busy",
         summary: "Pick the least-loaded resource; wait when none is free.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(LeastBusy),
     },
     AlgorithmInfo {
         name: "failover",
         summary: "Try each pool in order at once, then wait on the primary.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(Failover),
     },
     AlgorithmInfo {
         name: "sticky",
         summary: "Reuse the resource of the attempt's previous call while it is free.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(Sticky),
     },
     AlgorithmInfo {
         name: "quota_aware",
         summary: "Prefer the resource with the largest share of its quota left.",
         params: QUOTA_AWARE_PARAMS,
+        ordered: &[],
         make: |p| Box::new(QuotaAware::new(p)),
     },
     AlgorithmInfo {
         name: "p2c",
         summary: "Draw two free resources at random; take the one with fewer leases.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(PowerOfTwo),
     },
     AlgorithmInfo {
         name: "retry_after_aware",
         summary: "Keep every worker off an endpoint until its last 429's Retry-After has passed.",
         params: &[],
+        ordered: &[],
         make: |_| Box::new(RetryAfterAware),
+    },
+    AlgorithmInfo {
+        name: "aimd",
+        summary: "Adaptive concurrency limit: +step per limit's worth of successes, ×factor on a 429 or timeout.",
+        params: AIMD_PARAMS,
+        ordered: LIMIT_ORDER,
+        make: |p| Box::new(Aimd::new(p)),
+    },
+    AlgorithmInfo {
+        name: "gradient",
+        summary: "Adaptive concurrency limit from the long/short latency ratio (Gradient2).",
+        params: GRADIENT_PARAMS,
+        ordered: LIMIT_ORDER,
+        make: |p| Box::new(Gradient::new(p)),
+    },
+    AlgorithmInfo {
+        name: "hedged",
+        summary: "Send a copy to another endpoint when a request outlasts a recent-latency percentile; first answer wins.",
+        params: HEDGED_PARAMS,
+        ordered: &[],
+        make: |p| Box::new(Hedged::new(p)),
     },
 ];
 

@@ -17,6 +17,8 @@ pub enum ErrorClass {
     Connection,
     /// Read timeout.
     Timeout,
+    /// Rejected locally by client-side throttling (`[retry.throttle]`); never sent.
+    Throttled,
     /// Anything unclassified, such as "no resource available" from `immediate`.
     Unknown,
     /// A fatal error such as HTTP 401 from a revoked key: never retried.
@@ -25,11 +27,12 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in report order.
-    pub const ALL: [ErrorClass; 6] = [
+    pub const ALL: [ErrorClass; 7] = [
         ErrorClass::RateLimit,
         ErrorClass::Upstream,
         ErrorClass::Connection,
         ErrorClass::Timeout,
+        ErrorClass::Throttled,
         ErrorClass::Unknown,
         ErrorClass::Fatal,
     ];
@@ -41,6 +44,7 @@ impl ErrorClass {
             ErrorClass::Upstream => "upstream",
             ErrorClass::Connection => "connection",
             ErrorClass::Timeout => "timeout",
+            ErrorClass::Throttled => "throttled",
             ErrorClass::Unknown => "unknown",
             ErrorClass::Fatal => "fatal",
         }
@@ -70,6 +74,8 @@ pub enum GiveUp {
     PolicyDeclined,
     /// The delay would overrun `max_total_s`.
     TotalBudget,
+    /// The retry budget (`[retry.budget]`) had no retry left in its window.
+    RetryBudget,
 }
 
 /// Decides after attempt `attempts_used` (1-based) failed with `class`, `elapsed_s` after the
@@ -143,6 +149,8 @@ mod tests {
             retry_classified: true,
             retry_unknown: false,
             max_total_s: None,
+            budget: None,
+            throttle: None,
         }
     }
 

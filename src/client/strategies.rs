@@ -1,7 +1,10 @@
 //! The acquire strategies, one per file, each named by its registry key.
 
+pub mod aimd;
 pub mod backoff;
 pub mod failover;
+pub mod gradient;
+pub mod hedged;
 pub mod immediate;
 pub mod least_busy;
 pub mod p2c;

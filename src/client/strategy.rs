@@ -4,8 +4,13 @@
 //! pool's queue, sleep and poll again, or give up. It sees the pool and its own per-attempt and
 //! per-call scratch state, never the provider. The harness drives it: after a wake-up or a poll
 //! timer it calls [`Strategy::acquire`] again with the same call state.
+//!
+//! Adaptive strategies also learn from what their requests met: the harness reports every
+//! answer through [`Strategy::observe`]. The hook defaults to doing nothing, so a strategy that
+//! does not adapt behaves exactly as if it did not exist.
 
 use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score};
+use crate::client::retry::ErrorClass;
 
 /// What a strategy asks the harness to do next for this call.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,8 +50,45 @@ pub trait Dice {
     fn uniform(&mut self) -> f64;
 }
 
+/// What one request met, as the client sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Response {
+    /// Answered successfully.
+    Success,
+    /// Admitted, then failed (503, connection reset or read timeout).
+    Failed(ErrorClass),
+    /// Refused at once with a 429.
+    Refused,
+}
+
+/// The answer to one request, reported to the strategy when it arrives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Feedback {
+    /// The resource the request was sent on.
+    pub resource: ResourceId,
+    /// When it was sent \[s\].
+    pub sent_at: f64,
+    /// When the answer arrived \[s\] (equal to `sent_at` for a refusal).
+    pub at: f64,
+    /// What it met.
+    pub response: Response,
+    /// Leases held over the whole pool just before this request's lease is given back.
+    pub in_flight: u32,
+}
+
+impl Feedback {
+    /// Time from sending to the answer \[s\].
+    pub fn latency_s(&self) -> f64 {
+        self.at - self.sent_at
+    }
+}
+
 /// One acquire strategy.
-pub trait Strategy: std::fmt::Debug + Send + Sync {
+///
+/// A strategy value serves one run at a time: the harness calls [`Strategy::begin_run`] first,
+/// so an adaptive strategy keeps its per-run state behind `&self` (interior mutability) and is
+/// therefore not `Sync`; each run builds or owns its own.
+pub trait Strategy: std::fmt::Debug + Send {
     /// Advances the acquire of one call at time `now`.
     fn acquire(
         &self,
@@ -56,6 +98,25 @@ pub trait Strategy: std::fmt::Debug + Send + Sync {
         call: &mut CallState,
         dice: &mut dyn Dice,
     ) -> Acquire;
+
+    /// A run starts: forget whatever an earlier run taught.
+    fn begin_run(&self) {}
+
+    /// A request's answer arrived (a refusal arrives when it is sent). A hedged request that
+    /// lost the race is cancelled and never answers.
+    fn observe(&self, _feedback: &Feedback) {}
+
+    /// How long after a request was sent to send a second copy on another resource if it has
+    /// not answered \[s\]; `None` (the default) never hedges. Asked once per request sent.
+    fn hedge_after(&self) -> Option<f64> {
+        None
+    }
+
+    /// Leases a resource other than `primary` for the hedge of a request in flight there,
+    /// without waiting; `None` sends no hedge.
+    fn hedge(&self, _pool: &mut Pool, _now: f64, _primary: ResourceId) -> Option<ResourceId> {
+        None
+    }
 }
 
 /// The default selection, or else a wait in the pool's queue (the `wait` strategy's loop body).

@@ -18,16 +18,20 @@ pub enum Event {
     Wake,
     /// The next open-loop job arrives.
     Arrival,
+    /// A worker's hedge timer elapsed: its request in flight may get a second copy.
+    Hedge(u32),
+    /// A worker's hedge request has taken its latency.
+    HedgeAnswer(u32),
 }
 
-/// A heap entry: the time's bit pattern, then `seq << 24 | event`. Comparing the tuple compares
-/// time, then sequence number; the low 24 bits never decide since sequence numbers are unique.
+/// A heap entry: the time's bit pattern, then `seq << 25 | event`. Comparing the tuple compares
+/// time, then sequence number; the low 25 bits never decide since sequence numbers are unique.
 /// Two `u64`s keep the entry at 16 bytes, which the heap moves a lot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry(u64, u64);
 
-const EVENT_BITS: u32 = 24;
-const KIND_SHIFT: u32 = EVENT_BITS - 2;
+const EVENT_BITS: u32 = 25;
+const KIND_SHIFT: u32 = EVENT_BITS - 3;
 const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
 fn pack(event: Event) -> u64 {
@@ -36,6 +40,8 @@ fn pack(event: Event) -> u64 {
         Event::Cooldown(r) => (u64::from(r), 1),
         Event::Wake => (0, 2),
         Event::Arrival => (0, 3),
+        Event::Hedge(w) => (u64::from(w), 4),
+        Event::HedgeAnswer(w) => (u64::from(w), 5),
     };
     assert!(index <= INDEX_MASK, "event index {index} out of range");
     kind << KIND_SHIFT | index
@@ -48,7 +54,9 @@ fn unpack(bits: u64) -> Event {
         0 => Event::Resume(index),
         1 => Event::Cooldown(index),
         2 => Event::Wake,
-        _ => Event::Arrival,
+        3 => Event::Arrival,
+        4 => Event::Hedge(index),
+        _ => Event::HedgeAnswer(index),
     }
 }
 
@@ -72,7 +80,7 @@ impl EventQueue {
     ///
     /// # Panics
     /// Panics if `at` is negative or not finite (the simulation never produces such a time), or
-    /// after 2^40 events.
+    /// after 2^39 events.
     pub fn push(&mut self, at: f64, event: Event) {
         assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
         assert!(
@@ -118,15 +126,19 @@ mod tests {
         q.push(-0.0, Event::Resume(4));
         q.push(0.5, Event::Wake);
         q.push(0.5, Event::Arrival);
+        q.push(0.5, Event::Hedge(9));
+        q.push(0.25, Event::HedgeAnswer(5));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
                 (0.0, Event::Resume(3)),
                 (0.0, Event::Resume(4)),
+                (0.25, Event::HedgeAnswer(5)),
                 (0.5, Event::Cooldown(7)),
                 (0.5, Event::Wake),
                 (0.5, Event::Arrival),
+                (0.5, Event::Hedge(9)),
                 (1.0, Event::Resume(1)),
                 (1.0, Event::Resume(0)),
             ]

@@ -16,7 +16,8 @@ use std::fmt::Write;
 
 use crate::world::{
     Backoff, Breaker, Cache, Cycle, Effect, Endpoint, FailureKinds, Failures, Incident, Latency,
-    Load, PoolSpec, RateLimit, Recovery, RetryPolicy, Selection, Validity, Variant, World,
+    Load, PoolSpec, RateLimit, Recovery, RetryBudget, RetryPolicy, Selection, Throttle, Validity,
+    Variant, World,
 };
 
 /// The world hash: 16 lowercase hex digits.
@@ -192,6 +193,8 @@ fn retry_text(out: &mut Text, retry: &RetryPolicy) {
         retry_classified,
         retry_unknown,
         max_total_s,
+        budget,
+        throttle,
     } = retry;
     let Backoff {
         base,
@@ -207,6 +210,21 @@ fn retry_text(out: &mut Text, retry: &RetryPolicy) {
     out.int("retry.retry_classified", u8::from(*retry_classified));
     out.int("retry.retry_unknown", u8::from(*retry_unknown));
     out.opt_float("retry.max_total_s", *max_total_s);
+    // Absent options add no line, so worlds without them keep their hash.
+    if let Some(RetryBudget {
+        ratio,
+        min_per_s,
+        window_s,
+    }) = budget
+    {
+        out.float("retry.budget.ratio", *ratio);
+        out.float("retry.budget.min_per_s", *min_per_s);
+        out.float("retry.budget.window_s", *window_s);
+    }
+    if let Some(Throttle { k, window_s }) = throttle {
+        out.float("retry.throttle.k", *k);
+        out.float("retry.throttle.window_s", *window_s);
+    }
 }
 
 fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {

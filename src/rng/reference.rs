@@ -45,6 +45,13 @@ impl RandomSource for Reference {
     fn arrival(&self, index: u64) -> PyRandom {
         PyRandom::from_key(&format!("{}:arrival:{index}", self.seed))
     }
+    /// The reference has no throttling; its decisions get a key in the same style.
+    fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> PyRandom {
+        PyRandom::from_key(&format!(
+            "{}:throttle:{job}:{step}:{attempt}:{call}",
+            self.seed
+        ))
+    }
 }
 
 /// CPython's `random.Random`: MT19937 with its seeding and float conversions.

@@ -2,6 +2,7 @@
 
 mod algorithms;
 mod compose;
+mod controllers;
 mod fidelity;
 mod incidents;
 mod no_network;
@@ -9,6 +10,7 @@ mod open_loop;
 mod replay;
 mod report;
 mod report_cli;
+mod retry_options;
 mod run_cli;
 mod scenario_cli;
 mod scenario_files;

@@ -156,6 +156,8 @@ const _: &str = r#"
 │ retry_requests [requests]               │ —      │       99.7 ± 65.4  │        159.7 ± 14.2  │     150.7 ± 22.7  │      157.0 ± 10.0  │        159.7 ± 14.2  │ —                                     │
 │ retry_observed_p99_ms [ms]              │ —      │   598.53 ± 704.23  │ 14344.61 ± 14103.81  │ 1396.47 ± 973.72  │ 5209.75 ± 7614.95  │ 14344.61 ± 14103.81  │ —                                     │
 │ retry_queue_wait_p99_ms [ms]            │ —      │   507.30 ± 673.86  │ 14140.72 ± 14018.07  │ 1182.92 ± 891.40  │ 5046.47 ± 7667.38  │ 14140.72 ± 14018.07  │ —                                     │
+│ retries_denied [attempts]               │ —      │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ —                                     │
+│ throttled_requests [requests]           │ —      │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ —                                     │
 │ concurrency_used [jobs]                 │ —      │         4.0 ± 0.0  │           4.0 ± 0.0  │        4.0 ± 0.0  │         4.0 ± 0.0  │           4.0 ± 0.0  │ —                                     │
 │ recovery_s [s] †                        │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
 │ goodput_lost_jobs [jobs] †              │ lower  │        (0.0 ± 0.0) │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ zero for all                          │
@@ -206,7 +208,9 @@ fn report_sweep_is_identical_on_one_thread_and_on_many() {
         jobs: Some(300),
         ..Default::default()
     });
-    let algorithms = ["wait", "backoff", "sticky", "quota_aware", "immediate"];
+    // Every registered strategy: the adaptive ones keep per-run state, which must not leak
+    // between runs that share a thread.
+    let algorithms: Vec<&str> = simbench::client::registry::names().collect();
     let (_, serial) = runs(&world, &algorithms, 3, 1);
     let (_, parallel) = runs(&world, &algorithms, 3, 8);
     assert_eq!(serial, parallel);

@@ -288,17 +288,28 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
         1u32..3,
         0.1f64..30.0,
         0u32..3,
+        // The retry policy's options: a budget (ratio, min_per_s, window_s), a throttle (k, window_s).
+        proptest::option::of((0.0f64..1.0, 0.0f64..5.0, 0.5f64..20.0)),
+        proptest::option::of((1.0f64..4.0, 1.0f64..60.0)),
         extras,
     )
         .prop_map(
-            |(endpoints, workers, jobs, steps, calls, horizon, jitter, (two_pools, incident))| {
+            |(endpoints, workers, jobs, steps, calls, horizon, jitter, budget, throttle, (two_pools, incident))| {
                 let jitter = ["none", "full", "equal"][jitter as usize];
                 let mut text = format!(
                     "name = \"gen\"\nsummary = \"generated\"\nseed = 3\njobs = {jobs}\n\
                      concurrency = {workers}\nhorizon_s = {horizon}\nsteps_per_job = {steps}\n\
-                     calls_per_step = {calls}\n[retry]\njitter = \"{jitter}\"\n\
-                     [breaker]\ncooldown_s = 5.0\n"
+                     calls_per_step = {calls}\n[retry]\njitter = \"{jitter}\"\n"
                 );
+                if let Some((ratio, min_per_s, window_s)) = budget {
+                    text += &format!(
+                        "budget = {{ ratio = {ratio}, min_per_s = {min_per_s}, window_s = {window_s} }}\n"
+                    );
+                }
+                if let Some((k, window_s)) = throttle {
+                    text += &format!("throttle = {{ k = {k}, window_s = {window_s} }}\n");
+                }
+                text += "[breaker]\ncooldown_s = 5.0\n";
                 let two_pools = two_pools && endpoints.len() > 1;
                 if two_pools {
                     text += "[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\nselection = \"round_robin\"\n";
