@@ -254,8 +254,11 @@ struct Worker<S> {
     ready_at: f64,
     /// When the current attempt failed (a retry's intended clock starts there).
     failed_at: f64,
-    /// When the request in flight was sent.
+    /// When the request in flight was sent (a winning hedge copy's send time once it wins).
     dispatched_at: f64,
+    /// When the call's first request was sent: the call is in service from then on, whichever
+    /// copy answers (so a hedge's delay never counts as the harness's queue).
+    first_sent_at: f64,
     step_start: f64,
     acquire_start: f64,
     lease: usize,
@@ -280,6 +283,7 @@ impl<S> Worker<S> {
             ready_at: 0.0,
             failed_at: 0.0,
             dispatched_at: 0.0,
+            first_sent_at: 0.0,
             step_start: 0.0,
             acquire_start: 0.0,
             lease: 0,
@@ -786,6 +790,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let worker = &mut self.workers[w];
         worker.lease = r;
         worker.dispatched_at = now;
+        worker.first_sent_at = now;
         if worker.attempt > 1 {
             self.tally.retry_requests += 1;
         }
@@ -945,8 +950,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     /// own wait (intended to sent); first attempts and retries are kept apart.
     fn record_clocks(&mut self, w: usize) {
         let worker = &self.workers[w];
-        let queue_wait_ms = (worker.dispatched_at - worker.ready_at) * 1000.0;
-        let service_ms = (self.now - worker.dispatched_at) * 1000.0;
+        let queue_wait_ms = (worker.first_sent_at - worker.ready_at) * 1000.0;
+        let service_ms = (self.now - worker.first_sent_at) * 1000.0;
         let observed_ms = (self.now - worker.ready_at) * 1000.0;
         let t = &mut self.tally;
         if worker.attempt == 1 {

@@ -344,6 +344,28 @@ impl Pool {
             .any(|i| self.is_candidate(self.members(scope)[i], filter, now))
     }
 
+    /// The least loaded available resource of `scope` other than `except` (the first in pool
+    /// order among equals), without leasing it.
+    pub fn least_loaded(
+        &mut self,
+        scope: Scope,
+        except: ResourceId,
+        now: f64,
+    ) -> Option<ResourceId> {
+        let mut best: Option<(f64, ResourceId)> = None;
+        for i in 0..self.members(scope).len() {
+            let r = self.members(scope)[i];
+            if r == except || !self.is_candidate(r, Filter::All, now) {
+                continue;
+            }
+            let load = self.resources[r].load_ratio();
+            if best.is_none_or(|(b, _)| load < b) {
+                best = Some((load, r));
+            }
+        }
+        best.map(|(_, r)| r)
+    }
+
     /// Whether every resource of `scope` is DEAD or REVOKED with no lease held on it: nothing
     /// but time-independent events could revive it, and none is coming.
     pub fn scope_down(&self, scope: Scope) -> bool {

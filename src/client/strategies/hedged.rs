@@ -5,14 +5,15 @@
 //! The threshold is the `percentile` of the last `window` successful latencies the run saw, a
 //! ring shared by every worker; until the ring is full it does not hedge. At most one copy per
 //! request, only to a different endpoint that has a free lease at that moment (a hedge never
-//! waits), chosen least busy first. Selection of the first request is `wait`'s. Hedging at p95
+//! waits), chosen least busy first in any pool (another vendor is the best place for a copy).
+//! Selection of the first request is `wait`'s. Hedging at p95
 //! sends about 5 % more requests and cuts the tail a slow endpoint adds, but the copy occupies a
 //! second lease and the provider's capacity until it is cancelled, and its tokens are spent
 //! either way — against a rate-limited provider the copies can cost more than they save.
 
 use std::cell::RefCell;
 
-use crate::client::pool::{Filter, Pool, ResourceId, Score};
+use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score};
 use crate::client::registry::Params;
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy, select_or_wait,
@@ -96,20 +97,9 @@ impl Strategy for Hedged {
     }
 
     fn hedge(&self, pool: &mut Pool, now: f64, primary: ResourceId) -> Option<ResourceId> {
-        let n = pool.count_candidates(Filter::All, now);
-        let load = |pool: &Pool, r: ResourceId| {
-            let resource = &pool.resources()[r];
-            f64::from(resource.active()) / f64::from(resource.capacity().max(1))
-        };
-        let candidates: Vec<ResourceId> = (0..n)
-            .filter_map(|k| pool.nth_candidate(Filter::All, now, k))
-            .filter(|&r| r != primary)
-            .collect();
-        // The first of the least loaded, in pool order.
-        let best = candidates
-            .into_iter()
-            .min_by(|&a, &b| load(pool, a).total_cmp(&load(pool, b)))?;
-        pool.select(Filter::Only(best), Score::None, now)
+        // Any other endpoint of any pool will do: a copy is most useful on another vendor.
+        let best = pool.least_loaded(Scope::Fleet, primary, now)?;
+        pool.select_in(Scope::Fleet, None, Filter::Only(best), Score::None, now)
     }
 }
 
