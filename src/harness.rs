@@ -265,6 +265,8 @@ struct Worker<S> {
     pending: Pending,
     attempt_state: AttemptState,
     call_state: CallState,
+    /// The deadline of the wait the worker is in, if it has one.
+    wait_deadline: Option<f64>,
     dice: Option<S>,
     hedging: hedge::Hedging,
     /// Endpoints that served a call of the current job, with when (for reuse caches).
@@ -294,6 +296,7 @@ impl<S> Worker<S> {
             },
             attempt_state: AttemptState::default(),
             call_state: CallState::default(),
+            wait_deadline: None,
             dice: None,
             hedging: hedge::Hedging::default(),
             served: Vec::new(),
@@ -390,6 +393,8 @@ struct Sim<'w, R: RandomSource> {
     /// Open loop: the arrival process and the harness's queue.
     open: Option<OpenLoop>,
     blocked_in_acquire: u32,
+    /// Waiting workers with a deadline pending.
+    timed_waiters: u32,
     /// The retry policy's budget and client-side throttle, when the world has them.
     budget: Option<Budget>,
     throttle: Option<Throttle>,
@@ -434,6 +439,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             live: closed_workers,
             open: OpenLoop::new(world.load()),
             blocked_in_acquire: 0,
+            timed_waiters: 0,
             budget: world.retry().budget.map(Budget::new),
             throttle: world
                 .retry()
@@ -481,6 +487,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 }
                 Event::Hedge(w) => self.hedge_timer(w as usize),
                 Event::HedgeAnswer(w) => self.hedge_answer(w as usize),
+                Event::WaitDeadline(w) => self.wait_deadline(w as usize),
             }
         }
         Outcome::Ok
@@ -552,7 +559,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     /// pools, also: every running job blocked in an acquire, nothing in flight anywhere, and
     /// the primary pool (which every strategy falls back to) down.
     fn stall(&self) -> Option<Outcome> {
-        if self.blocked_in_acquire == 0 || self.pool.active_total() > 0 {
+        // A wait with a deadline always ends: its strategy then gives up or waits elsewhere.
+        if self.blocked_in_acquire == 0 || self.pool.active_total() > 0 || self.timed_waiters > 0 {
             return None;
         }
         if self.pool.all_down() {
@@ -620,11 +628,15 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let mut empty = std::mem::take(&mut self.empty_scopes);
         empty.clear();
         for &w in &batch {
-            debug_assert_eq!(self.workers[w as usize].phase, Phase::Waiting);
+            if self.workers[w as usize].phase != Phase::Waiting {
+                // Its wait reached a deadline after this batch was made.
+                continue;
+            }
             let scope = self.pool.waiter_scope(w);
             if !empty.contains(&scope) && self.pool.any_candidate_in(scope, Filter::All, self.now) {
                 self.pool.remove_waiter(w);
                 self.blocked_in_acquire -= 1;
+                self.clear_deadline(w as usize);
                 self.drive(w as usize, Next::Acquire);
                 empty.clear();
             } else {
@@ -637,6 +649,27 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         batch.clear();
         self.spare_batches.push(batch);
         self.empty_scopes = empty;
+    }
+
+    /// A waiting worker's deadline came: it leaves the waiter list and its strategy decides
+    /// what now (give up, or fall back to a wider wait). A deadline the worker no longer has
+    /// (it was served, or waits under a later one) is stale and ignored.
+    fn wait_deadline(&mut self, w: usize) {
+        let worker = &self.workers[w];
+        if worker.phase != Phase::Waiting || worker.wait_deadline != Some(self.now) {
+            return;
+        }
+        self.pool.remove_waiter(w as u32);
+        self.blocked_in_acquire -= 1;
+        self.clear_deadline(w);
+        self.workers[w].call_state.timed_out = true;
+        self.drive(w, Next::Acquire);
+    }
+
+    fn clear_deadline(&mut self, w: usize) {
+        if self.workers[w].wait_deadline.take().is_some() {
+            self.timed_waiters -= 1;
+        }
     }
 
     /// Runs worker `w` synchronously until it blocks or exits.
@@ -724,7 +757,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             _ => self.now,
         };
         worker.acquire_start = self.now;
-        worker.call_state = CallState::default();
+        worker.call_state = CallState {
+            started_at: self.now,
+            ..CallState::default()
+        };
         Next::Acquire
     }
 
@@ -749,12 +785,19 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.tally.acquire_waits_ms.push(wait_ms);
                 self.send(w, r)
             }
-            Acquire::Wait | Acquire::WaitFor(_) => {
+            Acquire::Wait | Acquire::WaitFor(_) | Acquire::WaitUntil { .. } => {
                 let scope = match decision {
-                    Acquire::WaitFor(scope) => scope,
+                    Acquire::WaitFor(scope) | Acquire::WaitUntil { scope, .. } => scope,
                     _ => Scope::Primary,
                 };
                 worker.phase = Phase::Waiting;
+                if let Acquire::WaitUntil { deadline, .. } = decision {
+                    assert!(deadline > now, "a wait's deadline is in the future");
+                    if worker.wait_deadline.replace(deadline).is_none() {
+                        self.timed_waiters += 1;
+                    }
+                    self.queue.push(deadline, Event::WaitDeadline(w as u32));
+                }
                 self.pool.add_waiter_in(w as u32, scope);
                 self.blocked_in_acquire += 1;
                 Next::Block

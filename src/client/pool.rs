@@ -133,6 +133,8 @@ pub enum Scope {
     Pool(usize),
     /// Every resource, whatever its pool.
     Fleet,
+    /// This one resource (a call that waits for a particular endpoint).
+    Resource(ResourceId),
 }
 
 /// One pool of the fleet: its members and rule.
@@ -250,6 +252,7 @@ impl Pool {
             Scope::Pool(g) => g,
             Scope::Fleet if self.groups.len() == 1 => 0,
             Scope::Fleet => self.groups.len(),
+            Scope::Resource(_) => 0,
         }
     }
 
@@ -258,6 +261,7 @@ impl Pool {
             Scope::Primary => &self.groups[0].members,
             Scope::Pool(g) => &self.groups[g].members,
             Scope::Fleet => &self.fleet,
+            Scope::Resource(r) => &self.fleet[r..=r],
         }
     }
 
@@ -266,7 +270,7 @@ impl Pool {
         match scope {
             Scope::Primary => self.groups[0].selection,
             Scope::Pool(g) => self.groups[g].selection,
-            Scope::Fleet => Selection::LeastBusy,
+            Scope::Fleet | Scope::Resource(_) => Selection::LeastBusy,
         }
     }
 
@@ -416,6 +420,7 @@ impl Pool {
             Scope::Primary => &self.groups[0].members,
             Scope::Pool(g) => &self.groups[g].members,
             Scope::Fleet => &self.fleet,
+            Scope::Resource(r) => &self.fleet[r..=r],
         };
         // A scope of every resource (one pool, or the fleet) is the common case: walk the
         // resources themselves rather than a member list.

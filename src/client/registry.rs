@@ -138,6 +138,26 @@ const BACKOFF_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+const WAIT_PARAMS: &[ParamInfo] = &[ParamInfo {
+    name: "timeout_s",
+    unit: "s",
+    default: 0.0,
+    min: 0.0,
+    max: 1e6,
+    integer: false,
+    meaning: "Longest wait for a lease before the call gives up as unavailable (class `unknown`); 0, the reference's value, waits for ever.",
+}];
+
+const STICKY_PARAMS: &[ParamInfo] = &[ParamInfo {
+    name: "fallback_after_s",
+    unit: "s",
+    default: 0.0,
+    min: 0.0,
+    max: 1e6,
+    integer: false,
+    meaning: "How long a call waits for the resource its attempt used before falling back to any free one; 0, the reference's value, falls back at once.",
+}];
+
 const QUOTA_AWARE_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "reserve",
@@ -311,9 +331,9 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
         name: "wait",
         summary: "Take a free resource or queue until one frees up.",
-        params: &[],
+        params: WAIT_PARAMS,
         ordered: &[],
-        make: |_| Box::new(Wait),
+        make: |p| Box::new(Wait::new(p)),
     },
     AlgorithmInfo {
         name: "backoff",
@@ -339,9 +359,9 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
         name: "sticky",
         summary: "Reuse the resource of the attempt's previous call while it is free.",
-        params: &[],
+        params: STICKY_PARAMS,
         ordered: &[],
-        make: |_| Box::new(Sticky),
+        make: |p| Box::new(Sticky::new(p)),
     },
     AlgorithmInfo {
         name: "quota_aware",

@@ -22,6 +22,14 @@ pub enum Acquire {
     Wait,
     /// Register as a waiter on `scope`; the harness calls again once a candidate exists there.
     WaitFor(Scope),
+    /// Register as a waiter on `scope` until `deadline` \[s\]; the harness calls again when a
+    /// candidate exists there, or at the deadline with [`CallState::timed_out`] set.
+    WaitUntil {
+        /// What the call waits for.
+        scope: Scope,
+        /// When it stops waiting \[s\].
+        deadline: f64,
+    },
     /// Sleep this long \[s\], then call again.
     Sleep(f64),
     /// Nothing is available and the strategy will not wait: the attempt fails ("unavailable").
@@ -38,10 +46,14 @@ pub struct AttemptState {
 /// Scratch state that lives for one call's acquire.
 #[derive(Clone, Debug, Default)]
 pub struct CallState {
+    /// When the call started to acquire \[s\] (set by the harness).
+    pub started_at: f64,
     /// Polls that found nothing so far.
     pub polls: u32,
     /// The strategy has fallen back to waiting with the default selection.
     pub waiting: bool,
+    /// A [`Acquire::WaitUntil`] reached its deadline (set by the harness).
+    pub timed_out: bool,
 }
 
 /// The attempt's acquire stream, created on first use.

@@ -22,6 +22,8 @@ pub enum Event {
     Hedge(u32),
     /// A worker's hedge request has taken its latency.
     HedgeAnswer(u32),
+    /// A waiting worker's deadline ([`crate::client::strategy::Acquire::WaitUntil`]).
+    WaitDeadline(u32),
 }
 
 /// A heap entry: the time's bit pattern, then `seq << 25 | event`. Comparing the tuple compares
@@ -42,6 +44,7 @@ fn pack(event: Event) -> u64 {
         Event::Arrival => (0, 3),
         Event::Hedge(w) => (u64::from(w), 4),
         Event::HedgeAnswer(w) => (u64::from(w), 5),
+        Event::WaitDeadline(w) => (u64::from(w), 6),
     };
     assert!(index <= INDEX_MASK, "event index {index} out of range");
     kind << KIND_SHIFT | index
@@ -56,7 +59,8 @@ fn unpack(bits: u64) -> Event {
         2 => Event::Wake,
         3 => Event::Arrival,
         4 => Event::Hedge(index),
-        _ => Event::HedgeAnswer(index),
+        5 => Event::HedgeAnswer(index),
+        _ => Event::WaitDeadline(index),
     }
 }
 

@@ -285,3 +285,70 @@ fn algorithms_docs_parameter_tables_are_fresh() {
         );
     }
 }
+
+/// Runs `algorithm` as the world configures it (its `[algorithms.*]` values).
+fn run_configured(world: &World, algorithm: &str) -> simbench::harness::RunResult {
+    let strategy = sweep::strategy(world, algorithm).expect("registered");
+    let config = simbench::harness::RunConfig {
+        seed: 1,
+        rng: RngScheme::Native,
+        trace: false,
+        out_of_time: &|| false,
+    };
+    simbench::harness::run(world, strategy.as_ref(), &config)
+}
+
+/// One endpoint of capacity 1 with 4 s requests, three workers: two of them always wait.
+fn one_slot_world(extra: &str) -> World {
+    let text = format!(
+        "name = \"one_slot\"\nsummary = \"One slot, slow requests.\"\njobs = 12\nconcurrency = 3\n\
+         steps_per_job = 1\ncalls_per_step = 1\n[cycle]\nperiod_s = 0.0\n{extra}\n\
+         [[endpoints]]\nid = \"only\"\ncapacity = 1\n\
+         latency = {{ distribution = \"constant\", mean_s = 4.0, tail_rate = 0.0 }}\n\
+         failures = {{ error_rate = 0.0, storm_rate = 0.0 }}\n"
+    );
+    compile::load("one_slot.toml", text.as_bytes()).expect("valid")
+}
+
+#[test]
+fn algorithms_wait_timeout_gives_up_a_wait_at_its_deadline() {
+    use simbench::metrics::Metric;
+    let forever = run_configured(&one_slot_world(""), "wait");
+    let bounded = run_configured(
+        &one_slot_world("[algorithms.wait]\ntimeout_s = 1.0"),
+        "wait",
+    );
+    let m = |r: &simbench::harness::RunResult, metric| r.metrics.as_ref().unwrap().get(metric);
+    assert_eq!(m(&forever, Metric::JobsFailed), 0.0);
+    assert_eq!(m(&forever, Metric::JobsDone), 12.0);
+    // With a 1 s timeout the waiting workers give up (class unknown, not retried): jobs fail,
+    // and no successful acquire waited longer than the timeout.
+    let failed = m(&bounded, Metric::JobsFailed);
+    assert!(failed > 0.0);
+    assert_eq!(
+        bounded.error_classes.get("unknown").copied(),
+        Some(failed as u64)
+    );
+    assert_eq!(
+        m(&bounded, Metric::JobsDone) + failed + m(&bounded, Metric::JobsUnstarted),
+        12.0
+    );
+    assert!(m(&bounded, Metric::AcquireWaitP99Ms) <= 1000.0);
+}
+
+#[test]
+fn algorithms_a_timed_wait_on_a_dead_world_ends_instead_of_stalling() {
+    // Every request fails with a 503 and the breaker retires the endpoint: plain `wait` stalls,
+    // a wait with a timeout fails the remaining jobs one timeout at a time and finishes.
+    let dead = "[[incidents]]\nkind = \"outage\"\neffect = \"error\"\nstart_s = 0.0\n\
+                [breaker]\ndegrade_after = 1\ndead_after = 1";
+    let plain = run_configured(&one_slot_world(dead), "wait");
+    assert!(
+        matches!(plain.outcome, simbench::harness::Outcome::Stalled { .. }),
+        "{:?}",
+        plain.outcome
+    );
+    let text = format!("{dead}\n[algorithms.wait]\ntimeout_s = 2.0");
+    let timed = run_configured(&one_slot_world(&text), "wait");
+    assert_eq!(timed.outcome, simbench::harness::Outcome::Ok);
+}

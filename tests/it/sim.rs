@@ -16,9 +16,8 @@ fn never() -> bool {
 
 /// Runs `algorithm` on `world` with run seed `seed`.
 pub fn run(world: &World, algorithm: &str, seed: u64, trace: bool) -> RunResult {
-    let strategy = registry::find(algorithm)
-        .expect("registered")
-        .build_default();
+    // The world's `[algorithms.*]` values apply (none written: the registry's defaults).
+    let strategy = simbench::sweep::strategy(world, algorithm).expect("registered");
     let config = RunConfig {
         seed,
         rng: RngScheme::Native,
@@ -279,6 +278,8 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
     let extras = (
         proptest::bool::ANY,
         proptest::option::of((0usize..6, 0.0f64..20.0, 0.1f64..20.0, 0.1f64..3.0)),
+        // Deadlines: wait's timeout and sticky's fallback delay.
+        proptest::option::of((0.01f64..5.0, 0.01f64..5.0)),
     );
     (
         proptest::collection::vec(endpoint, 1..4),
@@ -294,7 +295,7 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
         extras,
     )
         .prop_map(
-            |(endpoints, workers, jobs, steps, calls, horizon, jitter, budget, throttle, (two_pools, incident))| {
+            |(endpoints, workers, jobs, steps, calls, horizon, jitter, budget, throttle, (two_pools, incident, deadlines))| {
                 let jitter = ["none", "full", "equal"][jitter as usize];
                 let mut text = format!(
                     "name = \"gen\"\nsummary = \"generated\"\nseed = 3\njobs = {jobs}\n\
@@ -310,6 +311,12 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
                     text += &format!("throttle = {{ k = {k}, window_s = {window_s} }}\n");
                 }
                 text += "[breaker]\ncooldown_s = 5.0\n";
+                if let Some((timeout, fallback)) = deadlines {
+                    text += &format!(
+                        "[algorithms.wait]\ntimeout_s = {timeout}\n\
+                         [algorithms.sticky]\nfallback_after_s = {fallback}\n"
+                    );
+                }
                 let two_pools = two_pools && endpoints.len() > 1;
                 if two_pools {
                     text += "[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\nselection = \"round_robin\"\n";
