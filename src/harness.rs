@@ -395,6 +395,10 @@ struct Sim<'w, R: RandomSource> {
     blocked_in_acquire: u32,
     /// Waiting workers with a deadline pending.
     timed_waiters: u32,
+    /// The strategy wants answers reported and may hedge ([`Strategy::uses_feedback`]).
+    feedback: bool,
+    /// Some endpoint has a reuse cache, so workers remember where their job was served.
+    caches: bool,
     /// The retry policy's budget and client-side throttle, when the world has them.
     budget: Option<Budget>,
     throttle: Option<Throttle>,
@@ -440,6 +444,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             open: OpenLoop::new(world.load()),
             blocked_in_acquire: 0,
             timed_waiters: 0,
+            feedback: strategy.uses_feedback(),
+            caches: world.has_cache(),
             budget: world.retry().budget.map(Budget::new),
             throttle: world
                 .retry()
@@ -937,7 +943,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         self.observe(r, self.workers[w].dispatched_at, response);
         match pending.failure {
             None => {
-                self.workers[w].note_served(r, self.now);
+                if self.caches {
+                    self.workers[w].note_served(r, self.now);
+                }
                 self.pool.report_ok(r, pending.tokens);
                 self.tally
                     .request_latencies_ms
@@ -980,6 +988,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     fn observe(&self, r: usize, sent_at: f64, response: Response) {
+        if !self.feedback {
+            return;
+        }
         self.strategy.observe(&Feedback {
             resource: r,
             sent_at,

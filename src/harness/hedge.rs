@@ -52,6 +52,9 @@ impl<R: RandomSource> Sim<'_, R> {
     /// strategy hedges and the timer could fire before the answer (a later timer would only
     /// find the request answered).
     pub(super) fn arm_hedge(&mut self, w: usize, latency_s: f64) {
+        if !self.feedback {
+            return;
+        }
         let Some(delay_s) = self.strategy.hedge_after() else {
             return;
         };

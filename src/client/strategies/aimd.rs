@@ -111,6 +111,10 @@ impl Strategy for Aimd {
         acquire_within(self.state.borrow().limit, pool, now, call)
     }
 
+    fn uses_feedback(&self) -> bool {
+        true
+    }
+
     fn begin_run(&self) {
         *self.state.borrow_mut() = State::new(self.initial, self.record);
     }

@@ -59,6 +59,10 @@ impl Strategy for Hedged {
         select_or_wait(pool, now, call)
     }
 
+    fn uses_feedback(&self) -> bool {
+        true
+    }
+
     fn begin_run(&self) {
         *self.ring.borrow_mut() = Ring::default();
     }
