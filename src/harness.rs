@@ -828,11 +828,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.flush_signals();
             return self.attempt_failed(w, ErrorClass::Throttled, None);
         }
-        let reuse = self.world.endpoints()[r]
-            .cache
-            .as_ref()
-            .is_some_and(|cache| self.workers[w].reuses(r, now, cache.ttl_s));
-        let arrival = self.provider.arrive(r, now, self.rng, reuse);
+        let arrival = self.provider.arrive(r, now, self.rng, self.reuses(w, r));
         if let (Some(throttle), Arrival::Admitted { .. }) = (&mut self.throttle, arrival) {
             throttle.note_accept(r, now);
         }
@@ -968,6 +964,14 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// Tells the strategy what the request sent on `r` at `sent_at` met (before its lease is
     /// given back, so a woken waiter already sees what the strategy learnt).
+    /// Whether a request of `w` on `r` now finds its job's context in `r`'s reuse cache.
+    fn reuses(&self, w: usize, r: usize) -> bool {
+        self.world.endpoints()[r]
+            .cache
+            .as_ref()
+            .is_some_and(|cache| self.workers[w].reuses(r, self.now, cache.ttl_s))
+    }
+
     /// A request on `r` was turned away by an incident: the pool hears of a failure (and of
     /// a revoked key, which it stops using), the lease goes back. Returns the error's class.
     fn rejected(&mut self, r: usize, rejection: Rejection) -> ErrorClass {

@@ -81,11 +81,7 @@ impl<R: RandomSource> Sim<'_, R> {
         };
         assert_ne!(r, primary, "a hedge goes to another resource");
         let active_after_lease = self.pool.resources()[r].active();
-        let reuse = self.world.endpoints()[r]
-            .cache
-            .as_ref()
-            .is_some_and(|cache| self.workers[w].reuses(r, now, cache.ttl_s));
-        let arrival = self.provider.arrive(r, now, self.rng, reuse);
+        let arrival = self.provider.arrive(r, now, self.rng, self.reuses(w, r));
         match arrival {
             Arrival::Rejected(rejection) => {
                 // The copy failed at once; the primary keeps racing alone.
