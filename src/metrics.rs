@@ -8,6 +8,8 @@ pub mod recovery;
 
 use recovery::RecoveryRule;
 
+use crate::world::{Feature, World};
+
 /// Whether a larger or a smaller value is better, or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -48,6 +50,9 @@ pub struct MetricInfo {
     pub latency: bool,
     /// What it measures, in one paragraph.
     pub meaning: &'static str,
+    /// The part of a world it describes, when only some worlds have it; in a world without it
+    /// the metric does not apply (see [`Feature`]).
+    pub needs: Option<Feature>,
 }
 
 macro_rules! catalogue {
@@ -66,6 +71,7 @@ macro_rules! catalogue {
                 gated: $gated,
                 latency: $latency,
                 meaning: $meaning,
+                needs: needs(Metric::$variant),
             }, )*
         ];
     };
@@ -143,23 +149,41 @@ catalogue! {
     RetryQueueWaitP99Ms => "retry_queue_wait_p99_ms", "ms", Neutral, false, false,
         "99th percentile harness wait of served retry requests (backoff and lease wait).";
     RetriesDenied => "retries_denied", "attempts", Neutral, false, false,
-        "Retries the retry budget ([retry.budget]) refused; each gave up its step. 0 without a budget.";
+        "Retries the retry budget ([retry.budget]) refused; each gave up its step. Not applicable without a budget.";
     ThrottledRequests => "throttled_requests", "requests", Neutral, false, false,
-        "Requests client-side throttling ([retry.throttle]) rejected locally, never sent. 0 without throttling.";
+        "Requests client-side throttling ([retry.throttle]) rejected locally, never sent. Not applicable without throttling.";
     ConcurrencyUsed => "concurrency_used", "jobs", Neutral, false, false,
         "Jobs in flight at most: the closed loop's workers, or the open loop's peak.";
     RecoveryS => "recovery_s", "s", Lower, true, false,
-        "Time from the end of the world's incidents until goodput over the recovery window is back to the threshold share of its pre-incident rate (the time to the run's end if it never is; 0 in a world without incidents).";
+        "Time from the end of the world's incidents until goodput over the recovery window is back to the threshold share of its pre-incident rate (the time to the run's end if it never is). Not applicable unless some incident ends.";
     GoodputLostJobs => "goodput_lost_jobs", "jobs", Lower, true, false,
-        "Jobs the pre-incident goodput would have completed from the first incident's start until recovery, minus those completed (0 in a world without incidents).";
+        "Jobs the pre-incident goodput would have completed from the first incident's start until recovery, minus those completed. Not applicable unless some incident ends.";
     CacheHitRate => "cache_hit_rate", "ratio", Higher, true, false,
-        "Share of admitted requests served from an endpoint's reuse cache (0 in a world without caches).";
+        "Share of admitted requests served from an endpoint's reuse cache. Not applicable without a cache.";
     WallS => "wall_s", "s", Neutral, false, false,
         "Real seconds spent simulating the run (cost only).";
 }
 
+/// The feature a metric needs in order to apply to a world; `None` for most metrics.
+const fn needs(metric: Metric) -> Option<Feature> {
+    match metric {
+        Metric::RecoveryS | Metric::GoodputLostJobs => Some(Feature::EndingIncident),
+        Metric::CacheHitRate => Some(Feature::Cache),
+        Metric::RetriesDenied => Some(Feature::RetryBudget),
+        Metric::ThrottledRequests => Some(Feature::RetryThrottle),
+        _ => None,
+    }
+}
+
 /// Number of metrics in the catalogue.
 pub const N_METRICS: usize = CATALOGUE.len();
+
+impl MetricInfo {
+    /// Whether the metric means anything in `world` (see [`Feature`]).
+    pub fn applies_to(&self, world: &World) -> bool {
+        self.needs.is_none_or(|feature| world.has(feature))
+    }
+}
 
 impl Metric {
     /// The catalogue row of this metric.
@@ -517,6 +541,11 @@ mod tests {
         }
         let gated = CATALOGUE.iter().filter(|m| m.gated).count();
         assert_eq!(gated, 27);
+        // A metric that needs a feature says so in its meaning, and only such a metric does.
+        for info in CATALOGUE {
+            let says = info.meaning.contains("Not applicable");
+            assert_eq!(says, info.needs.is_some(), "{}", info.name);
+        }
     }
 
     #[test]

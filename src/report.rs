@@ -173,6 +173,9 @@ pub struct Row {
     pub info: &'static MetricInfo,
     /// Who wins it, and why.
     pub verdict: Verdict,
+    /// Why the metric does not apply to this world (it lacks what the metric describes); such
+    /// a row is left out of every rendering but the list that names it.
+    pub not_applicable: Option<&'static str>,
 }
 
 /// How the sweep was carried out, as the report states it.
@@ -228,6 +231,36 @@ impl Report {
     pub fn row(&self, metric: Metric) -> &Row {
         &self.rows[metric as usize]
     }
+
+    /// The rows of the metrics that apply to this world, in catalogue order.
+    pub fn shown_rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.not_applicable.is_none())
+    }
+
+    /// Whether `metric` applies to this world.
+    pub fn applies(&self, metric: Metric) -> bool {
+        self.row(metric).not_applicable.is_none()
+    }
+
+    /// `recovery_s, goodput_lost_jobs (no incident that ends); cache_hit_rate (no reuse cache)`:
+    /// the metrics left out and why, grouped by reason; `None` if every metric applies.
+    pub fn not_applicable_text(&self) -> Option<String> {
+        let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+        for row in &self.rows {
+            let Some(reason) = row.not_applicable else {
+                continue;
+            };
+            match groups.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, names)) => names.push(row.info.name),
+                None => groups.push((reason, vec![row.info.name])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(reason, names)| format!("{} ({reason})", names.join(", ")))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 /// Builds the report of a sweep over `world`, from its runs in sweep order.
@@ -255,6 +288,10 @@ pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
         .map(|info| Row {
             info,
             verdict: rank::verdict(info, &contestants, &gate),
+            not_applicable: info
+                .needs
+                .filter(|_| !info.applies_to(world))
+                .map(|feature| feature.absence()),
         })
         .collect();
     Report {

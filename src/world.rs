@@ -136,6 +136,15 @@ impl World {
     pub fn has_cache(&self) -> bool {
         self.endpoints.iter().any(|e| e.cache.is_some())
     }
+    /// Whether the world has `feature`, which some metrics need in order to mean anything.
+    pub fn has(&self, feature: Feature) -> bool {
+        match feature {
+            Feature::EndingIncident => self.incidents.iter().any(|i| i.end_s.is_finite()),
+            Feature::Cache => self.has_cache(),
+            Feature::RetryBudget => self.retry.budget.is_some(),
+            Feature::RetryThrottle => self.retry.throttle.is_some(),
+        }
+    }
     /// A copy with the size knobs replaced; values are checked by the caller's parser.
     ///
     /// # Panics
@@ -248,6 +257,33 @@ impl Selection {
             Selection::LeastBusy => "least_busy",
             Selection::RoundRobin => "round_robin",
             Selection::InOrder => "in_order",
+        }
+    }
+}
+
+/// A part of a world that only some worlds have. A metric that describes it (recovery after
+/// incidents, cache hits, retries a budget denied) does not apply to a world without it: its 0
+/// there would mean "nothing to measure", not "measured zero", so reports leave it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    /// An incident with an end, after which recovery can be measured.
+    EndingIncident,
+    /// A reuse cache on some endpoint.
+    Cache,
+    /// A retry budget (`[retry.budget]`).
+    RetryBudget,
+    /// Client-side throttling (`[retry.throttle]`).
+    RetryThrottle,
+}
+
+impl Feature {
+    /// Why a world lacking the feature has nothing to measure, for report notes.
+    pub fn absence(self) -> &'static str {
+        match self {
+            Feature::EndingIncident => "no incident that ends",
+            Feature::Cache => "no reuse cache",
+            Feature::RetryBudget => "no [retry.budget]",
+            Feature::RetryThrottle => "no [retry.throttle]",
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::compile::{self, LoadOptions, Override, Reader};
 use crate::diagnostics::{RenderOptions, ScenarioErrors};
 use crate::harness::RngScheme;
 use crate::knee::{self, LevelRuns};
+use crate::metrics::CATALOGUE;
 use crate::report::Run;
 use crate::report::fingerprint::world_hash;
 use crate::sweep::{self, SweepConfig};
@@ -206,6 +207,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         seeds: &seeds,
         jobs: base.jobs(),
         rng: rng_name(args.exec.rng),
+        applies: CATALOGUE.iter().map(|m| m.applies_to(&base)).collect(),
         wall_s: clock(),
     };
     emit(&view, args)

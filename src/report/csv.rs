@@ -2,12 +2,13 @@
 //! spreadsheets and plotting.
 //!
 //! Owns the column layout: `algorithm,seed,outcome`, then the catalogue's metric names in order.
-//! Values are rounded to 6 decimals; a run that did not finish has empty metric cells. RFC 4180
+//! Values are rounded to 6 decimals; a run that did not finish has empty metric cells, and so
+//! does a metric that does not apply to the world (the header stays the same for every world). RFC 4180
 //! quoting, `\n` line ends. Returns a `String`; never writes it.
 
 use super::format::round6;
 use super::{Outcome, Report, Run};
-use crate::metrics::CATALOGUE;
+use crate::metrics::{CATALOGUE, Metric};
 
 /// Renders the CSV export.
 pub fn render(report: &Report) -> String {
@@ -18,7 +19,8 @@ pub fn render(report: &Report) -> String {
     out.push('\n');
     for run in &report.runs {
         let mut cells = vec![field(&run.algorithm), run.seed.to_string()];
-        cells.extend(outcome_cells(run, report.invalid_reason(run).is_none()));
+        let valid = report.invalid_reason(run).is_none();
+        cells.extend(outcome_cells(run, valid, &|m| report.applies(m)));
         out.push_str(&cells.join(","));
         out.push('\n');
     }
@@ -26,12 +28,23 @@ pub fn render(report: &Report) -> String {
 }
 
 /// The cells after a row's key columns: `outcome,valid`, then every metric in catalogue order
-/// (empty for a run that did not finish). Shared with `simbench sweep`'s CSV.
-pub(crate) fn outcome_cells(run: &Run, valid: bool) -> Vec<String> {
+/// (empty for a run that did not finish or a metric that does not `apply`). Shared with
+/// `simbench sweep`'s CSV.
+pub(crate) fn outcome_cells(
+    run: &Run,
+    valid: bool,
+    applies: &dyn Fn(Metric) -> bool,
+) -> Vec<String> {
     match &run.outcome {
         Outcome::Finished(values) => ["ok".to_string(), valid.to_string()]
             .into_iter()
-            .chain(values.iter().map(|(_, v)| round6(v).to_string()))
+            .chain(values.iter().map(|(info, v)| {
+                if applies(info.metric) {
+                    round6(v).to_string()
+                } else {
+                    String::new()
+                }
+            }))
             .collect(),
         Outcome::Unfinished { kind, .. } => [(*kind).to_string(), String::new()]
             .into_iter()

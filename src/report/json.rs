@@ -2,7 +2,9 @@
 //! (simbench version and world hash), 2-space indented.
 //!
 //! Owns the JSON shape (reference §8.6 plus `simbench_version`, `world_hash`, `median`,
-//! `outcome`/`reason` per run and `stalled`). Objects keep report order — algorithms as they
+//! `outcome`/`reason` per run, `stalled` and `not_applicable`). A metric that does not apply to
+//! the world is absent from `metrics`, `aggregates` and `winners` and listed under
+//! `not_applicable` with the reason. Objects keep report order — algorithms as they
 //! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
 //! decimals; verdicts were computed from the unrounded ones. Returns a `String`; never writes it.
 
@@ -29,17 +31,22 @@ pub fn render(report: &Report) -> String {
         wall_s: (report.sweep.wall_s * 1e3).round() / 1e3,
         runs: report.runs.iter().map(|r| run(report, r)).collect(),
         aggregates: aggregates(report),
-        winners: Ordered(
+        not_applicable: Ordered(
             report
                 .rows
                 .iter()
+                .filter_map(|r| r.not_applicable.map(|why| (r.info.name, why)))
+                .collect(),
+        ),
+        winners: Ordered(
+            report
+                .shown_rows()
                 .map(|r| (r.info.name, r.verdict.winners.clone()))
                 .collect(),
         ),
         excluded_by_completion: Ordered(
             report
-                .rows
-                .iter()
+                .shown_rows()
                 .filter(|r| r.info.gated)
                 .map(|r| {
                     let list = r
@@ -64,8 +71,7 @@ pub fn render(report: &Report) -> String {
         ),
         not_compared: Ordered(
             report
-                .rows
-                .iter()
+                .shown_rows()
                 .filter_map(|r| r.verdict.not_compared.as_deref().map(|a| (r.info.name, a)))
                 .collect(),
         ),
@@ -127,6 +133,7 @@ struct Document<'a> {
     wall_s: f64,
     runs: Vec<JsonRun<'a>>,
     aggregates: Ordered<&'a str, Ordered<&'static str, Aggregate>>,
+    not_applicable: Ordered<&'static str, &'static str>,
     winners: Ordered<&'static str, Vec<String>>,
     excluded_by_completion: Ordered<&'static str, Vec<Excluded<'a>>>,
     unsuited: Ordered<&'a str, &'a str>,
@@ -174,9 +181,10 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
         reason,
         valid: run.metrics().map(|_| report.invalid_reason(run).is_none()),
         invalid_reason: report.invalid_reason(run),
-        metrics: run
-            .metrics()
-            .map(|m| Ordered(m.iter().map(|(info, v)| (info.name, round6(v))).collect())),
+        metrics: run.metrics().map(|m| {
+            let applicable = m.iter().filter(|(info, _)| report.applies(info.metric));
+            Ordered(applicable.map(|(info, v)| (info.name, round6(v))).collect())
+        }),
         error_classes: &run.error_classes,
         endpoint_admitted: report
             .world
@@ -208,6 +216,7 @@ fn aggregates(report: &Report) -> Ordered<&str, Ordered<&'static str, Aggregate>
                 let per_metric = CATALOGUE
                     .iter()
                     .zip(&c.stats)
+                    .filter(|(info, _)| report.applies(info.metric))
                     .map(|(info, s)| {
                         let a = Aggregate {
                             mean: round6(s.mean),

@@ -52,7 +52,7 @@ fn metric_table(out: &mut String, report: &Report) {
         &report.columns,
         &["verdict"],
     );
-    for row in &report.rows {
+    for row in report.shown_rows() {
         let info = row.info;
         let mut cells = vec![
             if info.gated {

@@ -27,7 +27,7 @@ const LEAD: usize = 2;
 pub fn render(report: &Report, options: &TerminalOptions) -> String {
     let mut builder = Builder::default();
     builder.push_record(header(report));
-    for row in &report.rows {
+    for row in report.shown_rows() {
         builder.push_record(body_row(report, row));
     }
     let mut table = builder.build();
@@ -141,7 +141,7 @@ fn colour(table: &mut tabled::Table, report: &Report) {
         if !column.unfinished.is_empty() {
             table.modify(Cell::new(0, col), Color::FG_RED);
         }
-        for (r, row) in report.rows.iter().enumerate() {
+        for (r, row) in report.shown_rows().enumerate() {
             let winner = row.verdict.winners.contains(&column.algorithm);
             if winner {
                 table.modify(Cell::new(r + 1, col), Color::FG_GREEN);
@@ -151,7 +151,7 @@ fn colour(table: &mut tabled::Table, report: &Report) {
         }
     }
     let verdict_col = LEAD + report.columns.len();
-    for (r, row) in report.rows.iter().enumerate() {
+    for (r, row) in report.shown_rows().enumerate() {
         if row.verdict.kind == Kind::Ranked {
             table.modify(Cell::new(r + 1, verdict_col), Color::FG_GREEN);
         }
@@ -198,7 +198,7 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
             list.join(", ")
         ));
     }
-    if report.rows.iter().any(|r| r.info.latency) {
+    if report.shown_rows().any(|r| r.info.latency) {
         lines.push(format!(
             "‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under {} of p99 observed{}); (brackets) = INVALID.",
             whole_percent(report.world.max_queue_share),
@@ -206,6 +206,11 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
                 .world
                 .knee_concurrency
                 .map_or(String::new(), |k| format!(", at most {k} jobs in flight"))
+        ));
+    }
+    if let Some(text) = report.not_applicable_text() {
+        lines.push(format!(
+            "not applicable to this world, so not shown: {text}."
         ));
     }
     for column in report.columns.iter().filter(|c| !c.invalid.is_empty()) {
@@ -244,14 +249,13 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
 /// `not compared: sticky on every † row` or `… on throughput_rps, utilization`.
 fn not_compared_line(report: &Report) -> Option<String> {
     let pairs: Vec<(&str, &str)> = report
-        .rows
-        .iter()
+        .shown_rows()
         .filter_map(|r| r.verdict.not_compared.as_deref().map(|a| (a, r.info.name)))
         .collect();
     if pairs.is_empty() {
         return None;
     }
-    let gated = report.rows.iter().filter(|r| r.info.gated).count();
+    let gated = report.shown_rows().filter(|r| r.info.gated).count();
     let mut algorithms: Vec<&str> = pairs.iter().map(|p| p.0).collect();
     algorithms.dedup();
     let parts: Vec<String> = algorithms

@@ -156,12 +156,7 @@ const _: &str = r#"
 │ retry_requests [requests]               │ —      │       99.7 ± 65.4  │        159.7 ± 14.2  │     150.7 ± 22.7  │      157.0 ± 10.0  │        159.7 ± 14.2  │ —                                     │
 │ retry_observed_p99_ms [ms]              │ —      │   598.53 ± 704.23  │ 14344.61 ± 14103.81  │ 1396.47 ± 973.72  │ 5209.75 ± 7614.95  │ 14344.61 ± 14103.81  │ —                                     │
 │ retry_queue_wait_p99_ms [ms]            │ —      │   507.30 ± 673.86  │ 14140.72 ± 14018.07  │ 1182.92 ± 891.40  │ 5046.47 ± 7667.38  │ 14140.72 ± 14018.07  │ —                                     │
-│ retries_denied [attempts]               │ —      │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ —                                     │
-│ throttled_requests [requests]           │ —      │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ —                                     │
 │ concurrency_used [jobs]                 │ —      │         4.0 ± 0.0  │           4.0 ± 0.0  │        4.0 ± 0.0  │         4.0 ± 0.0  │           4.0 ± 0.0  │ —                                     │
-│ recovery_s [s] †                        │ lower  │      (0.00 ± 0.00) │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ zero for all                          │
-│ goodput_lost_jobs [jobs] †              │ lower  │        (0.0 ± 0.0) │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ zero for all                          │
-│ cache_hit_rate [ratio] †                │ higher │  (0.0000 ± 0.0000) │     0.0000 ± 0.0000  │  0.0000 ± 0.0000  │   0.0000 ± 0.0000  │     0.0000 ± 0.0000  │ zero for all                          │
 │ wall_s [s]                              │ —      │       0.00 ± 0.00  │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ —                                     │
 ╰─────────────────────────────────────────┴────────┴────────────────────┴──────────────────────┴───────────────────┴────────────────────┴──────────────────────┴───────────────────────────────────────╯
 tiny · 3 seeds 7…9 · 60 jobs × 3 steps × 2 calls, 4 workers · horizon 20 s · wall 0.0 s · world e216ddb5918bc872
@@ -169,6 +164,7 @@ mean ± sample stdev over seeds. * = best mean, or not separable from the leader
 † gated: only algorithms whose mean jobs_done reaches 90 % of the best compete; (brackets) = excluded by that gate.
 excluded from † rows (completion vs the best): immediate 72.8 %
 ‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under 5 % of p99 observed); (brackets) = INVALID.
+not applicable to this world, so not shown: retries_denied (no [retry.budget]); throttled_requests (no [retry.throttle]); recovery_s, goodput_lost_jobs (no incident that ends); cache_hit_rate (no reuse cache).
 n/a: failover is unsuited to this world and never ranked: single pool: nothing to fail over to
 "#;
 // snapshot table end
@@ -277,8 +273,41 @@ fn report_json_names_every_metric_and_the_world() {
     assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
     assert_eq!(json["simbench_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(json["rng"], "native");
-    assert_eq!(json["winners"].as_object().unwrap().len(), CATALOGUE.len());
-    let gated = CATALOGUE.iter().filter(|m| m.gated).count();
+    // The tiny world has no incident, cache, budget or throttle: those five metrics do not
+    // apply, and are named with the reason instead of shown as zeros.
+    let not_applicable = json["not_applicable"].as_object().unwrap();
+    let names: Vec<&str> = not_applicable.keys().map(String::as_str).collect();
+    // (serde_json's Value sorts keys; the text keeps catalogue order.)
+    assert_eq!(
+        names,
+        [
+            "cache_hit_rate",
+            "goodput_lost_jobs",
+            "recovery_s",
+            "retries_denied",
+            "throttled_requests"
+        ]
+    );
+    assert!(
+        text.find("\"retries_denied\": \"no").unwrap()
+            < text.find("\"cache_hit_rate\": \"no").unwrap()
+    );
+    assert_eq!(not_applicable["cache_hit_rate"], "no reuse cache");
+    let applicable: Vec<_> = CATALOGUE
+        .iter()
+        .filter(|m| !names.contains(&m.name))
+        .collect();
+    assert_eq!(json["winners"].as_object().unwrap().len(), applicable.len());
+    for name in &names {
+        assert!(json["winners"].get(name).is_none(), "{name}");
+        assert!(json["aggregates"]["wait"].get(name).is_none(), "{name}");
+        assert!(json["runs"][0]["metrics"].get(name).is_none(), "{name}");
+    }
+    assert_eq!(
+        json["runs"][0]["metrics"].as_object().unwrap().len(),
+        applicable.len()
+    );
+    let gated = applicable.iter().filter(|m| m.gated).count();
     assert_eq!(
         json["excluded_by_completion"].as_object().unwrap().len(),
         gated
@@ -309,8 +338,10 @@ fn report_markdown_and_csv_carry_every_run_and_metric() {
     assert!(md.starts_with("### `tiny`\n\nTwo endpoints"));
     assert!(md.contains("| metric | unit | better | `wait` | `sticky` | verdict |"));
     for info in CATALOGUE {
-        assert!(md.contains(&format!("| {}", info.name)), "{}", info.name);
+        let shown = md.contains(&format!("| {}", info.name));
+        assert_eq!(shown, info.needs.is_none(), "{}", info.name);
     }
+    assert!(md.contains("not applicable to this world, so not shown: retries_denied"));
     assert!(md.contains("| algorithm | `quick` | `metered` |"));
     assert!(md.contains("Failed attempts by error class"));
     let csv = report::csv::render(&report);
@@ -323,4 +354,11 @@ fn report_markdown_and_csv_carry_every_run_and_metric() {
             .iter()
             .all(|l| l.split(',').count() == 4 + CATALOGUE.len())
     );
+    // Every world has the same columns; a metric that does not apply has empty cells.
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let cells: Vec<&str> = lines[1].split(',').collect();
+    for (name, cell) in header.iter().zip(&cells).skip(4) {
+        let info = CATALOGUE.iter().find(|m| m.name == *name).unwrap();
+        assert_eq!(cell.is_empty(), info.needs.is_some(), "{name}");
+    }
 }

@@ -2,6 +2,7 @@
 //! byte-identical JSON across processes and thread counts.
 
 use crate::support::{simbench, without_wall_times};
+use simbench::metrics::MetricInfo;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -55,7 +56,23 @@ fn json_has_one_record_per_algorithm_and_seed() {
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     // Metrics are written in catalogue order (serde_json's Value would sort them, so read text).
     let first_metrics = &text[text.find("\"metrics\"").unwrap()..];
-    let positions: Vec<usize> = simbench::metrics::CATALOGUE
+    // The built-in world has no incident, cache, budget or throttle: those metrics are absent.
+    let (applicable, absent): (Vec<&MetricInfo>, Vec<&MetricInfo>) = simbench::metrics::CATALOGUE
+        .iter()
+        .partition(|m| m.needs.is_none());
+    assert_eq!(
+        absent.len(),
+        json["not_applicable"].as_object().unwrap().len()
+    );
+    for m in &absent {
+        assert!(json["not_applicable"][m.name].is_string(), "{}", m.name);
+        assert!(
+            json["runs"][0]["metrics"].get(m.name).is_none(),
+            "{}",
+            m.name
+        );
+    }
+    let positions: Vec<usize> = applicable
         .iter()
         .map(|m| first_metrics.find(&format!("\"{}\"", m.name)).unwrap())
         .collect();
@@ -79,7 +96,7 @@ fn json_has_one_record_per_algorithm_and_seed() {
     for run in runs {
         assert_eq!(run["outcome"], "ok");
         let metrics = run["metrics"].as_object().unwrap();
-        assert_eq!(metrics.len(), simbench::metrics::CATALOGUE.len());
+        assert_eq!(metrics.len(), applicable.len());
         let admitted = run["endpoint_admitted"].as_object().unwrap();
         assert_eq!(admitted.len(), 3);
         assert!(run["error_classes"]["rate_limit"].as_u64().unwrap() > 0);

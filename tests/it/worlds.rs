@@ -101,6 +101,15 @@ fn worlds_test_only_world_with_pools_incident_cache_and_extends_runs_as_data() {
             "endpoints of both pools reported"
         );
     }
+    // The cache and the ending incident make their metrics apply; the retry options it lacks
+    // are named as not applicable rather than shown as zeros.
+    assert_eq!(
+        report["not_applicable"],
+        serde_json::json!({
+            "retries_denied": "no [retry.budget]",
+            "throttled_requests": "no [retry.throttle]"
+        })
+    );
     // The cache, the incident and the second pool all show in the numbers.
     assert!(mean(&report, "sticky", "cache_hit_rate") > 0.5);
     assert!(mean(&report, "wait", "goodput_lost_jobs") > 0.0);

@@ -87,6 +87,8 @@ pub struct SweepView<'a> {
     pub rng: &'static str,
     /// Real seconds the sweep took.
     pub wall_s: f64,
+    /// Whether each catalogue metric applies to the world (the levels never change that).
+    pub applies: Vec<bool>,
 }
 
 impl SweepView<'_> {
@@ -665,7 +667,7 @@ pub fn csv(view: &SweepView<'_>) -> String {
         for run in runs {
             let mut cells = vec![view.knob.spell(view.levels[i]), run.seed.to_string()];
             let valid = !level.invalid.iter().any(|(s, _)| *s == run.seed);
-            cells.extend(outcome_cells(run, valid));
+            cells.extend(outcome_cells(run, valid, &|m| view.applies[m as usize]));
             out.push_str(&cells.join(","));
             out.push('\n');
         }
