@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod provider;
 pub mod report;
 pub mod rng;
+pub mod rounding;
 pub mod scenario;
 pub mod schema;
 pub mod sweep;

@@ -54,9 +54,10 @@ pub fn whole_percent(ratio: f64) -> String {
     format!("{} %", fixed(ratio * 100.0, 0))
 }
 
-/// Rounds to 6 decimals for machine output; computations keep full precision.
+/// Rounds to 6 decimals for machine output, as the reference's JSON does (Python's
+/// `round(x, 6)`; a negative zero becomes 0); computations keep full precision.
 pub fn round6(x: f64) -> f64 {
-    let r = (x * 1e6).round() / 1e6;
+    let r = crate::rounding::round(x, 6);
     if r == 0.0 { 0.0 } else { r }
 }
 
