@@ -16,7 +16,8 @@ METRICS = ["jobs_done", "throughput_rps", "refusal_rate", "error_rate",
 
 
 def column(report, algorithm, metric):
-    return [r["metrics"][metric] for r in report["runs"] if r["algorithm"] == algorithm]
+    return [r["metrics"][metric] for r in report["runs"]
+            if r["algorithm"] == algorithm and r.get("metrics") is not None]
 
 
 def mann_whitney_p(a, b):

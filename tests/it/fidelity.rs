@@ -4,8 +4,10 @@
 //! distributions must not. Over the reference's seeds 20260917–26 (tests/reference/), for every
 //! default algorithm and the headline metrics: simbench's 10-seed median lies inside the
 //! reference's 10-seed [min, max], and a two-sided Mann–Whitney test does not separate the two
-//! samples (p ≥ 0.001, a Bonferroni-style bound for the 40 comparisons). docs/fidelity.md shows
-//! the full side-by-side table, including the stricter "within 12 % of the median" view.
+//! samples (p ≥ 0.001, a Bonferroni-style bound for the 40 comparisons). With the reference's
+//! dice, the simulator issue's literal criterion (also within 12 % of the reference's median)
+//! holds on all 40 cells. docs/fidelity.md §2 shows the tables and why the 12 % test cannot
+//! judge a different set of dice.
 
 use serde_json::Value;
 use simbench::client::registry;
@@ -83,8 +85,48 @@ fn mann_whitney_sanity() {
     assert!(mann_whitney_p(&a, &shifted) < 0.001);
 }
 
-#[test]
-fn native_scheme_agrees_with_the_reference_statistically() {
+/// One (algorithm, metric) cell of the comparison over the reference's ten seeds.
+struct Cell {
+    label: String,
+    /// The reference's 10-seed values.
+    theirs: Vec<f64>,
+    /// simbench's 10-seed values on the same seeds.
+    mine: Vec<f64>,
+}
+
+impl Cell {
+    fn range(&self) -> (f64, f64) {
+        self.theirs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                (l.min(x), h.max(x))
+            })
+    }
+    fn median_in_range(&self) -> bool {
+        let (lo, hi) = self.range();
+        (lo..=hi).contains(&median(&self.mine))
+    }
+    /// Relative gap of the medians.
+    fn gap(&self) -> f64 {
+        let reference = median(&self.theirs);
+        (median(&self.mine) - reference).abs() / reference.abs()
+    }
+    fn describe(&self) -> String {
+        let (lo, hi) = self.range();
+        format!(
+            "{}: median {} vs reference {} [{lo}, {hi}], gap {:.1} %, p = {:.4}",
+            self.label,
+            median(&self.mine),
+            median(&self.theirs),
+            100.0 * self.gap(),
+            mann_whitney_p(&self.theirs, &self.mine)
+        )
+    }
+}
+
+/// The 40 cells of the simulator issue's comparison (tests/reference/bursty_seeds10.json),
+/// with simbench's runs drawn from `rng`.
+fn cells(rng: RngScheme) -> Vec<Cell> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/reference/bursty_seeds10.json");
     let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -95,7 +137,7 @@ fn native_scheme_agrees_with_the_reference_statistically() {
         .iter()
         .map(|s| s.as_u64().unwrap())
         .collect();
-    let mut failures = Vec::new();
+    let mut cells = Vec::new();
     for algorithm in ["immediate", "wait", "backoff", "sticky", "quota_aware"] {
         let strategy = registry::find(algorithm).unwrap().build_default();
         let ours: Vec<_> = seeds
@@ -103,7 +145,7 @@ fn native_scheme_agrees_with_the_reference_statistically() {
             .map(|&seed| {
                 let config = RunConfig {
                     seed,
-                    rng: RngScheme::Native,
+                    rng,
                     trace: false,
                     out_of_time: &never,
                 };
@@ -121,20 +163,38 @@ fn native_scheme_agrees_with_the_reference_statistically() {
                 .map(|r| r["metrics"][name].as_f64().unwrap())
                 .collect();
             let metric = Metric::from_name(name).unwrap();
-            let mine: Vec<f64> = ours.iter().map(|m| m.get(metric)).collect();
-            let (lo, hi) = theirs
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-                    (l.min(x), h.max(x))
-                });
-            let ours_median = median(&mine);
-            let p = mann_whitney_p(&theirs, &mine);
-            if !(lo..=hi).contains(&ours_median) || p < 0.001 {
-                failures.push(format!(
-                    "{algorithm} {name}: median {ours_median} vs reference [{lo}, {hi}], p = {p:.4}"
-                ));
-            }
+            let mine = ours.iter().map(|m| m.get(metric)).collect();
+            cells.push(Cell {
+                label: format!("{algorithm} {name}"),
+                theirs,
+                mine,
+            });
         }
     }
+    assert_eq!(cells.len(), 40);
+    cells
+}
+
+#[test]
+fn native_scheme_agrees_with_the_reference_statistically() {
+    let failures: Vec<String> = cells(RngScheme::Native)
+        .iter()
+        .filter(|c| !c.median_in_range() || mann_whitney_p(&c.theirs, &c.mine) < 0.001)
+        .map(Cell::describe)
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The simulator issue's criterion as written — every 10-seed median inside the reference's
+/// [min, max] and within 12 % of its median — holds with the reference's dice. (With native
+/// dice it is a coin that even the reference, judged against ten other seeds of itself, wins
+/// 0.4 % of the time: docs/fidelity.md §2.)
+#[test]
+fn reference_scheme_meets_the_ten_seed_criterion_on_every_cell() {
+    let failures: Vec<String> = cells(RngScheme::Reference)
+        .iter()
+        .filter(|c| !c.median_in_range() || c.gap() > 0.12)
+        .map(Cell::describe)
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
