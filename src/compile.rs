@@ -740,6 +740,7 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             },
             retry_classified: s.retry.retry_classified,
             retry_unknown: s.retry.retry_unknown,
+            retry_after_spread: s.retry.retry_after_spread,
             max_total_s: s.retry.max_total_s,
             budget: s.retry.budget.as_ref().map(|b| world::RetryBudget {
                 ratio: b.ratio,

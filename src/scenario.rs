@@ -470,6 +470,14 @@ pub struct Retry {
     /// Retry errors of unknown class, such as "no endpoint available". Default false.
     pub retry_unknown: bool,
 
+    /// Spread the clients that were told the same Retry-After: wait Retry-After × (1 + spread ×
+    /// u), u uniform in [0, 1) from the attempt's retry stream, instead of exactly Retry-After.
+    /// The jitter above never applies to a Retry-After, so without this every client refused
+    /// at once comes back at once. Default 0 (wait exactly Retry-After, as the reference);
+    /// range 0 to 100.
+    #[schemars(range(min = 0, max = 100))]
+    pub retry_after_spread: f64,
+
     /// Give up on a step once retrying would exceed this much time (seconds) since the step
     /// started. A deadline on each unit of work. Default: absent (no limit); must be > 0.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -560,6 +568,7 @@ impl Default for Retry {
             jitter: Jitter::Full,
             retry_classified: true,
             retry_unknown: false,
+            retry_after_spread: 0.0,
             max_total_s: None,
             budget: None,
             throttle: None,

@@ -631,6 +631,8 @@ pub struct RetryPolicy {
     pub retry_classified: bool,
     /// Retry errors of class `unknown` (such as "nothing available").
     pub retry_unknown: bool,
+    /// A Retry-After of `a` becomes `a × (1 + spread × u)`; 0 waits exactly `a`.
+    pub retry_after_spread: f64,
     /// Give up when the step would exceed this much time since it started \[s\].
     pub max_total_s: Option<f64>,
     /// The retry budget, if any.

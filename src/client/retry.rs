@@ -1,7 +1,8 @@
 //! The client retry policy: classify a failed attempt, decide whether and when to try again.
 //!
-//! A Retry-After replaces the backoff entirely; otherwise the delay is the exponential backoff
-//! with its jitter, drawn from the attempt's own retry stream. Delays are rounded to 4 decimals,
+//! A Retry-After replaces the backoff entirely (stretched by `retry_after_spread` when set);
+//! otherwise the delay is the exponential backoff with its jitter, drawn from the attempt's own
+//! retry stream. Delays are rounded to 4 decimals,
 //! as the reference sleeps the rounded value.
 
 use crate::world::{Backoff, Jitter, RetryPolicy};
@@ -79,7 +80,8 @@ pub enum GiveUp {
 }
 
 /// Decides after attempt `attempts_used` (1-based) failed with `class`, `elapsed_s` after the
-/// step started. `draw` yields the retry stream's uniform draw, only called for a jittered backoff.
+/// step started. `draw` yields the retry stream's uniform draw, only called for a jittered
+/// backoff or a spread Retry-After (so a policy without either draws nothing, as the reference).
 pub fn decide(
     policy: &RetryPolicy,
     class: ErrorClass,
@@ -97,7 +99,7 @@ pub fn decide(
         return Decision::GiveUp(GiveUp::PolicyDeclined);
     }
     let delay = match retry_after_s {
-        Some(after) => after.max(0.0),
+        Some(after) => spread(after.max(0.0), policy.retry_after_spread, draw),
         None => jittered(&policy.backoff, attempts_used, draw),
     };
     if let Some(max_total_s) = policy.max_total_s
@@ -106,6 +108,15 @@ pub fn decide(
         return Decision::GiveUp(GiveUp::TotalBudget);
     }
     Decision::Retry(round_4(delay))
+}
+
+/// A Retry-After stretched by up to `spread` of itself; exactly `after` (no draw) at 0.
+fn spread(after: f64, spread: f64, draw: impl FnOnce() -> f64) -> f64 {
+    if spread == 0.0 {
+        after
+    } else {
+        after * (1.0 + spread * draw())
+    }
 }
 
 /// The backoff delay after `k` failures (k ≥ 1), with jitter drawn by `draw` when needed.
@@ -138,6 +149,7 @@ mod tests {
             },
             retry_classified: true,
             retry_unknown: false,
+            retry_after_spread: 0.0,
             max_total_s: None,
             budget: None,
             throttle: None,
@@ -151,6 +163,25 @@ mod tests {
             panic!("no draw for a Retry-After")
         });
         assert_eq!(d, Decision::Retry(0.25));
+    }
+
+    #[test]
+    fn a_spread_stretches_retry_after_by_its_draw() {
+        let mut p = policy(Jitter::None);
+        p.retry_after_spread = 0.5;
+        let d = decide(&p, ErrorClass::RateLimit, Some(2.0), 1, 0.0, || 0.5);
+        assert_eq!(d, Decision::Retry(2.5));
+        let at_least = decide(&p, ErrorClass::RateLimit, Some(2.0), 1, 0.0, || 0.0);
+        assert_eq!(
+            at_least,
+            Decision::Retry(2.0),
+            "never earlier than Retry-After"
+        );
+        // Without a Retry-After the backoff is unchanged by the spread.
+        let backoff = decide(&p, ErrorClass::Timeout, None, 1, 0.0, || {
+            panic!("no jitter")
+        });
+        assert_eq!(backoff, Decision::Retry(0.5));
     }
 
     #[test]

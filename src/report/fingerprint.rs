@@ -192,6 +192,7 @@ fn retry_text(out: &mut Text, retry: &RetryPolicy) {
         backoff,
         retry_classified,
         retry_unknown,
+        retry_after_spread,
         max_total_s,
         budget,
         throttle,
@@ -210,6 +211,10 @@ fn retry_text(out: &mut Text, retry: &RetryPolicy) {
     out.int("retry.retry_classified", u8::from(*retry_classified));
     out.int("retry.retry_unknown", u8::from(*retry_unknown));
     out.opt_float("retry.max_total_s", *max_total_s);
+    // Hashed only when set, so worlds written before the option keep their hash.
+    if *retry_after_spread != 0.0 {
+        out.float("retry.retry_after_spread", *retry_after_spread);
+    }
     // Absent options add no line, so worlds without them keep their hash.
     if let Some(RetryBudget {
         ratio,

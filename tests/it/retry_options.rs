@@ -1,6 +1,7 @@
-//! The retry policy's options: the retry budget and client-side throttling. Both are absent by
-//! default (the replay tests show absent means unchanged); present, they combine with any
-//! strategy, and the budget never grants more than its share over its window.
+//! The retry policy's options: the retry budget, client-side throttling and the Retry-After
+//! spread. All are off by default (the replay tests show off means unchanged); on, they combine
+//! with any strategy, the budget never grants more than its share over its window, and a spread
+//! Retry-After is never shorter than the one the provider sent.
 
 use proptest::prelude::*;
 use simbench::client::budget::Budget;
@@ -131,4 +132,75 @@ proptest! {
             }
         }
     }
+}
+
+/// One endpoint the client may lease 8 times while the provider admits 4 (a constant cycle of
+/// 0.5): half the calls draw a capacity 429 with a Retry-After of 0.5 s. Eight workers never
+/// wait for a lease, so a retry's request is sent exactly when its delay ends.
+fn half_capacity(spread: f64) -> World {
+    load(&format!(
+        r#"
+name = "half"
+summary = "The provider admits half of what the client leases."
+seed = 3
+jobs = 300
+concurrency = 8
+horizon_s = 1e9
+steps_per_job = 1
+calls_per_step = 1
+[cycle]
+period_s = 0.0
+trough = 0.5
+peak = 0.5
+[provider]
+capacity_retry_after_s = 0.5
+[retry]
+max_attempts = 20
+retry_after_spread = {spread}
+[breaker]
+degrade_after = 100000
+dead_after = 100000
+[[endpoints]]
+id = "only"
+capacity = 8
+latency = {{ median_s = 0.2, sigma = 0.3 }}
+failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
+"#
+    ))
+}
+
+/// Delay from each 429 to the next attempt of the same step, from the request trace.
+fn delays_after_refusals(result: &RunResult) -> Vec<f64> {
+    use simbench::harness::CallResult;
+    let sent: std::collections::BTreeMap<(u32, u32, u32), f64> = result
+        .trace
+        .iter()
+        .map(|r| ((r.job, r.step, r.attempt), r.at_s))
+        .collect();
+    result
+        .trace
+        .iter()
+        .filter(|r| matches!(r.result, CallResult::Refused(_)))
+        .filter_map(|r| {
+            let next = sent.get(&(r.job, r.step, r.attempt + 1))?;
+            Some(next - r.at_s)
+        })
+        .collect()
+}
+
+#[test]
+fn retry_options_a_retry_after_spread_waits_between_one_and_one_plus_spread_times_it() {
+    let exact = delays_after_refusals(&run(&half_capacity(0.0), "wait", 3, true));
+    assert!(exact.len() > 50, "{} refusals retried", exact.len());
+    assert!(exact.iter().all(|d| (d - 0.5).abs() < 1e-9), "{exact:?}");
+
+    let spread = delays_after_refusals(&run(&half_capacity(1.0), "wait", 3, true));
+    assert!(spread.len() > 50);
+    // Rounded to 4 decimals like every delay, so allow half a unit of the last place.
+    assert!(
+        spread.iter().all(|d| (0.5 - 5e-5..1.0 + 5e-5).contains(d)),
+        "{spread:?}"
+    );
+    let mean = spread.iter().sum::<f64>() / spread.len() as f64;
+    assert!((mean - 0.75).abs() < 0.05, "mean delay {mean}");
 }
