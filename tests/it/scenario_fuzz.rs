@@ -97,6 +97,17 @@ const TOKENS: &[&str] = &[
     "'''",
 ];
 
+/// Valid files to mutate: the built-in world, a minimal one, and the shipped worlds that use
+/// pools, incidents, caches, recovery rules and strategy parameters.
+const BASES: [&str; 6] = [
+    BUILTIN_BURSTY_TOML,
+    MINIMAL,
+    include_str!("../../scenarios/multi_vendor.toml"),
+    include_str!("../../scenarios/dead_endpoint.toml"),
+    include_str!("../../scenarios/recovery_herd.toml"),
+    include_str!("../../scenarios/cache_reuse.toml"),
+];
+
 fn mutation() -> impl Strategy<Value = (usize, usize, usize, usize)> {
     (any::<usize>(), 0usize..40, any::<usize>(), any::<usize>())
 }
@@ -148,10 +159,10 @@ proptest! {
     #![proptest_config(config(MUTATION_CASES))]
     #[test]
     fn scenario_fuzz_mutated_valid_files(
-        which in 0usize..2,
+        which in 0usize..BASES.len(),
         edits in proptest::collection::vec(mutation(), 1..4),
     ) {
-        let base = [BUILTIN_BURSTY_TOML, MINIMAL][which];
+        let base = BASES[which];
         let mut bytes = base.as_bytes().to_vec();
         for edit in edits {
             let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -185,4 +196,59 @@ fn scenario_fuzz_mutations_reach_every_stage() {
         ok > 100 && syntax > 100 && other > 100,
         "ok {ok}, syntax {syntax}, other {other}"
     );
+}
+
+/// A mutated file that compiles is a world like any other: every strategy runs it to an end
+/// (finished, stalled or out of its event budget) without a panic, and a finished run keeps the
+/// accounting identities (which the engine asserts at the end of every run).
+#[test]
+fn scenario_fuzz_mutated_worlds_that_compile_also_run() {
+    use simbench::client::registry::ALGORITHMS;
+    use simbench::harness::{self, Outcome, RngScheme, RunConfig};
+    use simbench::world::Overrides;
+    use std::cell::Cell;
+
+    let mut state = 0x2545_F491_4F6C_DD1D_u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let (mut worlds, mut finished) = (0, 0);
+    for i in 0..4000 {
+        let base = BASES[i % BASES.len()];
+        let bytes = mutate(base, (next(), next() % 40, next(), next()));
+        let Ok(world) = compile::load("sample.toml", &bytes) else {
+            continue;
+        };
+        worlds += 1;
+        let small = world.with_overrides(&Overrides {
+            jobs: Some(world.jobs().min(40)),
+            ..Overrides::default()
+        });
+        let info = &ALGORITHMS[next() % ALGORITHMS.len()];
+        let strategy = simbench::sweep::strategy(&small, info.name).expect("registered");
+        // The out-of-time hook is polled every few thousand events: 200 polls is a generous
+        // event budget for 40 jobs, and a deterministic stand-in for a wall clock.
+        let polls = Cell::new(0u32);
+        let out_of_time = || {
+            polls.set(polls.get() + 1);
+            polls.get() > 200
+        };
+        let config = RunConfig {
+            seed: small.seed(),
+            rng: RngScheme::Native,
+            trace: false,
+            out_of_time: &out_of_time,
+        };
+        let result = harness::run(&small, strategy.as_ref(), &config);
+        if result.outcome == Outcome::Ok {
+            finished += 1;
+            let m = result.metrics.expect("a finished run has metrics");
+            assert!(m.iter().all(|(_, v)| v.is_finite()), "{}", info.name);
+        }
+    }
+    assert!(worlds > 500, "only {worlds} mutated worlds compiled");
+    assert!(finished > worlds / 2, "{finished} of {worlds} finished");
 }
