@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 
 use simbench::compile::{self, BUILTIN_BURSTY_TOML, LoadOptions, Override};
 use simbench::diagnostics::{RenderOptions, ScenarioErrors};
@@ -436,11 +435,7 @@ fn check_never_panics(base: &str, main: &str, sets: &[&str]) {
 }
 
 proptest! {
-    #![proptest_config(Config {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3000),
-        failure_persistence: None,
-        ..Config::default()
-    })]
+    #![proptest_config(crate::support::proptest_config(3000))]
     #[test]
     fn compose_merging_then_loading_never_panics(
         base_cut in 0usize..4000,

@@ -98,7 +98,7 @@ fn events() -> impl Strategy<Value = Vec<(f64, bool)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(crate::support::proptest_config(256))]
     /// Whatever the traffic, at every granted retry the retries granted in the window ending
     /// there are within `ratio` × the first attempts in it plus `min_per_s` × `window_s`; and a
     /// denied retry is one that would have broken that bound.

@@ -6,7 +6,6 @@
 //! `PROPTEST_CASES=1000000 cargo test --release --test it scenario_fuzz`.
 
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 
 use simbench::compile::{self, BUILTIN_BURSTY_TOML};
 use simbench::diagnostics::RenderOptions;
@@ -14,18 +13,6 @@ use simbench::diagnostics::RenderOptions;
 const BYTES_CASES: u32 = 40_000;
 const NOISE_CASES: u32 = 30_000;
 const MUTATION_CASES: u32 = 50_000;
-
-fn config(default_cases: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default_cases);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 /// Loads and, on error, renders: both must return normally, and every finding must point inside
 /// the source it came with.
@@ -138,7 +125,7 @@ fn mutate(text: &str, (at, del, tok, kind): (usize, usize, usize, usize)) -> Vec
 }
 
 proptest! {
-    #![proptest_config(config(BYTES_CASES))]
+    #![proptest_config(crate::support::proptest_config(BYTES_CASES))]
     #[test]
     fn scenario_fuzz_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         check(&bytes);
@@ -146,7 +133,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(NOISE_CASES))]
+    #![proptest_config(crate::support::proptest_config(NOISE_CASES))]
     #[test]
     fn scenario_fuzz_toml_shaped_noise(
         text in "([a-z_]{1,8}( ?= ?)(-?[0-9_.e+]{1,6}|\"[a-z]{0,4}\"|nan|inf|\\[\\]|\\{\\}|true)\n|\\[\\[?[a-z_.]{1,12}\\]\\]?\n){0,12}"
@@ -156,7 +143,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(MUTATION_CASES))]
+    #![proptest_config(crate::support::proptest_config(MUTATION_CASES))]
     #[test]
     fn scenario_fuzz_mutated_valid_files(
         which in 0usize..BASES.len(),

@@ -364,7 +364,7 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::support::proptest_config(64))]
     #[test]
     fn invariants_hold_on_generated_worlds(text in arbitrary_world(), seed in 0u64..1000) {
         let world = load(&text);
@@ -530,7 +530,7 @@ fn log_uniform(lo: f64, hi: f64) -> impl proptest::strategy::Strategy<Value = f6
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::support::proptest_config(48))]
     /// Worlds drawn across the whole allowed ranges (not just plausible ones) run to a result
     /// or a stall — never a panic — with every metric finite.
     #[test]

@@ -14,6 +14,20 @@ pub fn simbench(args: &[&str]) -> Output {
         .expect("the simbench binary runs")
 }
 
+/// A property test's configuration: `default_cases` cases, or `PROPTEST_CASES` when set (the
+/// variable proptest itself reads, which an explicit case count would otherwise override), and
+/// no failure files written into the source tree.
+pub fn proptest_config(default_cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default_cases),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 /// The JSON with every `wall_s` key removed: the only thing allowed to differ between runs.
 pub fn without_wall_times(text: &str) -> serde_json::Value {
     fn blank(value: &mut serde_json::Value) {
