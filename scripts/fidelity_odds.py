@@ -46,6 +46,14 @@ def passes(reference, other, metric):
     return inside and close
 
 
+def two_samples(rng, pool, other_pool):
+    """10 items from `pool` and 10 from `other_pool`, or 10 other items of `pool` when None."""
+    if other_pool is None:
+        picked = rng.sample(pool, 2 * SAMPLE)
+        return picked[:SAMPLE], picked[SAMPLE:]
+    return rng.sample(pool, SAMPLE), rng.sample(other_pool, SAMPLE)
+
+
 def by_seed(report):
     table = {}
     for run in report["runs"]:
@@ -64,17 +72,13 @@ def joint(reference_report, other_report, draws, rng):
     algorithms = sorted({r["algorithm"] for r in reference_report["runs"]})
     ref_seeds = complete_seeds(ref_table, algorithms)
     if other_report is None:
-        other_table, other_seeds = ref_table, ref_seeds
+        other_table, other_seeds = ref_table, None
     else:
         other_table = by_seed(other_report)
         other_seeds = complete_seeds(other_table, algorithms)
     passed = 0
     for _ in range(draws):
-        if other_report is None:
-            picked = rng.sample(ref_seeds, 2 * SAMPLE)
-            a, b = picked[:SAMPLE], picked[SAMPLE:]
-        else:
-            a, b = rng.sample(ref_seeds, SAMPLE), rng.sample(other_seeds, SAMPLE)
+        a, b = two_samples(rng, ref_seeds, other_seeds)
         passed += all(
             passes([ref_table[s][alg] for s in a], [other_table[s][alg] for s in b], m)
             for alg in algorithms for m in METRICS)
@@ -98,11 +102,7 @@ def main(argv):
             continue
         all_pass, per_metric = 0, {m: 0 for m in METRICS}
         for _ in range(draws):
-            if pool_other is None:
-                picked = rng.sample(runs, 2 * SAMPLE)
-                ref, oth = picked[:SAMPLE], picked[SAMPLE:]
-            else:
-                ref, oth = rng.sample(runs, SAMPLE), rng.sample(pool_other, SAMPLE)
+            ref, oth = two_samples(rng, runs, pool_other)
             results = [passes(ref, oth, m) for m in METRICS]
             all_pass += all(results)
             for m, ok in zip(METRICS, results):

@@ -159,17 +159,22 @@ proptest! {
     }
 }
 
-/// The mutation strategy is only worth its cases if it reaches past the parser: a fixed sample
-/// of mutations must produce valid worlds, syntax errors and schema/rule errors alike.
-#[test]
-fn scenario_fuzz_mutations_reach_every_stage() {
-    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-    let mut next = move || {
+/// A fixed pseudo-random sequence (a 64-bit LCG's high bits) for tests that sample without
+/// proptest, so their sample is the same on every run.
+fn sequence(mut state: u64) -> impl FnMut() -> usize {
+    move || {
         state = state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         (state >> 33) as usize
-    };
+    }
+}
+
+/// The mutation strategy is only worth its cases if it reaches past the parser: a fixed sample
+/// of mutations must produce valid worlds, syntax errors and schema/rule errors alike.
+#[test]
+fn scenario_fuzz_mutations_reach_every_stage() {
+    let mut next = sequence(0x9E37_79B9_7F4A_7C15);
     let (mut ok, mut syntax, mut other) = (0, 0, 0);
     for _ in 0..2000 {
         let bytes = mutate(BUILTIN_BURSTY_TOML, (next(), next() % 40, next(), next()));
@@ -195,13 +200,7 @@ fn scenario_fuzz_mutated_worlds_that_compile_also_run() {
     use simbench::world::Overrides;
     use std::cell::Cell;
 
-    let mut state = 0x2545_F491_4F6C_DD1D_u64;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = sequence(0x2545_F491_4F6C_DD1D);
     let (mut worlds, mut finished) = (0, 0);
     for i in 0..4000 {
         let base = BASES[i % BASES.len()];
