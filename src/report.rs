@@ -21,7 +21,7 @@ pub mod validity;
 use std::collections::BTreeMap;
 
 use crate::metrics::{CATALOGUE, Metric, MetricInfo, MetricValues};
-use crate::world::World;
+use crate::world::{Feature, World};
 use rank::{Contestant, Gate, Standing, Verdict};
 use stats::Summary;
 
@@ -290,8 +290,8 @@ pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
             verdict: rank::verdict(info, &contestants, &gate),
             not_applicable: info
                 .needs
-                .filter(|_| !info.applies_to(world))
-                .map(|feature| feature.absence()),
+                .filter(|&feature| !world.has(feature))
+                .map(Feature::absence),
         })
         .collect();
     Report {

@@ -2,8 +2,9 @@
 //!
 //! Every draw in a run comes from a stream keyed by the logical identity of what it decides —
 //! a request (endpoint, ordinal), a storm window (endpoint, window), an attempt's acquire or retry
-//! decision (job, step, attempt), a throttling decision (job, step, attempt, call) — never by worker or by order of events. Two algorithms run on
-//! the same seed therefore meet the same dice and the same weather (common random numbers).
+//! decision (job, step, attempt), a throttling decision (job, step, attempt, call) — never by
+//! worker or by order of events. Two algorithms run on the same seed therefore meet the same
+//! dice and the same weather (common random numbers).
 //!
 //! [`RandomSource`] is the seam: the simulator is generic over it. [`Native`] is the fast default
 //! (SplitMix64-mixed keys seeding Xoshiro256++); a second scheme that replays the reference's

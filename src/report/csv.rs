@@ -1,9 +1,9 @@
 //! The CSV export (`--csv PATH`): one row per (algorithm, seed) with every metric, for
 //! spreadsheets and plotting.
 //!
-//! Owns the column layout: `algorithm,seed,outcome`, then the catalogue's metric names in order.
-//! Values are rounded to 6 decimals; a run that did not finish has empty metric cells, and so
-//! does a metric that does not apply to the world (the header stays the same for every world). RFC 4180
+//! Owns the column layout: `algorithm,seed,outcome,valid`, then the catalogue's metric names in
+//! order, the same for every world. Values are rounded to 6 decimals; a run that did not finish
+//! has empty metric cells, and so does a metric that does not apply to the world. RFC 4180
 //! quoting, `\n` line ends. Returns a `String`; never writes it.
 
 use super::format::round6;
