@@ -94,6 +94,41 @@ pub struct WorldInfo {
     pub max_queue_share: f64,
     /// The validity gate's knee, if known.
     pub knee_concurrency: Option<u32>,
+    /// What the file sets for an algorithm (`[algorithms.<name>]`), in file order: its name, the
+    /// registered strategy it configures, and the parameters that differ from the defaults.
+    pub settings: Vec<Setting>,
+}
+
+/// An algorithm as the scenario configures it, so that a shared report says what ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    /// The name in columns and on the command line.
+    pub name: String,
+    /// The registered strategy (equal to `name` unless it is a named variant).
+    pub kind: String,
+    /// Parameters that differ from the strategy's defaults, sorted by name.
+    pub params: Vec<(String, f64)>,
+}
+
+impl Setting {
+    /// `backoff_slow = backoff with base = 1`, or `backoff: base = 1` for a plain override.
+    pub fn describe(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|(name, value)| format!("{name} = {value}"))
+            .collect();
+        let params = if params.is_empty() {
+            "its defaults".to_string()
+        } else {
+            params.join(", ")
+        };
+        if self.name == self.kind {
+            format!("{}: {params}", self.name)
+        } else {
+            format!("{} = {} with {params}", self.name, self.kind)
+        }
+    }
 }
 
 impl WorldInfo {
@@ -111,6 +146,16 @@ impl WorldInfo {
             hash: fingerprint::world_hash(world),
             max_queue_share: world.validity().max_queue_share,
             knee_concurrency: world.validity().knee_concurrency,
+            settings: world
+                .algorithms()
+                .iter()
+                .filter(|v| v.is_named() || !v.params.is_empty())
+                .map(|v| Setting {
+                    name: v.name.clone(),
+                    kind: v.kind.clone(),
+                    params: v.params.clone(),
+                })
+                .collect(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! (simbench version and world hash), 2-space indented.
 //!
 //! Owns the JSON shape (reference §8.6 plus `simbench_version`, `world_hash`, `median`,
-//! `outcome`/`reason` per run, `stalled` and `not_applicable`). A metric that does not apply to
+//! `outcome`/`reason` per run, `stalled`, `not_applicable` and `settings`). A metric that does not apply to
 //! the world is absent from `metrics`, `aggregates` and `winners` and listed under
 //! `not_applicable` with the reason. Objects keep report order — algorithms as they
 //! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
@@ -59,6 +59,22 @@ pub fn render(report: &Report) -> String {
                         })
                         .collect();
                     (r.info.name, list)
+                })
+                .collect(),
+        ),
+        settings: Ordered(
+            report
+                .world
+                .settings
+                .iter()
+                .filter(|s| report.columns.iter().any(|c| c.algorithm == s.name))
+                .map(|s| {
+                    let params = Ordered(s.params.iter().map(|(k, v)| (k.as_str(), *v)).collect());
+                    let setting = JsonSetting {
+                        kind: &s.kind,
+                        params,
+                    };
+                    (s.name.as_str(), setting)
                 })
                 .collect(),
         ),
@@ -136,10 +152,18 @@ struct Document<'a> {
     not_applicable: Ordered<&'static str, &'static str>,
     winners: Ordered<&'static str, Vec<String>>,
     excluded_by_completion: Ordered<&'static str, Vec<Excluded<'a>>>,
+    settings: Ordered<&'a str, JsonSetting<'a>>,
     unsuited: Ordered<&'a str, &'a str>,
     not_compared: Ordered<&'static str, &'a str>,
     stalled: Ordered<&'a str, Vec<Unfinished<'a>>>,
     invalid: Ordered<&'a str, Vec<Invalid<'a>>>,
+}
+
+/// An algorithm as the file configures it: its strategy and the parameters set off default.
+#[derive(Serialize)]
+struct JsonSetting<'a> {
+    kind: &'a str,
+    params: Ordered<&'a str, f64>,
 }
 
 /// A run the validity gate rejected.

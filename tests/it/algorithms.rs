@@ -352,3 +352,65 @@ fn algorithms_a_timed_wait_on_a_dead_world_ends_instead_of_stalling() {
     let timed = run_configured(&one_slot_world(&text), "wait");
     assert_eq!(timed.outcome, simbench::harness::Outcome::Ok);
 }
+
+/// A shared report says what each configured algorithm was: the table's notes and the JSON name
+/// the strategy behind a variant and every parameter set off its default.
+#[test]
+fn algorithms_reports_say_how_the_file_configures_what_ran() {
+    let dir = crate::support::scratch_dir("settings");
+    let file = dir.join("variants.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "extends = \"{}\"\n[algorithms.backoff_slow]\nkind = \"backoff\"\nbase = 1.0\n\
+             [algorithms.wait]\ntimeout_s = 30\n[algorithms.sticky]\nfallback_after_s = 0\n",
+            root().join("scenarios/bursty.toml").display()
+        ),
+    )
+    .unwrap();
+    let out = simbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--seeds",
+        "1",
+        "--jobs",
+        "60",
+        "--algorithms",
+        "wait,backoff_slow",
+        "--json",
+        "-",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["settings"],
+        serde_json::json!({
+            "backoff_slow": { "kind": "backoff", "params": { "base": 1.0 } },
+            "wait": { "kind": "wait", "params": { "timeout_s": 30.0 } }
+        }),
+        "only what ran and differs from the defaults"
+    );
+    let table = simbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--seeds",
+        "1",
+        "--jobs",
+        "60",
+        "--algorithms",
+        "wait,backoff_slow",
+    ]);
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        stdout.contains(
+            "as configured by the file: backoff_slow = backoff with base = 1; wait: timeout_s = 30."
+        ),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

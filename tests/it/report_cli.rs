@@ -16,10 +16,7 @@ fn stderr(out: &Output) -> String {
 
 /// A fresh, empty folder for one test.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("simbench-report-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    crate::support::scratch_dir(&format!("report-{test}"))
 }
 
 fn listing(dir: &Path) -> Vec<String> {

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("simbench-it-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+    crate::support::scratch_dir("run").join(name)
 }
 
 #[test]

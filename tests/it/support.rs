@@ -14,6 +14,21 @@ pub fn simbench(args: &[&str]) -> Output {
         .expect("the simbench binary runs")
 }
 
+/// A fresh, empty folder for one test: unique per process, `tag` and call, under the system's
+/// temporary folder.
+pub fn scratch_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "simbench-{tag}-{}-{}",
+        std::process::id(),
+        CALLS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
 /// A property test's configuration: `default_cases` cases, or `PROPTEST_CASES` when set (the
 /// variable proptest itself reads, which an explicit case count would otherwise override), and
 /// no failure files written into the source tree.

@@ -77,7 +77,7 @@ fn bursty_sweep_names_a_knee_a_recommendation_and_the_reasons() {
 
 #[test]
 fn outputs_are_deterministic_and_csv_has_a_row_per_level_and_seed() {
-    let dir = std::env::temp_dir().join(format!("simbench-sweep-it-{}", std::process::id()));
+    let dir = crate::support::scratch_dir("sweep");
     let csv = dir.join("nested/sweep.csv");
     let csv_arg = csv.to_str().unwrap();
     let args = [

@@ -37,15 +37,7 @@ fn run_json(file: &str, extra: &[&str]) -> serde_json::Value {
 }
 
 fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "simbench-worlds-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    crate::support::scratch_dir("worlds")
 }
 
 fn mean(report: &serde_json::Value, algorithm: &str, metric: &str) -> f64 {
