@@ -282,6 +282,12 @@ impl Report {
         self.rows.iter().filter(|r| r.not_applicable.is_none())
     }
 
+    /// What the file sets for the algorithms that ran, in file order.
+    pub fn settings_that_ran(&self) -> impl Iterator<Item = &Setting> {
+        let ran = |s: &&Setting| self.columns.iter().any(|c| c.algorithm == s.name);
+        self.world.settings.iter().filter(ran)
+    }
+
     /// Whether `metric` applies to this world.
     pub fn applies(&self, metric: Metric) -> bool {
         self.row(metric).not_applicable.is_none()

@@ -2,8 +2,8 @@
 //! (simbench version and world hash), 2-space indented.
 //!
 //! Owns the JSON shape (reference §8.6 plus `simbench_version`, `world_hash`, `median`,
-//! `outcome`/`reason` per run, `stalled`, `not_applicable` and `settings`). A metric that does not apply to
-//! the world is absent from `metrics`, `aggregates` and `winners` and listed under
+//! `outcome`/`reason` per run, `stalled`, `not_applicable` and `settings`). A metric that does
+//! not apply to the world is absent from `metrics`, `aggregates` and `winners` and listed under
 //! `not_applicable` with the reason. Objects keep report order — algorithms as they
 //! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
 //! decimals; verdicts were computed from the unrounded ones. Returns a `String`; never writes it.
@@ -64,10 +64,7 @@ pub fn render(report: &Report) -> String {
         ),
         settings: Ordered(
             report
-                .world
-                .settings
-                .iter()
-                .filter(|s| report.columns.iter().any(|c| c.algorithm == s.name))
+                .settings_that_ran()
                 .map(|s| {
                     let params = Ordered(s.params.iter().map(|(k, v)| (k.as_str(), *v)).collect());
                     let setting = JsonSetting {

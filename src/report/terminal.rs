@@ -208,13 +208,7 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
                 .map_or(String::new(), |k| format!(", at most {k} jobs in flight"))
         ));
     }
-    let ran = |s: &&super::Setting| report.columns.iter().any(|c| c.algorithm == s.name);
-    let settings: Vec<String> = w
-        .settings
-        .iter()
-        .filter(ran)
-        .map(|s| s.describe())
-        .collect();
+    let settings: Vec<String> = report.settings_that_ran().map(|s| s.describe()).collect();
     if !settings.is_empty() {
         lines.push(format!(
             "as configured by the file: {}.",
