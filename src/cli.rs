@@ -44,6 +44,21 @@ pub const EXIT_INVALID: u8 = 1;
 /// Exit code: usage or I/O error, or a comparison in which no run finished.
 pub const EXIT_ERROR: u8 = 2;
 
+/// Why a file operation failed, in words that do not depend on the platform ("no such file or
+/// folder" rather than "No such file or directory (os error 2)"), for messages about paths.
+pub(crate) fn io_reason(err: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match err.kind() {
+        ErrorKind::NotFound => "no such file or folder".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::IsADirectory => "it is a folder, not a file".into(),
+        ErrorKind::NotADirectory => "a part of the path is not a folder".into(),
+        ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
+        ErrorKind::StorageFull => "no space left on the device".into(),
+        _ => err.to_string(),
+    }
+}
+
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -65,4 +80,20 @@ pub fn main() -> ExitCode {
         Command::List(args) => run::list(&args),
     };
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::io_reason;
+    use std::io::Error;
+
+    #[test]
+    fn io_reasons_do_not_depend_on_the_platform() {
+        let missing = std::fs::read("/definitely/not/here.toml").unwrap_err();
+        assert_eq!(io_reason(&missing), "no such file or folder");
+        let folder = std::fs::read_to_string(std::env::temp_dir()).unwrap_err();
+        assert_eq!(io_reason(&folder), "it is a folder, not a file");
+        let other = Error::other("disk on fire");
+        assert_eq!(io_reason(&other), "disk on fire");
+    }
 }

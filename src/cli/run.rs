@@ -287,7 +287,7 @@ fn load_world(path: Option<&Path>, overrides: &[Override]) -> Result<World, u8> 
     loaded.map_err(|error| match error {
         LoadError::Unreadable(err) => {
             let shown = path.map_or_else(String::new, |p| p.display().to_string());
-            eprintln!("error: cannot read {shown}: {err}");
+            eprintln!("error: cannot read {shown}: {}", super::io_reason(&err));
             super::EXIT_ERROR
         }
         LoadError::Invalid(errors) => {
@@ -405,7 +405,8 @@ pub fn list(args: &ListArgs) -> u8 {
                 super::EXIT_OK
             }
             Err(err) => {
-                eprintln!("error: cannot list {}: {err}", path.display());
+                let reason = super::io_reason(&err);
+                eprintln!("error: cannot list {}: {reason}", path.display());
                 return super::EXIT_ERROR;
             }
         },
@@ -438,7 +439,8 @@ fn describe_files(out: &mut String, files: &[PathBuf]) {
         );
         match validate::load_file(file, &[]) {
             Err(LoadError::Unreadable(err)) => {
-                out.push_str(&format!("  {shown}: unreadable, skipped: {err}\n"));
+                let reason = super::io_reason(&err);
+                out.push_str(&format!("  {shown}: unreadable, skipped: {reason}\n"));
             }
             Ok(world) => describe_world(out, &format!("{shown}: "), &world),
             Err(LoadError::Invalid(errors)) => {

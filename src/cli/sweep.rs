@@ -269,7 +269,7 @@ impl Source {
             });
         };
         let bytes = validate::read_limited(path)
-            .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+            .map_err(|err| format!("cannot read {}: {}", path.display(), super::io_reason(&err)))?;
         Ok(Source {
             origin: path.display().to_string(),
             bytes,
@@ -279,7 +279,7 @@ impl Source {
 
     fn load(&self, overrides: &[Override]) -> Result<World, Box<ScenarioErrors>> {
         let from_disk: &Reader<'_> =
-            &|base: &Path| validate::read_limited(base).map_err(|e| e.to_string());
+            &|base: &Path| validate::read_limited(base).map_err(|e| super::io_reason(&e));
         let refuse: &Reader<'_> = &|_: &Path| Err("the built-in world extends nothing".to_owned());
         let options = LoadOptions {
             read: if self.from_disk { from_disk } else { refuse },

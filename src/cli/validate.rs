@@ -63,7 +63,7 @@ pub(super) enum LoadError {
 /// Loads the scenario at `path`: its `extends` chain read from disk, then `overrides`.
 pub(super) fn load_file(path: &Path, overrides: &[Override]) -> Result<World, LoadError> {
     let bytes = read_limited(path).map_err(LoadError::Unreadable)?;
-    let read = |base: &Path| read_limited(base).map_err(|e| e.to_string());
+    let read = |base: &Path| read_limited(base).map_err(|e| super::io_reason(&e));
     let options = LoadOptions {
         read: &read,
         overrides,
@@ -109,7 +109,7 @@ pub fn main(args: &ValidateArgs) -> u8 {
 fn check_file(path: &Path, overrides: &[Override]) -> Outcome {
     match load_file(path, overrides) {
         Ok(_) => Outcome::Valid,
-        Err(LoadError::Unreadable(e)) => Outcome::Unreadable(e.to_string()),
+        Err(LoadError::Unreadable(e)) => Outcome::Unreadable(super::io_reason(&e)),
         Err(LoadError::Invalid(errors)) => Outcome::Invalid(errors),
     }
 }

@@ -6,6 +6,7 @@
 //! removed, so an interrupted or failed write never leaves a truncated report behind. `-` means
 //! standard output and is printed by the caller.
 
+use crate::cli::io_reason;
 use std::path::{Path, PathBuf};
 
 /// One requested output.
@@ -61,7 +62,7 @@ pub fn write_all(outputs: &[Output]) -> Result<Vec<PathBuf>, String> {
     for k in 0..staged.temporaries.len() {
         let (tmp, path) = &staged.temporaries[k];
         if let Err(err) = std::fs::rename(tmp, path) {
-            let message = format!("cannot write {}: {err}", path.display());
+            let message = format!("cannot write {}: {}", path.display(), io_reason(&err));
             staged.temporaries.drain(..k);
             staged.undo();
             return Err(message);
@@ -79,15 +80,18 @@ fn stage(staged: &mut Staged, index: usize, out: &Output) -> Result<(), String> 
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    create_dirs(staged, &dir)
-        .map_err(|err| format!("cannot create the folder of {}: {err}", path.display()))?;
+    create_dirs(staged, &dir).map_err(|err| {
+        let reason = io_reason(&err);
+        format!("cannot create the folder of {}: {reason}", path.display())
+    })?;
     let tmp = dir.join(format!(
         ".{}.{}-{index}.tmp",
         name.to_string_lossy(),
         std::process::id()
     ));
     staged.temporaries.push((tmp.clone(), path.clone()));
-    std::fs::write(&tmp, &out.text).map_err(|err| format!("cannot write {}: {err}", path.display()))
+    std::fs::write(&tmp, &out.text)
+        .map_err(|err| format!("cannot write {}: {}", path.display(), io_reason(&err)))
 }
 
 /// Creates `dir` and its missing ancestors, remembering which ones were created.
