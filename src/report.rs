@@ -94,7 +94,7 @@ pub struct WorldInfo {
     pub max_queue_share: f64,
     /// The validity gate's knee, if known.
     pub knee_concurrency: Option<u32>,
-    /// What the file sets for an algorithm (`[algorithms.<name>]`), in file order: its name, the
+    /// What the file sets for an algorithm (`[algorithms.<name>]`), in name order: its name, the
     /// registered strategy it configures, and the parameters that differ from the defaults.
     pub settings: Vec<Setting>,
 }
@@ -282,7 +282,7 @@ impl Report {
         self.rows.iter().filter(|r| r.not_applicable.is_none())
     }
 
-    /// What the file sets for the algorithms that ran, in file order.
+    /// What the file sets for the algorithms that ran, in name order.
     pub fn settings_that_ran(&self) -> impl Iterator<Item = &Setting> {
         let ran = |s: &&Setting| self.columns.iter().any(|c| c.algorithm == s.name);
         self.world.settings.iter().filter(ran)

@@ -62,7 +62,7 @@ pub fn strategy(world: &World, name: &str) -> Option<Box<dyn Strategy>> {
 }
 
 /// Every algorithm `world` can be compared on, in report order: the registered strategies it
-/// does not mark unsuited, then its named variants in file order.
+/// does not mark unsuited, then its named variants in name order.
 pub fn default_algorithms(world: &World) -> Vec<String> {
     let registered = registry::names()
         .filter(|name| !world.unsuited().contains_key(*name))

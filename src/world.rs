@@ -98,7 +98,7 @@ impl World {
     pub fn unsuited(&self) -> &BTreeMap<String, String> {
         &self.unsuited
     }
-    /// Strategy settings from `[algorithms.<name>]`, in file order: parameter overrides of
+    /// Strategy settings from `[algorithms.<name>]`, in name order: parameter overrides of
     /// registered strategies (`name == kind`) and named variants (`name != kind`).
     pub fn algorithms(&self) -> &[Variant] {
         &self.algorithms
@@ -107,7 +107,7 @@ impl World {
     pub fn variant(&self, name: &str) -> Option<&Variant> {
         self.algorithms.iter().find(|v| v.name == name)
     }
-    /// The named variants (tables whose name is not their kind), in file order.
+    /// The named variants (tables whose name is not their kind), in name order.
     pub fn named_variants(&self) -> impl Iterator<Item = &Variant> {
         self.algorithms.iter().filter(|v| v.is_named())
     }
