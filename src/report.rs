@@ -21,7 +21,7 @@ pub mod validity;
 use std::collections::BTreeMap;
 
 use crate::metrics::{CATALOGUE, Metric, MetricInfo, MetricValues};
-use crate::world::{Feature, World};
+use crate::world::{Feature, Variant, World};
 use rank::{Contestant, Gate, Standing, Verdict};
 use stats::Summary;
 
@@ -94,41 +94,9 @@ pub struct WorldInfo {
     pub max_queue_share: f64,
     /// The validity gate's knee, if known.
     pub knee_concurrency: Option<u32>,
-    /// What the file sets for an algorithm (`[algorithms.<name>]`), in name order: its name, the
-    /// registered strategy it configures, and the parameters that differ from the defaults.
-    pub settings: Vec<Setting>,
-}
-
-/// An algorithm as the scenario configures it, so that a shared report says what ran.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Setting {
-    /// The name in columns and on the command line.
-    pub name: String,
-    /// The registered strategy (equal to `name` unless it is a named variant).
-    pub kind: String,
-    /// Parameters that differ from the strategy's defaults, sorted by name.
-    pub params: Vec<(String, f64)>,
-}
-
-impl Setting {
-    /// `backoff_slow = backoff with base = 1`, or `backoff: base = 1` for a plain override.
-    pub fn describe(&self) -> String {
-        let params: Vec<String> = self
-            .params
-            .iter()
-            .map(|(name, value)| format!("{name} = {value}"))
-            .collect();
-        let params = if params.is_empty() {
-            "its defaults".to_string()
-        } else {
-            params.join(", ")
-        };
-        if self.name == self.kind {
-            format!("{}: {params}", self.name)
-        } else {
-            format!("{} = {} with {params}", self.name, self.kind)
-        }
-    }
+    /// What the file sets for an algorithm (`[algorithms.<name>]`), in name order: a named
+    /// variant, or a registered strategy with parameters off their defaults.
+    pub settings: Vec<Variant>,
 }
 
 impl WorldInfo {
@@ -150,11 +118,7 @@ impl WorldInfo {
                 .algorithms()
                 .iter()
                 .filter(|v| v.is_named() || !v.params.is_empty())
-                .map(|v| Setting {
-                    name: v.name.clone(),
-                    kind: v.kind.clone(),
-                    params: v.params.clone(),
-                })
+                .cloned()
                 .collect(),
         }
     }
@@ -283,8 +247,8 @@ impl Report {
     }
 
     /// What the file sets for the algorithms that ran, in name order.
-    pub fn settings_that_ran(&self) -> impl Iterator<Item = &Setting> {
-        let ran = |s: &&Setting| self.columns.iter().any(|c| c.algorithm == s.name);
+    pub fn settings_that_ran(&self) -> impl Iterator<Item = &Variant> {
+        let ran = |s: &&Variant| self.columns.iter().any(|c| c.algorithm == s.name);
         self.world.settings.iter().filter(ran)
     }
 

@@ -199,6 +199,26 @@ impl Variant {
     pub fn is_named(&self) -> bool {
         self.name != self.kind
     }
+
+    /// `backoff_slow = backoff (base = 1)` for a named variant, `wait (timeout_s = 30)` for a
+    /// registered strategy's own parameters; `(defaults)` when nothing differs.
+    pub fn describe(&self) -> String {
+        let values: Vec<String> = self
+            .params
+            .iter()
+            .map(|(name, value)| format!("{name} = {value}"))
+            .collect();
+        let values = if values.is_empty() {
+            "defaults".to_string()
+        } else {
+            values.join(", ")
+        };
+        if self.is_named() {
+            format!("{} = {} ({values})", self.name, self.kind)
+        } else {
+            format!("{} ({values})", self.name)
+        }
+    }
 }
 
 /// The load model of a world.

@@ -476,20 +476,12 @@ fn describe_world(out: &mut String, prefix: &str, world: &World) {
         out.push_str(&format!("      unsuited: {name}: {reason}\n"));
     }
     for variant in world.algorithms() {
-        let values: Vec<String> = variant
-            .params
-            .iter()
-            .map(|(p, v)| format!("{p} = {v}"))
-            .collect();
-        let values = values.join(", ");
-        if variant.is_named() {
-            out.push_str(&format!(
-                "      variant: {} = {} ({values})\n",
-                variant.name, variant.kind
-            ));
+        let label = if variant.is_named() {
+            "variant"
         } else {
-            out.push_str(&format!("      parameters: {} ({values})\n", variant.name));
-        }
+            "parameters"
+        };
+        out.push_str(&format!("      {label}: {}\n", variant.describe()));
     }
 }
 

@@ -399,7 +399,7 @@ fn algorithms_reports_say_how_the_file_configures_what_ran() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains(
-            "as configured by the file: backoff_slow = backoff with base = 1; wait: timeout_s = 30."
+            "as configured by the file: backoff_slow = backoff (base = 1); wait (timeout_s = 30)."
         ),
         "{stdout}"
     );
