@@ -7,6 +7,7 @@ mod fidelity;
 mod incidents;
 mod no_network;
 mod open_loop;
+mod outputs;
 mod replay;
 mod report;
 mod report_cli;
