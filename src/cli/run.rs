@@ -478,11 +478,10 @@ fn scenario_files(path: &Path) -> Result<Vec<Entry>, String> {
 
 /// Why `path` is not a regular file to read, looking without opening it; `None` if it is one.
 fn not_a_file(path: &Path) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
     let why = match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => return None,
         Ok(meta) if meta.is_dir() => "a folder, not a scenario file".to_owned(),
-        Ok(meta) if meta.file_type().is_fifo() => {
+        Ok(meta) if is_fifo(&meta) => {
             "a FIFO, not a regular file (not opened: reading it could wait for ever)".to_owned()
         }
         Ok(_) => "not a regular file (a device or a socket)".to_owned(),
@@ -493,6 +492,17 @@ fn not_a_file(path: &Path) -> Option<String> {
         Err(err) => format!("unreadable: {}", super::io_reason(&err)),
     };
     Some(why)
+}
+
+#[cfg(unix)]
+fn is_fifo(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    meta.file_type().is_fifo()
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: &std::fs::Metadata) -> bool {
+    false
 }
 
 /// Whether following `path`'s symbolic links never ends (more than 40, Linux's own limit).

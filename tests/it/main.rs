@@ -7,6 +7,7 @@ mod fidelity;
 mod incidents;
 mod no_network;
 mod open_loop;
+#[cfg(unix)]
 mod outputs;
 mod replay;
 mod report;

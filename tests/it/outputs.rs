@@ -210,6 +210,32 @@ fn outputs_that_are_inputs_or_each_other_are_refused_before_any_run() {
 }
 
 #[test]
+fn outputs_that_are_folders_or_sockets_are_refused_before_any_run() {
+    let dir = world_dir("kinds");
+    std::fs::create_dir(dir.join("folder")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+    let before = snapshot(&dir);
+    for (path, expected) in [
+        ("folder", "cannot write folder: it is a folder, not a file"),
+        ("sock", "cannot write sock: it is a socket"),
+    ] {
+        let out = simbench_in(
+            &dir,
+            &[
+                &["run", "calm.toml", "--csv", "new/ok.csv", "--json", path][..],
+                &QUICK[..],
+            ]
+            .concat(),
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(expected), "{err}");
+        assert!(!err.contains("simbench:"), "refused before any run: {err}");
+        assert_eq!(snapshot(&dir), before, "no temporary, no new folder");
+    }
+}
+
+#[test]
 fn outputs_to_a_fifo_are_written_through() {
     let dir = world_dir("fifo");
     let fifo = dir.join("runs.csv");
@@ -576,6 +602,20 @@ fn a_closed_pipe_on_standard_output_ends_quietly() {
         assert!(!err.contains("error"), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // The file outputs of a command whose table met a closed pipe are still written.
+    let mut child = command(
+        &dir,
+        &[&["run", "calm.toml", "--json", "r.json"][..], &QUICK[..]].concat(),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    drop(child.stdout.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    assert_eq!(json["scenario"], "calm");
 }
 
 #[test]

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
+#[cfg(unix)]
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+#[cfg(unix)]
 use signal_hook::iterator::Signals;
 
 /// What exists on disk only because an output is being written.
@@ -54,6 +56,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 /// Starts, once, the thread that cleans up on a terminating signal. If the handler cannot be
 /// installed, the signal keeps its default action (temporaries may then be left behind).
+#[cfg(unix)]
 fn watch_signals() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -73,6 +76,10 @@ fn watch_signals() {
             });
     });
 }
+
+/// Elsewhere, Ctrl-C keeps its default action.
+#[cfg(not(unix))]
+fn watch_signals() {}
 
 /// A new, empty temporary file in `dir`: `.simbench-<pid>-<n>.tmp`, short whatever the target's
 /// name (a 250-character name stays within the file system's limit).
