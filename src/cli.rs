@@ -3,8 +3,15 @@
 //!
 //! Exit codes: 0 success (a comparison in which some runs stalled is still a success: the report
 //! shows them); 1 an invalid scenario file; 2 a usage or I/O error, or a comparison in which no
-//! run finished (every run stalled or hit the wall-clock budget).
+//! run finished (every run stalled or hit the wall-clock budget). Where outputs go, and what is
+//! refused, written through or replaced, is [`output`]'s business; standard output and error,
+//! [`console`]'s.
 
+// Printing goes through `console`: `println!` ignores write errors and `eprintln!` panics on them.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod console;
+mod output;
 mod run;
 mod sweep;
 mod validate;
@@ -64,12 +71,19 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let _ = err.print();
-            return ExitCode::from(if err.use_stderr() {
+            // `--help` and `--version` print to standard output, which is checked like any other.
+            let printed = match err.print() {
+                Err(e) if !err.use_stderr() && e.kind() != std::io::ErrorKind::BrokenPipe => Err(
+                    format!("cannot write to standard output: {}", io_reason(&e)),
+                ),
+                _ => Ok(()),
+            };
+            let code = if err.use_stderr() {
                 EXIT_ERROR
             } else {
                 EXIT_OK
-            });
+            };
+            return ExitCode::from(console::exit_code(code, printed));
         }
     };
     let code = match cli.command {

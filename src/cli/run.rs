@@ -6,11 +6,11 @@
 //! checked like the file), sweeps
 //! every requested algorithm over every seed ([`crate::sweep`], in parallel), builds the report
 //! ([`crate::report`], pure) and decides where each rendering goes: the table to standard output,
-//! `--json`/`--markdown`/`--csv` to files written atomically. Wall time is read here and nowhere
+//! `--json`/`--markdown`/`--csv` as [`super::output`] rules (checked before the runs, streamed,
+//! files replaced atomically). Wall time is read here and nowhere
 //! else. Exit codes: 0 done (even if some runs stalled — the report says so), 1 invalid scenario,
 //! 2 usage or I/O error, or every run stalled or timed out.
 
-pub(super) mod output;
 mod progress;
 
 use std::io::{IsTerminal, Write};
@@ -28,9 +28,10 @@ use crate::report::terminal::TerminalOptions;
 use crate::report::{self, Report, SweepInfo};
 use crate::sweep::{self, SweepConfig};
 use crate::world::World;
-use output::Output;
 use progress::Progress;
 
+use super::console::{self, errln};
+use super::output::{Inputs, Plan, Request};
 use super::validate::{self, LoadError};
 use crate::compile::{LoadOptions, Override};
 
@@ -124,25 +125,59 @@ fn parse_positive_seconds(text: &str) -> Result<f64, String> {
 /// Runs `simbench run`.
 pub fn main(args: &RunArgs) -> u8 {
     let overrides = overrides(args);
-    let world = match load_world(args.file.as_deref(), &overrides) {
+    let inputs = Inputs::default();
+    let world = match load_world(args.file.as_deref(), &overrides, &inputs) {
         Ok(world) => world,
         Err(code) => return code,
     };
-    let algorithms = match pick_algorithms(&world, args.algorithms.as_deref()) {
-        Ok(names) => names,
+    let algorithms = pick_algorithms(&world, args.algorithms.as_deref());
+    // Outputs are checked and staged after the world (whose `extends` chain they must not
+    // overwrite) and before any run.
+    let plan = algorithms.and_then(|names| Ok((names, Plan::prepare(requests(args), &inputs)?)));
+    let (algorithms, plan) = match plan {
+        Ok(ready) => ready,
         Err(message) => {
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             return super::EXIT_ERROR;
         }
     };
     let report = compare(&world, &algorithms, args, &overrides);
-    let code = emit(&report, args);
-    warn_unfinished(&report);
     if report.nothing_finished() {
-        eprintln!("error: no run finished, so there is nothing to compare");
+        // A failed command replaces no output.
+        plan.abandon(renderer(&report), || table(&report), args.exec.quiet);
+        warn_unfinished(&report);
+        errln!("error: no run finished, so there is nothing to compare");
         return super::EXIT_ERROR;
     }
+    let code = emit(&report, args, plan);
+    warn_unfinished(&report);
     code
+}
+
+/// Which rendering an output of `run` gets.
+#[derive(Clone, Copy)]
+enum Rendering {
+    Json,
+    Markdown,
+    Csv,
+}
+
+/// The outputs named by `--json`, `--markdown` and `--csv`.
+fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
+    [
+        ("--json", &args.json, Rendering::Json),
+        ("--markdown", &args.markdown, Rendering::Markdown),
+        ("--csv", &args.csv, Rendering::Csv),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path, kind)| {
+        path.as_ref().map(|path| Request {
+            flag,
+            path: path.clone(),
+            kind,
+        })
+    })
+    .collect()
 }
 
 /// Runs the sweep and builds the report.
@@ -154,7 +189,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
         .threads
         .map_or_else(default_threads, |t| t as usize);
     if !args.exec.quiet {
-        eprintln!(
+        errln!(
             "simbench: {} × {} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
             plural(algorithms.len(), "algorithm"),
             plural(seeds.len(), "seed"),
@@ -168,7 +203,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
         );
         if !overrides.is_empty() {
             let applied: Vec<&str> = overrides.iter().map(|o| o.text.as_str()).collect();
-            eprintln!("simbench: overrides: {}", applied.join(", "));
+            errln!("simbench: overrides: {}", applied.join(", "));
         }
     }
     let origin = now();
@@ -196,32 +231,34 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
     report::analyse(world, sweep, runs)
 }
 
-/// Writes the requested files and prints the table; returns the exit code.
-fn emit(report: &Report, args: &RunArgs) -> u8 {
-    let mut outputs = Vec::new();
-    if let Some(path) = &args.json {
-        outputs.push(Output::new(path, report::json::render(report)));
+/// Streams the requested outputs and prints the table; returns the exit code.
+fn emit(report: &Report, args: &RunArgs, plan: Plan<Rendering>) -> u8 {
+    plan.finish(renderer(report), || table(report), args.exec.quiet)
+}
+
+/// Writes one rendering of the report.
+fn renderer(report: &Report) -> impl Fn(Rendering, &mut dyn Write) -> std::io::Result<()> {
+    move |kind, out| match kind {
+        Rendering::Json => report::json::write(report, out),
+        // Its size grows with algorithms and metrics, not with runs.
+        Rendering::Markdown => out.write_all(report::markdown::render(report).as_bytes()),
+        Rendering::Csv => report::csv::write(report, out),
     }
-    if let Some(path) = &args.markdown {
-        outputs.push(Output::new(path, report::markdown::render(report)));
-    }
-    if let Some(path) = &args.csv {
-        outputs.push(Output::new(path, report::csv::render(report)));
-    }
-    let table = || {
-        let options = TerminalOptions {
-            colour: std::io::stdout().is_terminal() && colour_allowed(),
-        };
-        report::terminal::render(report, &options)
+}
+
+/// The terminal table, coloured only on a terminal.
+fn table(report: &Report) -> String {
+    let options = TerminalOptions {
+        colour: std::io::stdout().is_terminal() && colour_allowed(),
     };
-    output::emit(&outputs, table, args.exec.quiet)
+    report::terminal::render(report, &options)
 }
 
 /// Stalls are not errors unless nothing finished, but they are never silent, even with --quiet.
 fn warn_unfinished(report: &Report) {
     let n = report.unfinished_runs();
     if n > 0 {
-        eprintln!(
+        errln!(
             "warning: {n} of {} runs did not finish; their algorithms are left out of every ranking (see the notes under the table)",
             report.runs.len()
         );
@@ -267,7 +304,7 @@ fn overrides(args: &RunArgs) -> Vec<Override> {
 
 /// The world named on the command line, or the built-in one, with the overrides applied;
 /// prints diagnostics on failure.
-fn load_world(path: Option<&Path>, overrides: &[Override]) -> Result<World, u8> {
+fn load_world(path: Option<&Path>, overrides: &[Override], inputs: &Inputs) -> Result<World, u8> {
     let loaded = match path {
         None if overrides.is_empty() => return Ok(compile::builtin_bursty()),
         None => {
@@ -282,17 +319,17 @@ fn load_world(path: Option<&Path>, overrides: &[Override]) -> Result<World, u8> 
             )
             .map_err(|e| LoadError::Invalid(Box::new(e)))
         }
-        Some(path) => validate::load_file(path, overrides),
+        Some(path) => validate::load_recorded(path, overrides, inputs),
     };
     loaded.map_err(|error| match error {
         LoadError::Unreadable(err) => {
             let shown = path.map_or_else(String::new, |p| p.display().to_string());
-            eprintln!("error: cannot read {shown}: {}", super::io_reason(&err));
+            errln!("error: cannot read {shown}: {}", super::io_reason(&err));
             super::EXIT_ERROR
         }
         LoadError::Invalid(errors) => {
             let colour = std::io::stderr().is_terminal() && colour_allowed();
-            eprint!("{}", errors.render(RenderOptions { colour, width: 100 }));
+            console::stderr(&errors.render(RenderOptions { colour, width: 100 }));
             super::EXIT_INVALID
         }
     })
@@ -311,13 +348,11 @@ fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<St
         }
         if names.iter().any(|n| n == name) {
             // Identical reruns would only shrink the spread; the reference keeps them, we don't.
-            eprintln!("warning: `{name}` is listed twice; running it once");
+            errln!("warning: `{name}` is listed twice; running it once");
             continue;
         }
         if let Some(reason) = world.unsuited().get(name) {
-            eprintln!(
-                "warning: `{name}` is unsuited to this world and will not be ranked: {reason}"
-            );
+            errln!("warning: `{name}` is unsuited to this world and will not be ranked: {reason}");
         }
         names.push(name.to_string());
     }
@@ -404,39 +439,100 @@ pub fn list(args: &ListArgs) -> u8 {
                 describe_files(&mut out, &files);
                 super::EXIT_OK
             }
-            Err(err) => {
-                let reason = super::io_reason(&err);
-                eprintln!("error: cannot list {}: {reason}", path.display());
+            Err(reason) => {
+                errln!("error: cannot list {}: {reason}", path.display());
                 return super::EXIT_ERROR;
             }
         },
     };
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    code
+    console::exit_code(code, console::print(&out))
 }
 
-/// The `*.toml` files of a folder (sorted by name), or the path itself if it is a file.
-fn scenario_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
-    if path.is_file() {
-        return Ok(vec![path.to_path_buf()]);
+/// A `*.toml` entry of a folder: a file to describe, or why it is skipped.
+type Entry = (PathBuf, Option<String>);
+
+/// The `*.toml` entries of a folder (sorted by name), or the path itself if it is a file.
+/// Nothing is opened here but folders, so a FIFO cannot block the listing.
+fn scenario_files(path: &Path) -> Result<Vec<Entry>, String> {
+    let reason = |err: std::io::Error| super::io_reason(&err);
+    let meta = std::fs::metadata(path).map_err(reason)?;
+    if meta.is_file() {
+        return Ok(vec![(path.to_path_buf(), None)]);
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)?
+    if !meta.is_dir() {
+        let why = not_a_file(path).unwrap_or_default();
+        return Err(format!("{why}; name a folder or a scenario file"));
+    }
+    let mut files: Vec<Entry> = std::fs::read_dir(path)
+        .map_err(reason)?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| {
+            let skipped = not_a_file(&p);
+            (p, skipped)
+        })
         .collect();
     files.sort();
     Ok(files)
 }
 
-fn describe_files(out: &mut String, files: &[PathBuf]) {
+/// Why `path` is not a regular file to read, looking without opening it; `None` if it is one.
+fn not_a_file(path: &Path) -> Option<String> {
+    let why = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => return None,
+        Ok(meta) if meta.is_dir() => "a folder, not a scenario file".to_owned(),
+        Ok(meta) if is_fifo(&meta) => {
+            "a FIFO, not a regular file (not opened: reading it could wait for ever)".to_owned()
+        }
+        Ok(_) => "not a regular file (a device or a socket)".to_owned(),
+        Err(_) if is_link_loop(path) => "a loop of symbolic links".to_owned(),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            "a symbolic link whose target does not exist".to_owned()
+        }
+        Err(err) => format!("unreadable: {}", super::io_reason(&err)),
+    };
+    Some(why)
+}
+
+#[cfg(unix)]
+fn is_fifo(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    meta.file_type().is_fifo()
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Whether following `path`'s symbolic links never ends (more than 40, Linux's own limit).
+fn is_link_loop(path: &Path) -> bool {
+    let mut current = path.to_path_buf();
+    for _ in 0..=40 {
+        let Ok(link) = std::fs::read_link(&current) else {
+            return false;
+        };
+        current = match current.parent() {
+            Some(parent) if link.is_relative() => parent.join(link),
+            _ => link,
+        };
+    }
+    true
+}
+
+fn describe_files(out: &mut String, files: &[Entry]) {
     if files.is_empty() {
         out.push_str("  (no *.toml files)\n");
     }
-    for file in files {
+    for (file, skipped) in files {
         let shown = file.file_name().map_or_else(
             || file.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
+        if let Some(why) = skipped {
+            out.push_str(&format!("  {shown}: skipped: {why}\n"));
+            continue;
+        }
         match validate::load_file(file, &[]) {
             Err(LoadError::Unreadable(err)) => {
                 let reason = super::io_reason(&err);

@@ -5,15 +5,15 @@
 //! open one; the level lists are checked by the argument parser), runs one algorithm on the same
 //! seeds at every level (common random numbers: the levels differ only in load) through
 //! [`crate::sweep::sweep`], hands the runs to [`crate::knee`] (pure) and decides where each
-//! rendering goes: the table and the verdict to standard output, `--json`/`--csv` to files
-//! written atomically.
+//! rendering goes: the table and the verdict to standard output, `--json`/`--csv` as
+//! [`super::output`] rules (checked before the runs, streamed, files replaced atomically).
 //!
 //! Exit codes: 0 done (a flagged recommendation is still an answer), 1 invalid scenario, 2 usage
 //! or I/O error, or no run finished at the first level (there is no baseline to judge against).
 
 mod render;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -30,7 +30,8 @@ use crate::sweep::{self, SweepConfig};
 use crate::world::{Load, Overrides, World};
 use render::{Knob, SweepView};
 
-use super::run::output::{self, Output};
+use super::console::{self, errln};
+use super::output::{Inputs, Plan, Request, Role};
 use super::run::{ExecArgs, RngArg};
 use super::validate;
 
@@ -123,18 +124,24 @@ pub fn main(args: &SweepArgs) -> u8 {
         (None, Some(Levels(l))) => (Knob::Rate, l.as_slice()),
         (None, None) => unreachable!("clap requires one of --concurrency and --rate"),
     };
-    let source = match Source::read(args.file.as_deref()) {
+    let inputs = Inputs::default();
+    let source = match Source::read(args.file.as_deref(), &inputs) {
         Ok(source) => source,
         Err(message) => return usage_error(&message),
     };
     let user = validate::overrides(&args.exec.set);
-    let base = match source.load(&user) {
+    let base = match source.load(&user, &inputs) {
         Ok(world) => world,
         Err(errors) => return invalid(&errors),
     };
-    if let Err(message) = check_knob(&base, knob).and_then(|()| check_algorithm(&base, args)) {
-        return usage_error(&message);
-    }
+    // Outputs are checked and staged once the `extends` chain is known, before any run.
+    let plan = check_knob(&base, knob)
+        .and_then(|()| check_algorithm(&base, args))
+        .and_then(|()| Plan::prepare(requests(args), &inputs));
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(message) => return usage_error(&message),
+    };
     let worlds: Vec<World> = levels
         .iter()
         .map(|&level| base.with_overrides(&level_override(knob, level)))
@@ -147,7 +154,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         .min(seeds.len());
     if !args.exec.quiet {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
-        eprintln!(
+        errln!(
             "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
             args.algorithm,
             base.name(),
@@ -168,7 +175,7 @@ pub fn main(args: &SweepArgs) -> u8 {
             let started = clock();
             let runs = run_level(world, args, &seeds, threads, &clock);
             if !args.exec.quiet {
-                eprintln!(
+                errln!(
                     "simbench: {} {} done in {:.1} s",
                     knob.name(),
                     knob.spell(level),
@@ -179,7 +186,9 @@ pub fn main(args: &SweepArgs) -> u8 {
         })
         .collect();
     if runs[0].iter().all(|r| r.metrics().is_none()) {
-        eprintln!(
+        // Dropping the plan removes its temporaries: a failed command replaces no output.
+        drop(plan);
+        errln!(
             "error: no run finished at the first level ({} {}), so there is no baseline to judge the others against",
             knob.name(),
             knob.spell(levels[0])
@@ -210,7 +219,31 @@ pub fn main(args: &SweepArgs) -> u8 {
         applies: CATALOGUE.iter().map(|m| m.applies_to(&base)).collect(),
         wall_s: clock(),
     };
-    emit(&view, args)
+    emit(&view, args, plan)
+}
+
+/// Which rendering an output of `sweep` gets.
+#[derive(Clone, Copy)]
+enum Rendering {
+    Json,
+    Csv,
+}
+
+/// The outputs named by `--json` and `--csv`.
+fn requests(args: &SweepArgs) -> Vec<Request<Rendering>> {
+    [
+        ("--json", &args.json, Rendering::Json),
+        ("--csv", &args.csv, Rendering::Csv),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path, kind)| {
+        path.as_ref().map(|path| Request {
+            flag,
+            path: path.clone(),
+            kind,
+        })
+    })
+    .collect()
 }
 
 /// The level as a world override: the size knob the sweep varies, nothing else.
@@ -260,7 +293,7 @@ struct Source {
 }
 
 impl Source {
-    fn read(path: Option<&Path>) -> Result<Source, String> {
+    fn read(path: Option<&Path>, inputs: &Inputs) -> Result<Source, String> {
         let Some(path) = path else {
             return Ok(Source {
                 origin: compile::BUILTIN_BURSTY_ORIGIN.to_owned(),
@@ -268,6 +301,7 @@ impl Source {
                 from_disk: false,
             });
         };
+        inputs.record(path, Role::Scenario);
         let bytes = validate::read_limited(path)
             .map_err(|err| format!("cannot read {}: {}", path.display(), super::io_reason(&err)))?;
         Ok(Source {
@@ -277,9 +311,11 @@ impl Source {
         })
     }
 
-    fn load(&self, overrides: &[Override]) -> Result<World, Box<ScenarioErrors>> {
-        let from_disk: &Reader<'_> =
-            &|base: &Path| validate::read_limited(base).map_err(|e| super::io_reason(&e));
+    fn load(&self, overrides: &[Override], inputs: &Inputs) -> Result<World, Box<ScenarioErrors>> {
+        let from_disk: &Reader<'_> = &|base: &Path| {
+            inputs.record(base, Role::Base);
+            validate::read_limited(base).map_err(|e| super::io_reason(&e))
+        };
         let refuse: &Reader<'_> = &|_: &Path| Err("the built-in world extends nothing".to_owned());
         let options = LoadOptions {
             read: if self.from_disk { from_disk } else { refuse },
@@ -310,7 +346,7 @@ fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {
         return Err(super::run::unknown_algorithm(world, &args.algorithm));
     }
     if let Some(reason) = world.unsuited().get(&args.algorithm) {
-        eprintln!(
+        errln!(
             "warning: `{}` is unsuited to this world: {reason}",
             args.algorithm
         );
@@ -318,26 +354,23 @@ fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes the requested files and prints the table; returns the exit code.
-fn emit(view: &SweepView<'_>, args: &SweepArgs) -> u8 {
-    let mut outputs = Vec::new();
-    if let Some(path) = &args.json {
-        outputs.push(Output::new(path, render::json(view)));
-    }
-    if let Some(path) = &args.csv {
-        outputs.push(Output::new(path, render::csv(view)));
-    }
-    output::emit(&outputs, || render::terminal(view), args.exec.quiet)
+/// Streams the requested outputs and prints the table; returns the exit code.
+fn emit(view: &SweepView<'_>, args: &SweepArgs, plan: Plan<Rendering>) -> u8 {
+    let write = |kind, out: &mut dyn Write| match kind {
+        Rendering::Json => render::write_json(view, out),
+        Rendering::Csv => render::write_csv(view, out),
+    };
+    plan.finish(write, || render::terminal(view), args.exec.quiet)
 }
 
 fn usage_error(message: &str) -> u8 {
-    eprintln!("error: {message}");
+    errln!("error: {message}");
     super::EXIT_ERROR
 }
 
 fn invalid(errors: &ScenarioErrors) -> u8 {
     let colour = std::io::stderr().is_terminal() && colour_allowed();
-    eprint!("{}", errors.render(RenderOptions { colour, width: 100 }));
+    console::stderr(&errors.render(RenderOptions { colour, width: 100 }));
     super::EXIT_INVALID
 }
 

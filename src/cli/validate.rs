@@ -21,6 +21,9 @@ use crate::compile::{self, LoadOptions, MAX_FILE_BYTES, Override};
 use crate::diagnostics::{RenderOptions, ScenarioErrors};
 use crate::world::World;
 
+use super::console;
+use super::output::{Inputs, Role};
+
 /// Arguments of `simbench validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -62,8 +65,21 @@ pub(super) enum LoadError {
 
 /// Loads the scenario at `path`: its `extends` chain read from disk, then `overrides`.
 pub(super) fn load_file(path: &Path, overrides: &[Override]) -> Result<World, LoadError> {
+    load_recorded(path, overrides, &Inputs::default())
+}
+
+/// [`load_file`], recording in `inputs` every file it reads, so that no output overwrites one.
+pub(super) fn load_recorded(
+    path: &Path,
+    overrides: &[Override],
+    inputs: &Inputs,
+) -> Result<World, LoadError> {
+    inputs.record(path, Role::Scenario);
     let bytes = read_limited(path).map_err(LoadError::Unreadable)?;
-    let read = |base: &Path| read_limited(base).map_err(|e| super::io_reason(&e));
+    let read = |base: &Path| {
+        inputs.record(base, Role::Base);
+        read_limited(base).map_err(|e| super::io_reason(&e))
+    };
     let options = LoadOptions {
         read: &read,
         overrides,
@@ -99,11 +115,14 @@ pub fn main(args: &ValidateArgs) -> u8 {
         .iter()
         .map(|path| (path.display().to_string(), check_file(path, &overrides)))
         .collect();
-    match args.format {
-        Format::Human => print_human(&outcomes),
+    let printed = match args.format {
+        Format::Human => {
+            print_human(&outcomes);
+            Ok(())
+        }
         Format::Json => print_json(&outcomes),
-    }
-    exit_code(&outcomes)
+    };
+    console::exit_code(exit_code(&outcomes), printed)
 }
 
 fn check_file(path: &Path, overrides: &[Override]) -> Outcome {
@@ -170,7 +189,8 @@ fn print_human(outcomes: &[(String, Outcome)]) {
     let _ = writeln!(err, "{}", summary_line(outcomes));
 }
 
-fn print_json(outcomes: &[(String, Outcome)]) {
+/// Prints the JSON document; the message if standard output cannot be written.
+fn print_json(outcomes: &[(String, Outcome)]) -> Result<(), String> {
     let mut files = Vec::new();
     let mut findings = Vec::new();
     for (name, outcome) in outcomes {
@@ -204,15 +224,14 @@ fn print_json(outcomes: &[(String, Outcome)]) {
             "unreadable": count("unreadable"),
         },
     });
-    let text = serde_json::to_string_pretty(&document).unwrap_or_default();
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    console::write_stdout(|out| {
+        serde_json::to_writer_pretty(&mut *out, &document)?;
+        out.write_all(b"\n")
+    })
 }
 
 /// Runs `simbench schema`.
 pub fn print_schema() -> u8 {
     let text = crate::schema::scenario_schema_text();
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Ok(()) => super::EXIT_OK,
-        Err(_) => super::EXIT_ERROR,
-    }
+    console::exit_code(super::EXIT_OK, console::print(&text))
 }

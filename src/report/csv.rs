@@ -4,7 +4,10 @@
 //! Owns the column layout: `algorithm,seed,outcome,valid`, then the catalogue's metric names in
 //! order, the same for every world. Values are rounded to 6 decimals; a run that did not finish
 //! has empty metric cells, and so does a metric that does not apply to the world. RFC 4180
-//! quoting, `\n` line ends. Returns a `String`; never writes it.
+//! quoting, `\n` line ends. Streams into any `io::Write`, row by row; where it goes is the
+//! caller's decision.
+
+use std::io::{self, Write};
 
 use super::format::round6;
 use super::{Outcome, Report, Run};
@@ -12,19 +15,23 @@ use crate::metrics::{CATALOGUE, Metric};
 
 /// Renders the CSV export.
 pub fn render(report: &Report) -> String {
-    let mut out = String::new();
+    let mut bytes = Vec::new();
+    write(report, &mut bytes).expect("writing to memory cannot fail");
+    String::from_utf8(bytes).expect("the cells are UTF-8")
+}
+
+/// Writes the CSV export.
+pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let mut header = vec!["algorithm", "seed", "outcome", "valid"];
     header.extend(CATALOGUE.iter().map(|m| m.name));
-    out.push_str(&header.join(","));
-    out.push('\n');
+    writeln!(out, "{}", header.join(","))?;
     for run in &report.runs {
         let mut cells = vec![field(&run.algorithm), run.seed.to_string()];
         let valid = report.invalid_reason(run).is_none();
         cells.extend(outcome_cells(run, valid, &|m| report.applies(m)));
-        out.push_str(&cells.join(","));
-        out.push('\n');
+        writeln!(out, "{}", cells.join(","))?;
     }
-    out
+    Ok(())
 }
 
 /// The cells after a row's key columns: `outcome,valid`, then every metric in catalogue order

@@ -6,9 +6,12 @@
 //! not apply to the world is absent from `metrics`, `aggregates` and `winners` and listed under
 //! `not_applicable` with the reason. Objects keep report order — algorithms as they
 //! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
-//! decimals; verdicts were computed from the unrounded ones. Returns a `String`; never writes it.
+//! decimals; verdicts were computed from the unrounded ones. Streams into any `io::Write` (the
+//! runs one at a time, so a report of a million runs is never held whole as text); where it
+//! goes is the caller's decision.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 
 use serde::Serialize;
 use serde::ser::SerializeMap;
@@ -19,6 +22,13 @@ use crate::metrics::CATALOGUE;
 
 /// Renders the JSON report, ending with a newline.
 pub fn render(report: &Report) -> String {
+    let mut bytes = Vec::new();
+    write(report, &mut bytes).expect("writing to memory cannot fail");
+    String::from_utf8(bytes).expect("serde_json writes UTF-8")
+}
+
+/// Writes the JSON report, ending with a newline.
+pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let doc = Document {
         simbench_version: env!("CARGO_PKG_VERSION"),
         world_hash: &report.world.hash,
@@ -29,7 +39,7 @@ pub fn render(report: &Report) -> String {
         jobs: report.world.jobs,
         concurrency: report.world.concurrency,
         wall_s: (report.sweep.wall_s * 1e3).round() / 1e3,
-        runs: report.runs.iter().map(|r| run(report, r)).collect(),
+        runs: Runs(report),
         aggregates: aggregates(report),
         not_applicable: Ordered(
             report
@@ -115,9 +125,17 @@ pub fn render(report: &Report) -> String {
                 .collect(),
         ),
     };
-    let mut text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
-    text.push('\n');
-    text
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    out.write_all(b"\n")
+}
+
+/// The runs, serialized one at a time as they are written rather than collected first.
+struct Runs<'a>(&'a Report);
+
+impl Serialize for Runs<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.runs.iter().map(|r| run(self.0, r)))
+    }
 }
 
 /// A JSON object whose keys keep the order given (serde_json's own map would sort them).
@@ -144,7 +162,7 @@ struct Document<'a> {
     jobs: u32,
     concurrency: u32,
     wall_s: f64,
-    runs: Vec<JsonRun<'a>>,
+    runs: Runs<'a>,
     aggregates: Ordered<&'a str, Ordered<&'static str, Aggregate>>,
     not_applicable: Ordered<&'static str, &'static str>,
     winners: Ordered<&'static str, Vec<String>>,

@@ -8,6 +8,8 @@ mod fidelity;
 mod incidents;
 mod no_network;
 mod open_loop;
+#[cfg(unix)]
+mod outputs;
 mod replay;
 mod report;
 mod report_cli;

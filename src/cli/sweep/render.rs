@@ -1,9 +1,12 @@
 //! The sweep's outputs: the terminal table with its verdict, the JSON document and the CSV rows.
 //!
 //! Owns how a [`crate::knee::Analysis`] reads: one row per level, the knee row marked, and the
-//! reasons — the deciding step's three tests with their numbers — in every output. Every
-//! function returns a `String`; where it goes is the caller's decision. Numbers are computed in
+//! reasons — the deciding step's three tests with their numbers — in every output. The table
+//! is a `String`; the JSON and CSV, which grow with levels × seeds, are streamed into any
+//! `io::Write` run by run. Where they go is the caller's decision. Numbers are computed in
 //! [`crate::knee`] from unrounded values; rounding happens here only.
+
+use std::io::{self, Write};
 
 use serde::Serialize;
 use tabled::builder::Builder;
@@ -391,8 +394,8 @@ fn service_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String 
     )
 }
 
-/// The JSON document, 2-space indented, ending with a newline.
-pub fn json(view: &SweepView<'_>) -> String {
+/// Writes the JSON document, 2-space indented, ending with a newline.
+pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
     let knee = &view.analysis.knee;
     let finding = match knee.finding {
         Finding::Knee => "knee",
@@ -438,9 +441,8 @@ pub fn json(view: &SweepView<'_>) -> String {
         },
         reasons: reasons(view),
     };
-    let mut text = serde_json::to_string_pretty(&doc).expect("plain data serializes");
-    text.push('\n');
-    text
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    out.write_all(b"\n")
 }
 
 #[derive(Serialize)]
@@ -497,7 +499,7 @@ struct Recommendation {
 struct LevelJson<'a> {
     level: serde_json::Value,
     world_hash: &'a str,
-    runs: Vec<RunJson<'a>>,
+    runs: LevelRuns<'a>,
     summary: Ordered<SummaryJson>,
     valid_runs: usize,
     valid_share: f64,
@@ -514,6 +516,18 @@ struct RunJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
     metrics: Ordered<f64>,
+}
+
+/// A level's runs, serialized one at a time as they are written rather than collected first.
+struct LevelRuns<'a> {
+    level: &'a LevelStats,
+    runs: &'a [Run],
+}
+
+impl Serialize for LevelRuns<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.runs.iter().map(|r| run_json(self.level, r)))
+    }
 }
 
 /// A JSON object whose keys keep the order given (serde_json's own map would sort them).
@@ -568,7 +582,10 @@ fn level_json<'a>(view: &'a SweepView<'_>, i: usize) -> LevelJson<'a> {
     LevelJson {
         level: view.knob.json(view.levels[i]),
         world_hash: &view.level_hashes[i],
-        runs: view.runs[i].iter().map(|r| run_json(level, r)).collect(),
+        runs: LevelRuns {
+            level,
+            runs: &view.runs[i],
+        },
         summary: Ordered(
             SHOWN
                 .iter()
@@ -656,23 +673,21 @@ fn step_json(step: &Step) -> StepJson {
     }
 }
 
-/// One CSV row per (level, seed) with every catalogue metric, like `simbench run --csv`.
-pub fn csv(view: &SweepView<'_>) -> String {
+/// Writes one CSV row per (level, seed) with every catalogue metric, like `simbench run --csv`.
+pub fn write_csv(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut header = vec![view.knob.name(), "seed", "outcome", "valid"];
     header.extend(CATALOGUE.iter().map(|m| m.name));
-    let mut out = header.join(",");
-    out.push('\n');
+    writeln!(out, "{}", header.join(","))?;
     for (i, runs) in view.runs.iter().enumerate() {
         let level = &view.analysis.levels[i];
         for run in runs {
             let mut cells = vec![view.knob.spell(view.levels[i]), run.seed.to_string()];
             let valid = !level.invalid.iter().any(|(s, _)| *s == run.seed);
             cells.extend(outcome_cells(run, valid, &|m| view.applies[m as usize]));
-            out.push_str(&cells.join(","));
-            out.push('\n');
+            writeln!(out, "{}", cells.join(","))?;
         }
     }
-    out
+    Ok(())
 }
 
 /// `3 seeds 20260917…20260919`, or the list when it has gaps.
