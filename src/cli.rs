@@ -8,6 +8,7 @@
 mod run;
 mod sweep;
 mod validate;
+mod memory;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
 //! The one integration-test binary.
 
 mod algorithms;
+mod budgets;
 mod compose;
 mod controllers;
 mod fidelity;
