@@ -114,3 +114,19 @@ fn jobs_scaling(bencher: Bencher, jobs: u64) {
         .counter(ItemsCount::new(n))
         .bench(|| run(&world, "wait", world.seed(), RngScheme::Native));
 }
+
+/// Open-loop cost against jobs: 10^4, 10^5 and 10^6 jobs of `wait` arriving at 10^9 per second
+/// (all at once: every job waits in the pool's waiter list, the herd a release wakes), each run
+/// to completion. Near-linear growth shows the waiter list costs O(log n) per release.
+#[divan::bench(args = [10_000, 100_000, 1_000_000], sample_count = 3, sample_size = 1)]
+fn open_loop_scaling(bencher: Bencher, jobs: u64) {
+    let text = compile::BUILTIN_BURSTY_TOML
+        .replace("jobs = 3000", &format!("jobs = {jobs}"))
+        .replace("horizon_s = 600.0", "horizon_s = 1e12")
+        .replace("dead_after = 8", "dead_after = 1000000");
+    let text = format!("{text}\n[load]\nmodel = \"open\"\nrate_per_s = 1e9\n");
+    let world = compile::load("open-bursty", text.as_bytes()).expect("valid world");
+    bencher
+        .counter(ItemsCount::new(jobs))
+        .bench(|| run(&world, "wait", world.seed(), RngScheme::Native));
+}

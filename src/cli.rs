@@ -15,6 +15,7 @@ mod output;
 mod run;
 mod sweep;
 mod validate;
+mod memory;
 
 use std::process::ExitCode;
 

@@ -61,15 +61,27 @@ pub enum Outcome {
         /// Jobs completed so far.
         jobs_done: u64,
     },
+    /// The run's memory grew past its share of the memory budget; no metrics are reported.
+    OutOfMemory {
+        /// Simulated time reached \[s\].
+        at_s: f64,
+        /// Jobs completed so far.
+        jobs_done: u64,
+        /// What the run held when stopped \[bytes\] (its samples, workers, queues and waiters).
+        held: u64,
+        /// The most it could hold \[bytes\].
+        limit: u64,
+    },
 }
 
 impl Outcome {
-    /// `ok`, `stalled` or `timeout`.
+    /// `ok`, `stalled`, `timeout` or `out_of_memory`.
     pub fn name(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
             Outcome::Stalled { .. } => "stalled",
             Outcome::Timeout { .. } => "timeout",
+            Outcome::OutOfMemory { .. } => "out_of_memory",
         }
     }
     /// A sentence explaining a run that did not finish; `None` when it did.
@@ -85,6 +97,17 @@ impl Outcome {
             )),
             Outcome::Timeout { at_s, jobs_done } => Some(format!(
                 "wall-clock budget exhausted at t = {at_s:.3} s after {jobs_done} jobs done"
+            )),
+            Outcome::OutOfMemory {
+                at_s,
+                jobs_done,
+                held,
+                limit,
+            } => Some(format!(
+                "memory budget exhausted at t = {at_s:.3} s after {jobs_done} jobs done: the run \
+                 held {} MB, its share of the budget is {} MB",
+                held.div_ceil(1 << 20),
+                limit / (1 << 20)
             )),
         }
     }
@@ -184,13 +207,34 @@ pub enum RngScheme {
 
 /// Runs `strategy` on `world` with the random-number scheme named in `config`.
 pub fn run(world: &World, strategy: &dyn Strategy, config: &RunConfig<'_>) -> RunResult {
+    run_within(world, strategy, config, u64::MAX)
+}
+
+/// [`run`], stopped as [`Outcome::OutOfMemory`] once what the run holds (its samples,
+/// workers, queues and waiters, counted when the wall-clock budget is polled) passes `max_bytes`. The count is a function of
+/// the run alone, so the same limit stops the same run at the same event on any machine.
+pub fn run_within(
+    world: &World,
+    strategy: &dyn Strategy,
+    config: &RunConfig<'_>,
+    max_bytes: u64,
+) -> RunResult {
     let ids = world.endpoints().iter().map(|e| e.id.as_str());
     match config.rng {
-        RngScheme::Native => run_with(world, strategy, &Native::new(config.seed, ids), config),
+        RngScheme::Native => {
+            let rng = Native::new(config.seed, ids);
+            run_limited(world, strategy, &rng, config, max_bytes)
+        }
         RngScheme::Reference => {
-            run_with(world, strategy, &Reference::new(config.seed, ids), config)
+            let rng = Reference::new(config.seed, ids);
+            run_limited(world, strategy, &rng, config, max_bytes)
         }
     }
+}
+
+/// Bytes one worker slot takes (a closed-loop worker, or an open-loop job in flight).
+pub fn worker_bytes() -> u64 {
+    std::mem::size_of::<Worker<<Native as RandomSource>::Stream>>() as u64
 }
 
 /// Runs `strategy` on `world` drawing from `rng` (the seam for other random-number schemes).
@@ -200,8 +244,19 @@ pub fn run_with<R: RandomSource>(
     rng: &R,
     config: &RunConfig<'_>,
 ) -> RunResult {
+    run_limited(world, strategy, rng, config, u64::MAX)
+}
+
+fn run_limited<R: RandomSource>(
+    world: &World,
+    strategy: &dyn Strategy,
+    rng: &R,
+    config: &RunConfig<'_>,
+    max_bytes: u64,
+) -> RunResult {
     strategy.begin_run();
     let mut sim = Sim::new(world, strategy, rng, config.trace);
+    sim.max_bytes = max_bytes;
     let outcome = sim.run(config.out_of_time);
     sim.finish(outcome)
 }
@@ -408,6 +463,8 @@ struct Sim<'w, R: RandomSource> {
     events: u64,
     /// Per endpoint: service time cancelled hedged requests did not use \[s\].
     unused_busy_s: Vec<f64>,
+    /// The most the run may hold ([`Sim::heap_bytes`]) before it stops as out of memory.
+    max_bytes: u64,
 }
 
 impl<'w, R: RandomSource> Sim<'w, R> {
@@ -456,6 +513,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             trace: trace.then(Vec::new),
             events: 0,
             unused_busy_s: vec![0.0; world.endpoints().len()],
+            max_bytes: u64::MAX,
         }
     }
 
@@ -465,6 +523,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.queue.push(0.0, Event::Arrival);
         }
         for w in 0..self.workers.len() {
+            if w % POLL_EVERY == POLL_EVERY - 1
+                && let Some(stop) = self.over_budget(out_of_time)
+            {
+                return stop;
+            }
             self.drive(w, Next::Claim);
         }
         while !self.finished() {
@@ -477,11 +540,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             debug_assert!(at >= self.now, "time went backwards");
             self.now = at;
             self.events += 1;
-            if self.events % 16_384 == 1 && out_of_time() {
-                return Outcome::Timeout {
-                    at_s: self.now,
-                    jobs_done: self.tally.jobs_done,
-                };
+            if self.events % POLL_EVERY as u64 == 1
+                && let Some(stop) = self.over_budget(out_of_time)
+            {
+                return stop;
             }
             match event {
                 Event::Resume(w) => self.resume(w as usize),
@@ -497,6 +559,43 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             }
         }
         Outcome::Ok
+    }
+
+    /// Whether the wall-clock or the memory budget is spent (polled every [`POLL_EVERY`]
+    /// events, and as often while the workers start).
+    fn over_budget(&self, out_of_time: &dyn Fn() -> bool) -> Option<Outcome> {
+        if out_of_time() {
+            return Some(Outcome::Timeout {
+                at_s: self.now,
+                jobs_done: self.tally.jobs_done,
+            });
+        }
+        let held = self.heap_bytes();
+        (held > self.max_bytes).then_some(Outcome::OutOfMemory {
+            at_s: self.now,
+            jobs_done: self.tally.jobs_done,
+            held,
+            limit: self.max_bytes,
+        })
+    }
+
+    /// What the run holds on the heap that grows with its jobs \[bytes\]: the samples kept for
+    /// percentiles, the worker slots, the open loop's queue of arrived jobs, the waiters, the
+    /// pending events and the trace. Capacities, not lengths, since that is what is allocated.
+    fn heap_bytes(&self) -> u64 {
+        let open = self.open.as_ref().map_or(0, |o| {
+            o.waiting.capacity() * std::mem::size_of::<(u32, f64)>()
+                + o.free_slots.capacity() * std::mem::size_of::<usize>()
+        });
+        let trace = self
+            .trace
+            .as_ref()
+            .map_or(0, |t| t.capacity() * std::mem::size_of::<TraceRecord>());
+        let workers = self.workers.capacity() * std::mem::size_of::<Worker<R::Stream>>();
+        self.tally.heap_bytes()
+            + (open + trace + workers) as u64
+            + self.queue.heap_bytes()
+            + self.pool.waiter_bytes()
     }
 
     fn finished(&self) -> bool {
@@ -623,7 +722,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     /// numbers at this instant, so running them back to back is the same as one event each.
     /// Once one of them finds nothing to lease, nothing changes until the batch ends, so the
     /// rest go back to sleep without looking: a release that wakes a thousand waiters costs one
-    /// check, not a thousand events.
+    /// check, not a thousand events, and the pool sends them back to sleep at once.
     fn wake_batch(&mut self) {
         let mut batch = self
             .wake_batches
@@ -633,22 +732,29 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         // the set (with one scope this is the single "nothing free" flag).
         let mut empty = std::mem::take(&mut self.empty_scopes);
         empty.clear();
-        for &w in &batch {
-            if self.workers[w as usize].phase != Phase::Waiting {
-                // Its wait reached a deadline after this batch was made.
-                continue;
-            }
-            let scope = self.pool.waiter_scope(w);
-            if !empty.contains(&scope) && self.pool.any_candidate_in(scope, Filter::All, self.now) {
-                self.pool.remove_waiter(w);
-                self.blocked_in_acquire -= 1;
-                self.clear_deadline(w as usize);
-                self.drive(w as usize, Next::Acquire);
-                empty.clear();
-            } else {
-                self.pool.rewait(w);
-                if !empty.contains(&scope) {
-                    empty.push(scope);
+        for &woken in &batch {
+            while !self.pool.rewait_rest(woken, &empty) {
+                let Some(w) = self.pool.next_woken(woken) else {
+                    break;
+                };
+                if self.workers[w as usize].phase != Phase::Waiting {
+                    // Its wait reached a deadline after this batch was made.
+                    continue;
+                }
+                let scope = self.pool.waiter_scope(w);
+                if !empty.contains(&scope)
+                    && self.pool.any_candidate_in(scope, Filter::All, self.now)
+                {
+                    self.pool.remove_waiter(w);
+                    self.blocked_in_acquire -= 1;
+                    self.clear_deadline(w as usize);
+                    self.drive(w as usize, Next::Acquire);
+                    empty.clear();
+                } else {
+                    self.pool.rewait(w);
+                    if !empty.contains(&scope) {
+                        empty.push(scope);
+                    }
                 }
             }
         }
@@ -1157,6 +1263,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 }
+
+/// Events (and starting workers) between two polls of the budgets.
+const POLL_EVERY: usize = 16_384;
 
 /// The span of the world's incidents and its recovery rule, if some incident ends.
 fn recovery_rule(world: &World) -> Option<RecoveryRule> {

@@ -22,6 +22,7 @@ pub mod compose;
 pub mod diagnostics;
 pub mod harness;
 pub mod knee;
+pub mod memory;
 pub mod metrics;
 pub mod provider;
 pub mod report;

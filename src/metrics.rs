@@ -275,6 +275,27 @@ pub struct Tally {
     pub cache_hits: u64,
 }
 
+impl Tally {
+    /// Bytes allocated for the samples and completion times, which grow with the jobs.
+    pub fn heap_bytes(&self) -> u64 {
+        let samples = [
+            &self.job_latencies_ms,
+            &self.acquire_waits_ms,
+            &self.request_latencies_ms,
+            &self.service_ms,
+            &self.observed_ms,
+            &self.queue_wait_ms,
+            &self.retry_observed_ms,
+            &self.retry_queue_wait_ms,
+        ];
+        let completions = self
+            .completions_s
+            .as_ref()
+            .map_or(0, |c| (c.capacity() * std::mem::size_of::<f64>()) as u64);
+        samples.iter().map(|s| s.heap_bytes()).sum::<u64>() + completions
+    }
+}
+
 /// Per-endpoint counters the metrics need.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EndpointTally {
@@ -307,6 +328,10 @@ impl Samples {
         } else {
             self.values.push(value);
         }
+    }
+    /// Bytes allocated for the stored values.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.values.capacity() * std::mem::size_of::<f64>()) as u64
     }
     /// Number of observations.
     pub fn len(&self) -> u64 {

@@ -35,7 +35,7 @@ pub enum Outcome {
     Finished(MetricValues),
     /// The run stalled or ran out of wall-clock budget; it has no metrics.
     Unfinished {
-        /// `stalled` or `timeout`.
+        /// `stalled`, `timeout` or `out_of_memory`.
         kind: &'static str,
         /// One sentence saying where and why.
         reason: String,
@@ -162,13 +162,16 @@ impl Column {
         }
     }
 
-    /// `stalled`, `timed out` or `unfinished` (a mix), for the column header and notes.
+    /// `stalled`, `timed out`, `out of memory` or `unfinished` (a mix), for the column header
+    /// and notes.
     pub fn unfinished_word(&self) -> &'static str {
         let all = |kind: &str| self.unfinished.iter().all(|(_, k, _)| *k == kind);
         if all("stalled") {
             "stalled"
         } else if all("timeout") {
             "timed out"
+        } else if all("out_of_memory") {
+            "out of memory"
         } else {
             "unfinished"
         }

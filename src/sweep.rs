@@ -91,6 +91,20 @@ pub fn plan<'a>(algorithms: &'a [String], seeds: &'a [u64]) -> Vec<(&'a str, u64
 /// # Panics
 /// Panics if an algorithm does not [`resolve`] in `world` (the CLI checks names first).
 pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> Vec<Run> {
+    sweep_within(world, plan, config, u64::MAX)
+}
+
+/// [`sweep`], each run stopped as `out_of_memory` once it holds more than `run_bytes` (its
+/// share of the memory budget, see [`crate::memory`]).
+///
+/// # Panics
+/// Panics if an algorithm does not [`resolve`] in `world` (the CLI checks names first).
+pub fn sweep_within(
+    world: &World,
+    plan: &[(&str, u64)],
+    config: &SweepConfig<'_>,
+    run_bytes: u64,
+) -> Vec<Run> {
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Run>>> = Mutex::new((0..plan.len()).map(|_| None).collect());
     let threads = config.threads.clamp(1, plan.len().max(1));
@@ -102,7 +116,7 @@ pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> V
                     let Some(&(algorithm, seed)) = plan.get(i) else {
                         break;
                     };
-                    let run = run_one(world, algorithm, seed, config);
+                    let run = run_one(world, algorithm, seed, config, run_bytes);
                     (config.on_run)(&run);
                     slots.lock().expect("no thread panics holding the lock")[i] = Some(run);
                 }
@@ -117,12 +131,18 @@ pub fn sweep(world: &World, plan: &[(&str, u64)], config: &SweepConfig<'_>) -> V
         .collect()
 }
 
-fn run_one(world: &World, algorithm: &str, seed: u64, config: &SweepConfig<'_>) -> Run {
+fn run_one(
+    world: &World,
+    algorithm: &str,
+    seed: u64,
+    config: &SweepConfig<'_>,
+    run_bytes: u64,
+) -> Run {
     let strategy = strategy(world, algorithm).expect("algorithm names are checked before a sweep");
     let started = (config.clock)();
     let elapsed = || (config.clock)() - started;
     let out_of_time = || elapsed() > config.wall_budget_s;
-    let result = harness::run(
+    let result = harness::run_within(
         world,
         strategy.as_ref(),
         &RunConfig {
@@ -131,6 +151,7 @@ fn run_one(world: &World, algorithm: &str, seed: u64, config: &SweepConfig<'_>) 
             trace: false,
             out_of_time: &out_of_time,
         },
+        run_bytes,
     );
     into_run(algorithm, seed, result, elapsed())
 }

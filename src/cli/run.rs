@@ -76,9 +76,15 @@ pub struct ExecArgs {
     /// value; endpoints by id or index; repeatable, applied in order after the file).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
     pub set: Vec<String>,
-    /// Real seconds one run may take before it is stopped as timed out.
+    /// Real seconds one run may take before it is stopped as timed out (its setup, simulation
+    /// and metrics; each run has its own budget).
     #[arg(long, default_value_t = 600.0, value_parser = parse_positive_seconds)]
     pub wall_budget: f64,
+    /// Memory the command may use, e.g. `2G` or `500M` [default: half the machine's available
+    /// memory]: a command whose estimate exceeds it is refused before it runs, and a run that
+    /// outgrows its share is stopped as `out_of_memory`.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub memory_budget: Option<u64>,
     /// Worker threads for the runs [default: the number of cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
@@ -141,7 +147,10 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
-    let report = compare(&world, &algorithms, args, &overrides);
+    // A refusal drops the plan, which removes its temporaries.
+    let Some(report) = compare(&world, &algorithms, args, &overrides) else {
+        return super::EXIT_ERROR;
+    };
     if report.nothing_finished() {
         // A failed command replaces no output.
         plan.abandon(renderer(&report), || table(&report), args.exec.quiet);
@@ -180,14 +189,29 @@ fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
     .collect()
 }
 
-/// Runs the sweep and builds the report.
-fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Override]) -> Report {
+/// Runs the sweep and builds the report; `None` (with a message) if it cannot fit in the memory
+/// budget.
+fn compare(
+    world: &World,
+    algorithms: &[String],
+    args: &RunArgs,
+    overrides: &[Override],
+) -> Option<Report> {
     let seeds = sweep::seeds(world, args.exec.seeds);
     let plan = sweep::plan(algorithms, &seeds);
     let threads = args
         .exec
         .threads
         .map_or_else(default_threads, |t| t as usize);
+    let budget = super::memory::budget(args.exec.memory_budget);
+    let run_bytes = match super::memory::check(world, plan.len() as u64, threads as u64, budget)
+    {
+        Ok(share) => share,
+        Err(message) => {
+            errln!("error: {message}");
+            return None;
+        }
+    };
     if !args.exec.quiet {
         errln!(
             "simbench: {} × {} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
@@ -211,7 +235,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
     let show_progress = !args.exec.quiet && std::io::stderr().is_terminal();
     let progress = Progress::new(plan.len(), show_progress);
     let runs = progress.around(|on_run| {
-        sweep::sweep(
+        sweep::sweep_within(
             world,
             &plan,
             &SweepConfig {
@@ -221,6 +245,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
                 clock: &clock,
                 on_run,
             },
+            run_bytes,
         )
     });
     let sweep = SweepInfo {
@@ -228,7 +253,7 @@ fn compare(world: &World, algorithms: &[String], args: &RunArgs, overrides: &[Ov
         rng: args.exec.rng.name(),
         wall_s: clock(),
     };
-    report::analyse(world, sweep, runs)
+    Some(report::analyse(world, sweep, runs))
 }
 
 /// Streams the requested outputs and prints the table; returns the exit code.

@@ -152,6 +152,17 @@ pub fn main(args: &SweepArgs) -> u8 {
         .threads
         .map_or_else(default_threads, |t| t as usize)
         .min(seeds.len());
+    // Every level's runs are kept for the analysis; each level's world has its own run size.
+    let total_runs = (worlds.len() * seeds.len()) as u64;
+    let budget = super::memory::budget(args.exec.memory_budget);
+    let shares: Result<Vec<u64>, String> = worlds
+        .iter()
+        .map(|world| super::memory::check(world, total_runs, threads as u64, budget))
+        .collect();
+    let run_bytes = match shares {
+        Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
+        Err(message) => return usage_error(&message),
+    };
     if !args.exec.quiet {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
         errln!(
@@ -173,7 +184,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         .zip(levels)
         .map(|(world, &level)| {
             let started = clock();
-            let runs = run_level(world, args, &seeds, threads, &clock);
+            let runs = run_level(world, args, &seeds, threads, &clock, run_bytes);
             if !args.exec.quiet {
                 errln!(
                     "simbench: {} {} done in {:.1} s",
@@ -268,10 +279,11 @@ fn run_level(
     seeds: &[u64],
     threads: usize,
     clock: &(dyn Fn() -> f64 + Sync),
+    run_bytes: u64,
 ) -> Vec<Run> {
     let algorithms = [args.algorithm.clone()];
     let plan = sweep::plan(&algorithms, seeds);
-    sweep::sweep(
+    sweep::sweep_within(
         world,
         &plan,
         &SweepConfig {
@@ -281,6 +293,7 @@ fn run_level(
             clock,
             on_run: &|_| {},
         },
+        run_bytes,
     )
 }
 

@@ -5,6 +5,11 @@
 //! buckets or storms. It does not schedule anything itself: wake-ups and cooldown checks it wants
 //! are queued in [`Pool::take_signals`] for the harness to put on the event heap, in order.
 
+pub mod waiters;
+
+pub use waiters::BatchId;
+use waiters::Waiters;
+
 use crate::world::{Breaker, Selection, World};
 
 /// Index of a resource (same as its endpoint's index in the world).
@@ -147,20 +152,11 @@ struct Group {
 /// Something the pool wants the harness to schedule at the current instant, in this order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Signal {
-    /// Wake a waiting worker (it re-checks for candidates).
-    Wake(WorkerId),
+    /// Wake a batch of waiting workers (each re-checks for candidates): take them in order
+    /// with [`Pool::next_woken`].
+    Wake(BatchId),
     /// Check resource's cooldown at this time.
     Cooldown(ResourceId, f64),
-}
-
-/// A worker's place in the waiter list. Entries of the list carry the ticket they were made
-/// with, so leaving is O(1) (the stale entry is skipped, and swept out now and then).
-#[derive(Clone, Copy, Debug, Default)]
-struct WaiterSlot {
-    ticket: u32,
-    waiting: bool,
-    woken: bool,
-    scope: Option<Scope>,
 }
 
 /// The pool of one run.
@@ -173,9 +169,7 @@ pub struct Pool {
     fleet: Vec<ResourceId>,
     /// Round-robin counters: one per pool, then one for the fleet (see [`Pool::counter`]).
     rr: Vec<u64>,
-    waiters: Vec<(WorkerId, u32)>,
-    slots: Vec<WaiterSlot>,
-    stale: usize,
+    waiters: Waiters,
     signals: Vec<Signal>,
     down: usize,
     active_total: u32,
@@ -219,9 +213,7 @@ impl Pool {
             groups,
             resources,
             breaker: world.breaker().clone(),
-            waiters: Vec::new(),
-            slots: Vec::new(),
-            stale: 0,
+            waiters: Waiters::default(),
             signals: Vec::new(),
             down: 0,
             active_total: 0,
@@ -621,57 +613,51 @@ impl Pool {
     /// The scope waiter `worker` waits for.
     ///
     /// # Panics
-    /// Panics if the worker is not waiting.
+    /// Panics if the worker never waited.
     pub fn waiter_scope(&self, worker: WorkerId) -> Scope {
-        self.slots[worker as usize]
-            .scope
-            .expect("the worker is waiting")
+        self.waiters.scope(worker).expect("the worker is waiting")
     }
 
     /// Registers `worker` at the end of the waiter list, waiting for a candidate in `scope`.
     pub fn add_waiter_in(&mut self, worker: WorkerId, scope: Scope) {
-        let w = worker as usize;
-        if w >= self.slots.len() {
-            self.slots.resize(w + 1, WaiterSlot::default());
-        }
-        let slot = &mut self.slots[w];
-        debug_assert!(!slot.waiting, "worker {worker} is already waiting");
-        slot.ticket = slot.ticket.wrapping_add(1);
-        slot.waiting = true;
-        slot.woken = false;
-        slot.scope = Some(scope);
-        self.waiters.push((worker, slot.ticket));
+        self.waiters.add(worker, scope);
     }
 
     /// A woken waiter found nothing: it sleeps again, keeping its place in the list.
     pub fn rewait(&mut self, worker: WorkerId) {
-        self.slots[worker as usize].woken = false;
+        self.waiters.rewait(worker);
     }
 
-    /// A waiter found a candidate and leaves the list.
+    /// A waiter found a candidate (or gave up waiting) and leaves the list.
     pub fn remove_waiter(&mut self, worker: WorkerId) {
-        self.slots[worker as usize].waiting = false;
-        self.stale += 1;
-        if self.stale > 8 && self.stale * 2 > self.waiters.len() {
-            let slots = &self.slots;
-            self.waiters
-                .retain(|&(w, ticket)| is_live(slots[w as usize], ticket));
-            self.stale = 0;
-        }
+        self.waiters.remove(worker);
+    }
+
+    /// Bytes the waiter list holds (it grows with the workers that ever waited).
+    pub fn waiter_bytes(&self) -> u64 {
+        self.waiters.heap_bytes()
     }
 
     /// Workers waiting now.
     pub fn waiting(&self) -> usize {
-        self.waiters.len() - self.stale
+        self.waiters.len()
+    }
+
+    /// The next worker of a woken `batch`, in list order; `None` once the batch is done. The
+    /// worker may have stopped waiting since it was woken (the caller checks).
+    pub fn next_woken(&mut self, batch: BatchId) -> Option<WorkerId> {
+        self.waiters.next_woken(batch)
+    }
+
+    /// If every worker left in `batch` waits for one of the scopes in `full`, sends them all
+    /// back to sleep (as `rewait` one by one would) and ends the batch; returns whether it did.
+    pub fn rewait_rest(&mut self, batch: BatchId, full: &[Scope]) -> bool {
+        self.waiters.rewait_rest(batch, full)
     }
 
     fn wake_all(&mut self) {
-        for &(worker, ticket) in &self.waiters {
-            let slot = &mut self.slots[worker as usize];
-            if is_live(*slot, ticket) && !slot.woken {
-                slot.woken = true;
-                self.signals.push(Signal::Wake(worker));
-            }
+        if let Some(batch) = self.waiters.wake_all() {
+            self.signals.push(Signal::Wake(batch));
         }
     }
 
@@ -679,11 +665,6 @@ impl Pool {
     pub fn take_signals(&mut self, out: &mut Vec<Signal>) {
         out.append(&mut self.signals);
     }
-}
-
-/// Whether a waiter-list entry made with `ticket` is the worker's current registration.
-fn is_live(slot: WaiterSlot, ticket: u32) -> bool {
-    slot.waiting && slot.ticket == ticket
 }
 
 /// `quota_aware`'s score of a resource: (share left, amount left), compared lexicographically.

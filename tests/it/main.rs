@@ -1,6 +1,7 @@
 //! The one integration-test binary.
 
 mod algorithms;
+mod budgets;
 mod cli_fuzz;
 mod compose;
 mod controllers;

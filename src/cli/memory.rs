@@ -1,0 +1,72 @@
+//! The memory budget at the edge: its default from the machine's memory, and the check that
+//! refuses a command whose estimate does not fit before anything runs.
+
+use crate::memory::{self, Estimate};
+use crate::world::World;
+
+/// The budget when the machine's memory cannot be read \[bytes\].
+pub const FALLBACK_BYTES: u64 = 4 << 30;
+
+/// The default budget: half the memory the kernel says is available (`MemAvailable` in
+/// /proc/meminfo, else `MemTotal`), or [`FALLBACK_BYTES`] when neither can be read.
+pub fn default_budget() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| meminfo_bytes(&text))
+        .map_or(FALLBACK_BYTES, |bytes| bytes / 2)
+}
+
+/// `MemAvailable` (else `MemTotal`) of a /proc/meminfo text, in bytes.
+fn meminfo_bytes(text: &str) -> Option<u64> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|rest| rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+            .filter(|kb| *kb > 0)
+            .map(|kb| kb.saturating_mul(1024))
+    };
+    field("MemAvailable").or_else(|| field("MemTotal"))
+}
+
+/// The budget asked for, or the default.
+pub fn budget(flag: Option<u64>) -> u64 {
+    flag.unwrap_or_else(default_budget)
+}
+
+/// Refuses (with the estimate, the budget and a hint on standard error) a command of `runs`
+/// runs of `world`, `threads` at a time, that would not fit in `budget`; otherwise returns each
+/// run's share of the budget.
+pub fn check(world: &World, runs: u64, threads: u64, budget: u64) -> Result<u64, String> {
+    let estimate: Estimate = memory::estimate(world, runs, threads);
+    if estimate.total() <= budget {
+        return Ok(estimate.run_share(budget));
+    }
+    Err(format!(
+        "this command would need about {} of memory, over the memory budget of {} \
+         ({} runs, {} at a time, about {} each at their peak, and {} for the finished runs and \
+         the report); hint: fewer jobs, seeds or --threads, or a larger --memory-budget",
+        memory::show(estimate.total()),
+        memory::show(budget),
+        runs,
+        estimate.parallel,
+        memory::show(estimate.per_run),
+        memory::show(estimate.retained),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_prefers_available_memory() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  1 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(meminfo_bytes(text), Some(20_000_000 * 1024));
+        assert_eq!(
+            meminfo_bytes("MemTotal:       8000 kB\n"),
+            Some(8000 * 1024)
+        );
+        assert_eq!(meminfo_bytes("garbage"), None);
+        assert_eq!(meminfo_bytes("MemAvailable: lots kB\n"), None);
+    }
+}

@@ -1,0 +1,223 @@
+//! What a command will hold in memory, estimated before it runs, and each run's share of the
+//! memory budget.
+//!
+//! A run's memory grows with its jobs: every served request leaves a few samples (percentiles
+//! must be exact, so they are kept), and an open loop holds a worker slot for every job in
+//! flight. A sweep also keeps every finished run for the report. The estimate counts those
+//! terms from the world before anything runs, so a request that cannot fit is refused up front;
+//! a run that outgrows its share anyway (retries add samples the estimate cannot foresee) is
+//! stopped by the harness as `out_of_memory`. docs/performance.md compares the estimate with
+//! measured peak resident memory.
+
+use crate::client::pool::waiters::MEMBER_BYTES;
+use crate::harness;
+use crate::world::{Feature, Load, World};
+
+/// Samples a served call leaves: acquire wait, request latency, service, observed latency and
+/// harness wait (a zero is only counted, so this is an upper bound for first attempts).
+const SAMPLES_PER_CALL: u64 = 5;
+
+/// Bytes of one sample (an `f64`).
+const SAMPLE_BYTES: u64 = 8;
+
+/// A growing `Vec` holds up to twice what it uses; the part never written is not resident, but
+/// the allocator's copies while it grows are, for a while. Half again is what the measurements
+/// in docs/performance.md show at most.
+const GROWTH_NUM: u64 = 3;
+const GROWTH_DEN: u64 = 2;
+
+/// Per worker slot besides the worker: its waiter slot and set entry, two pending events.
+const SLOT_EXTRA_BYTES: u64 = 48 + MEMBER_BYTES + 2 * 16;
+
+/// Per job waiting in the open loop's arrival queue (index and arrival time).
+const QUEUED_JOB_BYTES: u64 = 16;
+
+/// One finished run kept for the report, with its share of the report built from it and of the
+/// rendered outputs (measured: see docs/performance.md).
+pub const RETAINED_BYTES_PER_RUN: u64 = 4 * 1024;
+
+/// The program, its libraries and the world, before any run (measured peak of a one-job run).
+pub const BASE_BYTES: u64 = 16 << 20;
+
+/// The estimate of one command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    /// One run at its peak \[bytes\].
+    pub per_run: u64,
+    /// Runs held at once (the threads, at most the runs).
+    pub parallel: u64,
+    /// Every finished run kept for the report, and the report \[bytes\].
+    pub retained: u64,
+}
+
+impl Estimate {
+    /// Peak of the whole command \[bytes\].
+    pub fn total(&self) -> u64 {
+        BASE_BYTES
+            .saturating_add(self.per_run.saturating_mul(self.parallel))
+            .saturating_add(self.retained)
+    }
+
+    /// Each run's share of `budget`: what the base and the retained runs leave, split over the
+    /// runs held at once. At least the estimate's own `per_run` when the estimate fits.
+    pub fn run_share(&self, budget: u64) -> u64 {
+        budget
+            .saturating_sub(BASE_BYTES)
+            .saturating_sub(self.retained)
+            / self.parallel.max(1)
+    }
+}
+
+/// The estimate for `runs` runs of `world`, `threads` at a time.
+pub fn estimate(world: &World, runs: u64, threads: u64) -> Estimate {
+    Estimate {
+        per_run: run_bytes(world),
+        parallel: threads.clamp(1, runs.max(1)),
+        retained: runs.saturating_mul(RETAINED_BYTES_PER_RUN),
+    }
+}
+
+/// One run of `world` at its peak: its samples and its worker slots \[bytes\]. An open loop
+/// admits no job after the horizon, so at most `rate × horizon` (and one) of its jobs run.
+pub fn run_bytes(world: &World) -> u64 {
+    let mut jobs = u64::from(world.jobs());
+    if let Load::Open { rate_per_s, .. } = *world.load() {
+        let arriving = (rate_per_s * world.horizon_s()).ceil() + 1.0;
+        if arriving < jobs as f64 {
+            jobs = arriving as u64;
+        }
+    }
+    let calls = u64::from(world.steps_per_job()) * u64::from(world.calls_per_step());
+    let mut samples = jobs * (1 + calls * SAMPLES_PER_CALL);
+    if world.has(Feature::EndingIncident) {
+        samples += jobs; // completion times for the recovery metrics
+    }
+    let slot = harness::worker_bytes() + SLOT_EXTRA_BYTES;
+    let slots = match *world.load() {
+        Load::Closed => u64::from(world.concurrency()) * slot,
+        Load::Open { max_in_flight, .. } => {
+            let in_flight = max_in_flight.map_or(jobs, |m| jobs.min(u64::from(m)));
+            in_flight * slot + (jobs - in_flight) * QUEUED_JOB_BYTES
+        }
+    };
+    (samples * SAMPLE_BYTES + slots) * GROWTH_NUM / GROWTH_DEN
+}
+
+/// Parses a size such as `2G`, `500M`, `1.5G`, `64K` or `1000000` (bytes; K, M, G and T are
+/// powers of 1024, an optional `B` or `iB` may follow). Zero, negative and malformed sizes are
+/// errors.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let upper = t.to_ascii_uppercase();
+    let unit_start = upper
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(upper.len());
+    let (number, unit) = upper.split_at(unit_start);
+    let shift = match unit.trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => {
+            return Err(format!(
+                "`{t}`: unknown unit `{unit}` (use K, M, G or T, e.g. 2G or 500M)"
+            ));
+        }
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{t}` is not a size (e.g. 2G, 500M or 1048576)"))?;
+    let bytes = value * (1u64 << shift) as f64;
+    if !(bytes.is_finite() && bytes >= 1.0) {
+        return Err(format!("`{t}`: a memory budget must be at least one byte"));
+    }
+    if bytes >= u64::MAX as f64 {
+        return Err(format!("`{t}` is too large"));
+    }
+    Ok(bytes as u64)
+}
+
+/// `bytes` in the largest unit that keeps a whole number before the point, e.g. `1.5 GiB`.
+pub fn show(bytes: u64) -> String {
+    let units = [("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    for (name, shift) in units {
+        if bytes >= 1 << shift {
+            return format!("{:.1} {name}", bytes as f64 / (1u64 << shift) as f64);
+        }
+    }
+    format!("{bytes} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile;
+
+    fn world(extra: &str) -> World {
+        let text = format!("{}\n{extra}", compile::BUILTIN_BURSTY_TOML);
+        compile::load("memory-test", text.as_bytes()).expect("valid world")
+    }
+
+    #[test]
+    fn sizes_parse_in_powers_of_1024() {
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("500mb"), Ok(500 << 20));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size(" 64K "), Ok(64 << 10));
+        assert_eq!(parse_size("1000000"), Ok(1_000_000));
+        for bad in ["", "G", "2X", "two", "-1G", "0", "0.0000001K", "1e30T", "NaNG", "2 G B"] {
+            assert!(parse_size(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn the_run_estimate_grows_with_jobs_and_calls() {
+        let base = run_bytes(&world(""));
+        let jobs = compile::BUILTIN_BURSTY_TOML.replace("jobs = 3000", "jobs = 30000");
+        let more = run_bytes(&compile::load("m", jobs.as_bytes()).expect("valid"));
+        // Ten times the jobs: ten times the samples, the same 12 workers.
+        assert!(more > 9 * base && more < 10 * base, "{base} → {more}");
+        // 3000 jobs × 3 steps × 2 calls × 5 samples × 8 bytes, plus the job latencies.
+        let samples = 3000 * (1 + 6 * 5) * 8;
+        assert!(base >= samples * 3 / 2, "{base} < the samples alone");
+    }
+
+    #[test]
+    fn an_open_loop_holds_a_slot_per_job_in_flight() {
+        let open = world("[load]\nmodel = \"open\"\nrate_per_s = 1e9\n");
+        let bounded = world("[load]\nmodel = \"open\"\nrate_per_s = 1e9\nmax_in_flight = 12\n");
+        let closed = run_bytes(&world(""));
+        let slot = harness::worker_bytes() + SLOT_EXTRA_BYTES;
+        let near = |got: u64, want: u64| assert!(got.abs_diff(want) <= 1, "{got} vs {want}");
+        near(run_bytes(&open) - closed, (3000 - 12) * slot * 3 / 2);
+        near(
+            run_bytes(&bounded) - closed,
+            (3000 - 12) * QUEUED_JOB_BYTES * 3 / 2,
+        );
+    }
+
+    #[test]
+    fn an_open_loop_counts_only_the_jobs_arriving_before_the_horizon() {
+        let slow = world("[load]\nmodel = \"open\"\nrate_per_s = 0.5\n");
+        let fast = world("[load]\nmodel = \"open\"\nrate_per_s = 1e9\n");
+        // 0.5 jobs/s over the 600 s horizon: about 301 of the 3000 jobs ever arrive.
+        assert!(run_bytes(&slow) * 5 < run_bytes(&fast));
+    }
+
+    #[test]
+    fn the_command_adds_the_parallel_runs_and_the_retained_ones() {
+        let w = world("");
+        let e = estimate(&w, 100, 8);
+        assert_eq!(e.parallel, 8);
+        assert_eq!(e.retained, 100 * RETAINED_BYTES_PER_RUN);
+        assert_eq!(e.total(), BASE_BYTES + 8 * e.per_run + e.retained);
+        assert_eq!(estimate(&w, 3, 8).parallel, 3, "no more at once than there are runs");
+        let budget = e.total();
+        assert!(e.run_share(budget) >= e.per_run);
+        assert!(e.run_share(budget - 8 * 1024) < e.per_run);
+        assert_eq!(e.run_share(1), 0);
+    }
+}

@@ -1,0 +1,227 @@
+//! The wall-clock and memory budgets hold: a run that would take minutes is stopped as
+//! `timeout`, a command that cannot fit in memory is refused before it runs (with the
+//! estimate), and a run that outgrows its share stops as `out_of_memory`. No test asserts how
+//! fast anything is; the wall-clock bounds below are an order of magnitude above the budget.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use simbench::compile;
+use simbench::harness::RngScheme;
+use simbench::report::{self, Outcome, SweepInfo};
+use simbench::sweep::{self, SweepConfig};
+
+use crate::support::{scratch_dir, simbench};
+
+/// The bursty world with every job run (no horizon, no endpoint retired for good), plus `extra`.
+fn long_world(dir: &Path, extra: &str) -> PathBuf {
+    let text = compile::BUILTIN_BURSTY_TOML
+        .replace("horizon_s = 600.0", "horizon_s = 1e12")
+        .replace("dead_after = 8", "dead_after = 1000000");
+    let path = dir.join("long.toml");
+    std::fs::write(&path, format!("{text}\n{extra}")).expect("scratch file");
+    path
+}
+
+/// Runs the binary and returns its output with the real time it took (measuring the command
+/// from outside is what a budget test is about; nothing in the program reads this clock).
+#[allow(clippy::disallowed_methods)]
+fn timed(args: &[&str]) -> (Output, Duration) {
+    let started = std::time::Instant::now();
+    let out = simbench(args);
+    (out, started.elapsed())
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// One CSV row's `outcome` column.
+fn outcome_column(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("a CSV header").split(',').collect();
+    let row: Vec<&str> = lines.next().expect("a CSV row").split(',').collect();
+    let at = header.iter().position(|h| *h == "outcome").expect("outcome");
+    row[at].to_owned()
+}
+
+#[test]
+fn a_wall_budget_ends_an_open_loop_that_would_take_minutes() {
+    // 10^7 jobs arriving at once: about 4 minutes of simulation on the reference machine.
+    let dir = scratch_dir("budget-open");
+    let file = long_world(&dir, "[load]\nmodel = \"open\"\nrate_per_s = 1e9\n");
+    let (out, took) = timed(&[
+        "run",
+        file.to_str().unwrap(),
+        "--jobs",
+        "10000000",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--threads",
+        "1",
+        "--wall-budget",
+        "1",
+        "--memory-budget",
+        "1T",
+        "--quiet",
+        "--csv",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(outcome_column(&out), "timeout");
+    assert!(stderr(&out).contains("no run finished"), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}
+
+#[test]
+fn a_wall_budget_ends_a_closed_loop_herd() {
+    // 100,000 workers queueing for three leases, 10^7 jobs: minutes without the budget.
+    let dir = scratch_dir("budget-closed");
+    let file = long_world(&dir, "");
+    let (out, took) = timed(&[
+        "run",
+        file.to_str().unwrap(),
+        "--jobs",
+        "10000000",
+        "--concurrency",
+        "100000",
+        "--set",
+        "endpoints.0.capacity=1",
+        "--set",
+        "endpoints.1.capacity=1",
+        "--set",
+        "endpoints.2.capacity=1",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--wall-budget",
+        "1",
+        "--memory-budget",
+        "1T",
+        "--quiet",
+        "--csv",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(outcome_column(&out), "timeout");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}
+
+#[test]
+fn a_command_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
+    let dir = scratch_dir("budget-memory");
+    let json = dir.join("out.json");
+    let out = simbench(&[
+        "run",
+        "--jobs",
+        "10000000",
+        "--memory-budget",
+        "100M",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("would need about"), "{err}");
+    assert!(err.contains("over the memory budget of 100.0 MiB"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!json.exists(), "nothing is written");
+    // The estimate grows with the seeds: many one-job runs are refused too.
+    let out = simbench(&["run", "--seeds", "100000", "--jobs", "1", "--memory-budget", "1G"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("would need about"), "{}", stderr(&out));
+    // The sweep command checks the same way.
+    let out = simbench(&[
+        "sweep",
+        "--concurrency",
+        "4,8",
+        "--set",
+        "jobs=1",
+        "--memory-budget",
+        "1K",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("over the memory budget"), "{}", stderr(&out));
+}
+
+#[test]
+fn memory_budget_sizes_parse_and_garbage_is_refused() {
+    for good in ["2G", "500M", "1.5GiB", "64000000"] {
+        let out = simbench(&[
+            "run",
+            "--jobs",
+            "50",
+            "--seeds",
+            "1",
+            "--algorithms",
+            "wait",
+            "--memory-budget",
+            good,
+            "--quiet",
+            "--csv",
+            "-",
+        ]);
+        assert!(out.status.success(), "{good}: {}", stderr(&out));
+    }
+    for bad in ["2X", "lots", "0", "-5M", ""] {
+        let out = simbench(&["run", &format!("--memory-budget={bad}")]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&out).contains("--memory-budget"), "{bad:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_run_over_its_memory_share_is_out_of_memory() {
+    let world = compile::builtin_bursty();
+    let algorithms = ["wait".to_owned(), "backoff".to_owned()];
+    let seeds = sweep::seeds(&world, 2);
+    let plan = sweep::plan(&algorithms, &seeds);
+    let frozen = || 0.0;
+    let config = SweepConfig {
+        rng: RngScheme::Native,
+        threads: 2,
+        wall_budget_s: 600.0,
+        clock: &frozen,
+        on_run: &|_| {},
+    };
+    // 1 KiB is far below what the samples of the first 16,384 events take.
+    let runs = sweep::sweep_within(&world, &plan, &config, 1 << 10);
+    for run in &runs {
+        match &run.outcome {
+            Outcome::Unfinished { kind, reason } => {
+                assert_eq!(*kind, "out_of_memory");
+                assert!(reason.contains("memory budget exhausted"), "{reason}");
+            }
+            Outcome::Finished(_) => panic!("{} finished within 1 KiB", run.algorithm),
+        }
+    }
+    // The same limit stops the same run at the same point, whatever the threads.
+    let again = sweep::sweep_within(
+        &world,
+        &plan,
+        &SweepConfig {
+            threads: 1,
+            ..config
+        },
+        1 << 10,
+    );
+    assert_eq!(runs, again);
+    // A generous share changes nothing.
+    assert_eq!(
+        sweep::sweep_within(&world, &plan, &config, 1 << 40),
+        sweep::sweep(&world, &plan, &config)
+    );
+    let info = SweepInfo {
+        seeds,
+        rng: "native",
+        wall_s: 0.0,
+    };
+    let report = report::analyse(&world, info, runs);
+    assert!(report.nothing_finished());
+    assert_eq!(report.unfinished_runs(), 4);
+}
