@@ -149,8 +149,8 @@ pub fn main(args: &SweepArgs) -> u8 {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
         eprintln!(
             "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
-            args.algorithm,
-            base.name(),
+            crate::text::escape(&args.algorithm),
+            crate::text::escape(base.name()),
             knob.name(),
             shown.join(", "),
             seeds.len(),
@@ -278,8 +278,8 @@ impl Source {
     }
 
     fn load(&self, overrides: &[Override]) -> Result<World, Box<ScenarioErrors>> {
-        let from_disk: &Reader<'_> =
-            &|base: &Path| validate::read_limited(base).map_err(|e| super::io_reason(&e));
+        let chain = validate::Chain::new(Path::new(&self.origin));
+        let from_disk: &Reader<'_> = &|base: &Path| chain.read(base);
         let refuse: &Reader<'_> = &|_: &Path| Err("the built-in world extends nothing".to_owned());
         let options = LoadOptions {
             read: if self.from_disk { from_disk } else { refuse },
@@ -296,11 +296,11 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
         (Knob::Concurrency, Load::Closed) | (Knob::Rate, Load::Open { .. }) => Ok(()),
         (Knob::Rate, Load::Closed) => Err(format!(
             "--rate sweeps an open loop's arrival rate, but `{}` is a closed loop ([load] model = \"closed\"); sweep it with --concurrency",
-            world.name()
+            crate::text::escape(world.name())
         )),
         (Knob::Concurrency, Load::Open { .. }) => Err(format!(
             "--concurrency sweeps a closed loop's workers, but `{}` is an open loop ([load] model = \"open\"); sweep it with --rate",
-            world.name()
+            crate::text::escape(world.name())
         )),
     }
 }

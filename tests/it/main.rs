@@ -4,6 +4,7 @@ mod algorithms;
 mod compose;
 mod controllers;
 mod fidelity;
+mod hostile_input;
 mod incidents;
 mod no_network;
 mod open_loop;
