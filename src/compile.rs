@@ -21,7 +21,7 @@ use crate::client::registry::{self, AlgorithmInfo};
 use crate::compose::doc::{self, Node};
 use crate::compose::{self, Composed};
 pub use crate::compose::{MAX_EXTENDS_DEPTH, Override, Reader, check_shape};
-use crate::diagnostics::{ScenarioErrors, Seg, Source};
+use crate::diagnostics::{ScenarioErrors, Seg, Source, show_number};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
 use crate::world::{
@@ -35,6 +35,29 @@ pub use topology::DEFAULT_POOL;
 /// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;
 /// the limit stops a wrong argument (a log, a binary) from being parsed at length.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+
+/// Drops the cross-field problems (those from `first` on) that only follow from a value the
+/// schema stage already reported: a rule is not checked in a table that holds a bad value (an
+/// `incidents[0].kind` that is no kind, a `load.model` that is no model) or inside a bad value.
+/// Unknown keys change nothing a rule reads, so they do not count.
+fn drop_knock_ons(problems: &mut Vec<Problem>, first: usize) {
+    let scopes: Vec<Vec<Seg>> = problems[..first]
+        .iter()
+        .filter(|p| matches!(p.target, Target::Value))
+        .filter_map(|p| match p.path.split_last() {
+            None => None,
+            // A bad top-level value silences only rules about that value itself.
+            Some((_, [])) => Some(p.path.clone()),
+            Some((_, table)) => Some(table.to_vec()),
+        })
+        .collect();
+    let rules = problems.split_off(first);
+    problems.extend(
+        rules
+            .into_iter()
+            .filter(|r| !scopes.iter().any(|s| r.path.starts_with(s))),
+    );
+}
 
 /// The built-in `bursty_provider` world, as TOML.
 pub const BUILTIN_BURSTY_TOML: &str = include_str!("../scenarios/bursty.toml");
@@ -104,7 +127,9 @@ pub fn load_with(
         sources: &sources,
         files,
     };
+    let reported = problems.len();
     check(&instance.json, &root, &layers, &mut problems);
+    drop_knock_ons(&mut problems, reported);
     if problems.is_empty() && findings.is_empty() {
         match doc::to_toml(&root).try_into::<Scenario>() {
             Ok(scenario) => return Ok(build(&scenario, &algorithm_order(&root))),
@@ -195,7 +220,8 @@ fn defaulted_note(keys: &[(&Vec<Seg>, &str)], written: &Written<'_>, json: &Valu
     keys.iter()
         .filter(|(path, _)| !written(path))
         .filter_map(|(path, name)| {
-            number(json, path).map(|v| format!(" (`{name}` is not set and defaults to {v})"))
+            number(json, path)
+                .map(|v| format!(" (`{name}` is not set and defaults to {})", show_number(v)))
         })
         .collect()
 }
@@ -222,7 +248,11 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
             out.push(Problem {
                 path: pick(trough_at.clone(), peak_at.clone()),
                 target: Target::Value,
-                message: format!("`cycle.trough` ({trough}) is greater than `cycle.peak` ({peak})"),
+                message: format!(
+                    "`cycle.trough` ({}) is greater than `cycle.peak` ({})",
+                    show_number(trough),
+                    show_number(peak)
+                ),
                 label: "trough above peak".into(),
                 help: Some(format!(
                     "the capacity factor swings between trough (lowest) and peak (highest): \
@@ -245,8 +275,9 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
                 path: pick(dead_at.clone(), degrade_at.clone()),
                 target: Target::Value,
                 message: format!(
-                    "`breaker.dead_after` ({dead}) is less than `breaker.degrade_after` \
-                     ({degrade})"
+                    "`breaker.dead_after` ({}) is less than `breaker.degrade_after` ({})",
+                    show_number(dead),
+                    show_number(degrade)
                 ),
                 label: "dead before degraded".into(),
                 help: Some(format!(
@@ -277,12 +308,15 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
                 target: Target::Value,
                 message: format!(
                     "`provider.failure_kinds` shares sum to {}, not 1",
-                    (sum * 1e9).round() / 1e9
+                    show_number((sum * 1e9).round() / 1e9)
                 ),
                 label: "shares must sum to 1".into(),
                 help: Some(format!(
-                    "http_503 + connection + timeout = {a} + {b} + {c}; each is a share of all \
-                     injected failures, so together they must be 1"
+                    "http_503 + connection + timeout = {} + {} + {}; each is a share of all \
+                     injected failures, so together they must be 1",
+                    show_number(a),
+                    show_number(b),
+                    show_number(c)
                 )),
             });
         }
@@ -304,8 +338,10 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
                 path: pick(check_at, duration_at),
                 target: Target::Value,
                 message: format!(
-                    "storms of {duration} s checked every {check} s overlap {:.0} at a time",
-                    duration / check
+                    "storms of {} s checked every {} s overlap {} at a time",
+                    show_number(duration),
+                    show_number(check),
+                    show_number((duration / check).round())
                 ),
                 label: "storm windows too dense".into(),
                 help: Some(format!(
@@ -479,7 +515,11 @@ fn check_order(
         out.push(Problem {
             path: vec![key("algorithms"), key(name), key(at)],
             target: Target::Value,
-            message: format!("`algorithms.{name}`: {low} = {lo} is above {high} = {hi}"),
+            message: format!(
+                "`algorithms.{name}`: {low} = {} is above {high} = {}",
+                show_number(lo),
+                show_number(hi)
+            ),
             label: format!("{low} must be <= {high}"),
             help: Some(format!(
                 "`{}` needs {low} <= {high} (unwritten values take their defaults)",
@@ -633,7 +673,10 @@ fn check_param(name: &str, info: &AlgorithmInfo, param: &str, value: f64, out: &
         out.push(Problem {
             path,
             target: Target::Value,
-            message: format!("`algorithms.{name}.{param}` = {value} is out of range"),
+            message: format!(
+                "`algorithms.{name}.{param}` = {} is out of range",
+                show_number(value)
+            ),
             label: bound,
             help: Some(range),
         });
@@ -641,7 +684,10 @@ fn check_param(name: &str, info: &AlgorithmInfo, param: &str, value: f64, out: &
         out.push(Problem {
             path,
             target: Target::Value,
-            message: format!("`algorithms.{name}.{param}` must be a whole number, found {value}"),
+            message: format!(
+                "`algorithms.{name}.{param}` must be a whole number, found {}",
+                show_number(value)
+            ),
             label: "expected a whole number".into(),
             help: Some(format!("`{param}` counts {}; {range}", declared.unit)),
         });
@@ -671,7 +717,7 @@ fn algorithm_order(root: &Node) -> Vec<String> {
         return Vec::new();
     };
     match top.get("algorithms").map(|e| &e.node.value) {
-        Some(doc::Value::Table(tables)) => tables.entries.iter().map(|e| e.key.clone()).collect(),
+        Some(doc::Value::Table(tables)) => tables.entries().iter().map(|e| e.key.clone()).collect(),
         _ => Vec::new(),
     }
 }

@@ -14,7 +14,7 @@ mod merge;
 mod parse;
 mod set;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use doc::{At, Node, Value};
 pub use set::{Override, check_shape};
@@ -22,11 +22,14 @@ pub use set::{Override, check_shape};
 use crate::diagnostics::{Finding, Seg, Source, finding, line_column};
 
 /// How deep an `extends` chain may go. Real chains are one or two files deep; the limit also
-/// stops a cycle that path comparison cannot see (through a symbolic link).
+/// stops a cycle that neither path comparison nor the reader sees.
 pub const MAX_EXTENDS_DEPTH: usize = 16;
 
-/// Reads the file at a path (already joined to the directory of the file that names it).
-/// Returns its bytes, or a one-line reason it cannot be read.
+/// Reads the file at a path (already joined to the directory of the file that names it, `..`
+/// steps left for the operating system to resolve). Returns its bytes, or a one-line reason it
+/// cannot be read. Composition catches a cycle whose paths are spelled alike; a reader on a real
+/// filesystem also refuses a file it has already read in this load (compared by identity, not
+/// by spelling), which is how a cycle through `..` or a link is reported.
 pub type Reader<'a> = dyn Fn(&Path) -> Result<Vec<u8>, String> + 'a;
 
 /// The composed document, every source it read, and the problems found on the way. A
@@ -183,28 +186,26 @@ fn article(kind: &str) -> String {
     }
 }
 
-/// `target` relative to the directory of the file `from`, normalized lexically: `.` steps are
-/// dropped and `dir/..` pairs cancel, so the path shown is the one meant. Symbolic links are not
-/// followed (that would need the filesystem); [`MAX_EXTENDS_DEPTH`] stops cycles through them.
+/// `target` relative to the directory of the file `from` as written, left for the operating
+/// system to resolve. Only `.` steps are dropped (they change nothing); `..` is kept, because
+/// `lnk/..` is the parent of the folder `lnk` points to, not the folder holding `lnk`, and only
+/// the filesystem knows which. A scenario reached through a symbolic link to a file finds its
+/// bases next to the link, as its path is written.
 fn join(from: &str, target: &str) -> PathBuf {
     let base = Path::new(from).parent().unwrap_or(Path::new(""));
-    let mut out: Vec<Component<'_>> = Vec::new();
-    let joined = base.join(target);
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
+    let joined: PathBuf = base.join(target).components().collect();
+    if joined.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        joined
     }
-    out.iter().collect()
 }
 
-/// Whether two joined paths name the same file (both come from [`join`] or the command line).
+/// Whether two paths are spelled the same once `.` steps are dropped: then they are one file.
+/// Different spellings of one file (through `..` or a link) are the reader's to recognise; see
+/// [`Reader`].
 fn same_file(a: &str, b: &str) -> bool {
-    join("", a) == join("", b)
+    Path::new(a).components().eq(Path::new(b).components())
 }
 
 /// "line 12" when `at` is in source `from`, "line 12 of base.toml" when it is in another.
@@ -226,12 +227,26 @@ mod tests {
 
     use super::*;
 
+    /// `p` as a filesystem without links resolves it: `dir/..` pairs cancel.
+    fn without_links(p: &Path) -> PathBuf {
+        let mut out = PathBuf::new();
+        for c in p.components() {
+            match c {
+                std::path::Component::ParentDir if out.file_name().is_some() => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
     /// Composes `main.toml` from an in-memory set of files and renders the findings, if any.
     fn compose(files: &[(&str, &str)], overrides: &[&str]) -> Result<String, String> {
         let map: BTreeMap<PathBuf, &str> =
             files.iter().map(|(p, t)| (PathBuf::from(p), *t)).collect();
         let read = |p: &Path| {
-            map.get(p)
+            map.get(&without_links(p))
                 .map(|t| t.as_bytes().to_vec())
                 .ok_or_else(|| "no such file".to_owned())
         };
@@ -318,16 +333,24 @@ mod tests {
     }
 
     #[test]
-    fn paths_are_relative_to_the_naming_file_and_tidied() {
+    fn paths_are_relative_to_the_naming_file_and_dot_dot_is_left_to_the_os() {
         let shown = |from: &str, to: &str| join(from, to).display().to_string();
         assert_eq!(
             shown("scenarios/x.toml", "./bursty.toml"),
             "scenarios/bursty.toml"
         );
-        assert_eq!(shown("a/b/x.toml", "../c/../y.toml"), "a/y.toml");
+        // `b` may be a link to another folder: only the filesystem knows what `b/..` is.
+        assert_eq!(shown("a/b/x.toml", "../c/../y.toml"), "a/b/../c/../y.toml");
+        assert_eq!(
+            shown("lnk/deep.toml", "../../base.toml"),
+            "lnk/../../base.toml"
+        );
         assert_eq!(shown("x.toml", "../y.toml"), "../y.toml");
         assert_eq!(shown("x.toml", "/abs/y.toml"), "/abs/y.toml");
-        assert!(same_file("a/./b.toml", "a/c/../b.toml"));
+        assert_eq!(shown("x.toml", "."), ".");
+        assert_eq!(shown("d/x.toml", "."), "d");
+        assert!(same_file("a/./b.toml", "a/b.toml"));
+        assert!(!same_file("a/c/../b.toml", "a/b.toml"));
         assert!(!same_file("a/b.toml", "b.toml"));
     }
 

@@ -31,4 +31,5 @@ pub mod rounding;
 pub mod scenario;
 pub mod schema;
 pub mod sweep;
+pub mod text;
 pub mod world;

@@ -6,6 +6,7 @@
 //! document is committed as `schema/scenario.schema.json` for editors. Cross-field rules live in
 //! [`crate::compile`]. This module never builds a [`crate::world::World`] and never prints.
 
+use std::num::IntErrorKind;
 use std::sync::LazyLock;
 
 use crate::compose::doc::{self, Node, Value as TomlValue};
@@ -120,10 +121,7 @@ pub(crate) fn resolve(root: &Node, sources: &[Source], problem: Problem) -> Find
         Target::Key => located.key.unwrap_or(located.value),
         Target::Value => located.value,
     };
-    let fallback = Source {
-        name: String::new(),
-        text: String::new(),
-    };
+    let fallback = Source::new(String::new(), String::new());
     let source = sources
         .get(at.source)
         .or(sources.first())
@@ -356,6 +354,25 @@ impl Convert<'_> {
             TomlValue::Datetime(d) => self.datetime(&d.to_string()),
             TomlValue::Integer { text, radix } => match i64::from_str_radix(text, *radix) {
                 Ok(n) => json!(n),
+                Err(e)
+                    if !matches!(
+                        e.kind(),
+                        IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
+                    ) =>
+                {
+                    self.reject(
+                        format!(
+                            "`{}` = {}{text} is not a valid integer",
+                            self.here(),
+                            radix_prefix(*radix)
+                        ),
+                        "invalid integer literal",
+                        format!(
+                            "write digits after the prefix, e.g. `0x1f`, or a decimal integer{}",
+                            self.range_suffix()
+                        ),
+                    )
+                }
                 Err(_) => self.reject(
                     format!(
                         "`{}` = {}{text} does not fit in a 64-bit integer",
@@ -383,7 +400,7 @@ impl Convert<'_> {
             }
             TomlValue::Table(t) => {
                 let mut out = Map::new();
-                for entry in &t.entries {
+                for entry in t.entries() {
                     self.path.push(Seg::Key(entry.key.clone()));
                     let v = self.value(&entry.node.value);
                     self.path.pop();

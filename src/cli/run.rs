@@ -43,15 +43,18 @@ pub struct RunArgs {
     /// Comma-separated algorithms, in order [default: all the world does not mark unsuited].
     #[arg(long, value_delimiter = ',')]
     pub algorithms: Option<Vec<String>>,
-    /// Replace the world's job count (shorthand for `--set jobs=N`).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
-    pub jobs: Option<u32>,
-    /// Replace the world's worker count (shorthand for `--set concurrency=N`).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub concurrency: Option<u32>,
-    /// Replace the world's admission horizon [s] (shorthand for `--set horizon_s=S`).
-    #[arg(long, value_parser = parse_positive_seconds)]
-    pub horizon: Option<f64>,
+    /// Replace the world's job count (shorthand for `--set jobs=N`, checked like the file: a
+    /// bad value is an invalid scenario, exit 1).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub jobs: Option<String>,
+    /// Replace the world's worker count (shorthand for `--set concurrency=N`, checked like the
+    /// file).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub concurrency: Option<String>,
+    /// Replace the world's admission horizon [s] (shorthand for `--set horizon_s=S`, checked
+    /// like the file).
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    pub horizon: Option<String>,
     /// Write the report as JSON to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -217,7 +220,7 @@ fn compare(
             "simbench: {} × {} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
             plural(algorithms.len(), "algorithm"),
             plural(seeds.len(), "seed"),
-            world.name(),
+            crate::text::escape(world.name()),
             world.jobs(),
             world.steps_per_job(),
             world.calls_per_step(),
@@ -227,7 +230,10 @@ fn compare(
         );
         if !overrides.is_empty() {
             let applied: Vec<&str> = overrides.iter().map(|o| o.text.as_str()).collect();
-            errln!("simbench: overrides: {}", applied.join(", "));
+            errln!(
+                "simbench: overrides: {}",
+                crate::text::escape(&applied.join(", "))
+            );
         }
     }
     let origin = now();
@@ -310,18 +316,18 @@ fn overrides(args: &RunArgs) -> Vec<Override> {
         text,
     };
     let mut out = Vec::new();
-    if let Some(jobs) = args.jobs {
+    // The value is taken as written: the schema checks it, with the file's rules and messages.
+    if let Some(jobs) = &args.jobs {
         out.push(shorthand("--jobs", format!("jobs={jobs}")));
     }
-    if let Some(concurrency) = args.concurrency {
+    if let Some(concurrency) = &args.concurrency {
         out.push(shorthand(
             "--concurrency",
             format!("concurrency={concurrency}"),
         ));
     }
-    if let Some(horizon) = args.horizon {
-        // `{:?}` keeps a decimal point or an exponent, so the value stays a TOML float.
-        out.push(shorthand("--horizon", format!("horizon_s={horizon:?}")));
+    if let Some(horizon) = &args.horizon {
+        out.push(shorthand("--horizon", format!("horizon_s={horizon}")));
     }
     out.extend(validate::overrides(&args.exec.set));
     out
@@ -373,11 +379,18 @@ fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<St
         }
         if names.iter().any(|n| n == name) {
             // Identical reruns would only shrink the spread; the reference keeps them, we don't.
-            errln!("warning: `{name}` is listed twice; running it once");
+            errln!(
+                "warning: `{}` is listed twice; running it once",
+                crate::text::escape(name)
+            );
             continue;
         }
         if let Some(reason) = world.unsuited().get(name) {
-            errln!("warning: `{name}` is unsuited to this world and will not be ranked: {reason}");
+            errln!(
+                "warning: `{}` is unsuited to this world and will not be ranked: {}",
+                crate::text::escape(name),
+                crate::text::escape(reason)
+            );
         }
         names.push(name.to_string());
     }
@@ -393,7 +406,8 @@ pub(super) fn unknown_algorithm(world: &World, name: &str) -> String {
         .map(|n| -> &str { n })
         .chain(world.named_variants().map(|v| v.name.as_str()))
         .collect();
-    format!("unknown algorithm `{name}` (known: {})", known.join(", "))
+    let message = format!("unknown algorithm `{name}` (known: {})", known.join(", "));
+    crate::text::escape(&message).into_owned()
 }
 
 fn default_threads() -> usize {
@@ -554,6 +568,7 @@ fn describe_files(out: &mut String, files: &[Entry]) {
             || file.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
+        let shown = crate::text::escape(&shown);
         if let Some(why) = skipped {
             out.push_str(&format!("  {shown}: skipped: {why}\n"));
             continue;
@@ -572,17 +587,20 @@ fn describe_files(out: &mut String, files: &[Entry]) {
                 out.push_str(&format!(
                     "  {shown}: invalid, skipped ({}{first}; see `simbench validate {}`)\n",
                     plural(findings.len(), "problem"),
-                    file.display()
+                    crate::text::escape(&file.display().to_string())
                 ));
             }
         }
     }
 }
 
+/// A world in `simbench list`; its name, summary, reasons and variants come from the file and are
+/// escaped (see [`crate::text`]).
 fn describe_world(out: &mut String, prefix: &str, world: &World) {
+    use crate::text::escape;
     out.push_str(&format!(
         "  {prefix}{} ({} jobs × {} steps × {} calls, {} workers, {} s horizon, {} endpoints)\n",
-        world.name(),
+        escape(world.name()),
         world.jobs(),
         world.steps_per_job(),
         world.calls_per_step(),
@@ -591,10 +609,14 @@ fn describe_world(out: &mut String, prefix: &str, world: &World) {
         world.endpoints().len()
     ));
     for line in wrap(world.summary(), 92) {
-        out.push_str(&format!("      {line}\n"));
+        out.push_str(&format!("      {}\n", escape(&line)));
     }
     for (name, reason) in world.unsuited() {
-        out.push_str(&format!("      unsuited: {name}: {reason}\n"));
+        out.push_str(&format!(
+            "      unsuited: {}: {}\n",
+            escape(name),
+            escape(reason)
+        ));
     }
     for variant in world.algorithms() {
         let label = if variant.is_named() {
@@ -602,7 +624,7 @@ fn describe_world(out: &mut String, prefix: &str, world: &World) {
         } else {
             "parameters"
         };
-        out.push_str(&format!("      {label}: {}\n", variant.describe()));
+        out.push_str(&format!("      {label}: {}\n", escape(&variant.describe())));
     }
 }
 

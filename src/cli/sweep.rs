@@ -167,8 +167,8 @@ pub fn main(args: &SweepArgs) -> u8 {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
         errln!(
             "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
-            args.algorithm,
-            base.name(),
+            crate::text::escape(&args.algorithm),
+            crate::text::escape(base.name()),
             knob.name(),
             shown.join(", "),
             seeds.len(),
@@ -325,9 +325,10 @@ impl Source {
     }
 
     fn load(&self, overrides: &[Override], inputs: &Inputs) -> Result<World, Box<ScenarioErrors>> {
+        let chain = validate::Chain::new(Path::new(&self.origin));
         let from_disk: &Reader<'_> = &|base: &Path| {
             inputs.record(base, Role::Base);
-            validate::read_limited(base).map_err(|e| super::io_reason(&e))
+            chain.read(base)
         };
         let refuse: &Reader<'_> = &|_: &Path| Err("the built-in world extends nothing".to_owned());
         let options = LoadOptions {
@@ -345,11 +346,11 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
         (Knob::Concurrency, Load::Closed) | (Knob::Rate, Load::Open { .. }) => Ok(()),
         (Knob::Rate, Load::Closed) => Err(format!(
             "--rate sweeps an open loop's arrival rate, but `{}` is a closed loop ([load] model = \"closed\"); sweep it with --concurrency",
-            world.name()
+            crate::text::escape(world.name())
         )),
         (Knob::Concurrency, Load::Open { .. }) => Err(format!(
             "--concurrency sweeps a closed loop's workers, but `{}` is an open loop ([load] model = \"open\"); sweep it with --rate",
-            world.name()
+            crate::text::escape(world.name())
         )),
     }
 }

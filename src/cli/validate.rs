@@ -1,16 +1,20 @@
 //! `simbench validate` and `simbench schema`: read scenario files, report every problem in every
 //! file, and print the JSON Schema.
 //!
-//! It also owns the one way the CLI loads a scenario file ([`load_file`]): read at most one byte
-//! past the size limit, follow `extends` through the same bounded reader, apply `--set`
-//! overrides. Each file is checked as resolved (its bases merged in, the overrides applied).
+//! It also owns the one way the CLI loads a scenario file ([`load_file`]): read only a regular
+//! file, without blocking, at most one byte past the size limit ([`read_limited`]); follow
+//! `extends` through the same reader, refusing a file already read in the chain ([`Chain`]);
+//! apply `--set` overrides. There is no `-` for standard input: a scenario is a file. Each file is checked as resolved (its bases merged in, the overrides applied).
 //!
 //! Human output goes to stderr (miette reports, then one summary line); `--format json` writes
-//! one JSON document to stdout and nothing else. Exit code: 0 all valid, 1 some file invalid,
+//! one JSON document to stdout and nothing else. Both show the first
+//! [`crate::diagnostics::MAX_SHOWN`] problems of a file in full and count the rest (`problems`
+//! and `omitted` per file in JSON). Exit code: 0 all valid, 1 some file invalid,
 //! 2 some file unreadable (missing, a directory, no permission), which wins over 1. Every file is
 //! checked even after a failure. This module never decides what is valid; [`crate::compile`]
 //! does.
 
+use std::cell::RefCell;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -76,9 +80,10 @@ pub(super) fn load_recorded(
 ) -> Result<World, LoadError> {
     inputs.record(path, Role::Scenario);
     let bytes = read_limited(path).map_err(LoadError::Unreadable)?;
+    let chain = Chain::new(path);
     let read = |base: &Path| {
         inputs.record(base, Role::Base);
-        read_limited(base).map_err(|e| super::io_reason(&e))
+        chain.read(base)
     };
     let options = LoadOptions {
         read: &read,
@@ -86,6 +91,65 @@ pub(super) fn load_recorded(
     };
     compile::load_with(&path.display().to_string(), &bytes, &options)
         .map_err(|errors| LoadError::Invalid(Box::new(errors)))
+}
+
+/// The files one load has read, by identity (device and inode), so that a base reached again
+/// under another spelling (`sub/../main.toml`, a link) is reported as the cycle it is.
+pub(super) struct Chain {
+    seen: RefCell<Vec<(FileId, String)>>,
+}
+
+impl Chain {
+    /// A chain that starts at the scenario file `main`.
+    pub(super) fn new(main: &Path) -> Chain {
+        let seen = std::fs::metadata(main)
+            .ok()
+            .and_then(|m| FileId::of(&m, main))
+            .map(|id| (id, main.display().to_string()));
+        Chain {
+            seen: RefCell::new(seen.into_iter().collect()),
+        }
+    }
+
+    /// Reads a base as [`read_limited`] does, refusing a file already read in this load.
+    pub(super) fn read(&self, base: &Path) -> Result<Vec<u8>, String> {
+        let (bytes, id) = read_regular(base).map_err(|e| super::io_reason(&e))?;
+        let mut seen = self.seen.borrow_mut();
+        if let Some((_, first)) = id
+            .as_ref()
+            .and_then(|id| seen.iter().find(|(s, _)| s == id))
+        {
+            return Err(format!(
+                "it is `{first}` again, which is already in this chain: `extends` makes a cycle"
+            ));
+        }
+        if let Some(id) = id {
+            seen.push((id, base.display().to_string()));
+        }
+        Ok(bytes)
+    }
+}
+
+/// What makes two paths one file: device and inode on Unix, the canonical path elsewhere.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum FileId {
+    #[cfg(unix)]
+    Inode(u64, u64),
+    #[cfg(not(unix))]
+    Path(PathBuf),
+}
+
+impl FileId {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata, _: &Path) -> Option<FileId> {
+        use std::os::unix::fs::MetadataExt;
+        Some(FileId::Inode(meta.dev(), meta.ino()))
+    }
+
+    #[cfg(not(unix))]
+    fn of(_: &std::fs::Metadata, path: &Path) -> Option<FileId> {
+        std::fs::canonicalize(path).ok().map(FileId::Path)
+    }
 }
 
 /// Output format of `simbench validate`.
@@ -133,13 +197,79 @@ fn check_file(path: &Path, overrides: &[Override]) -> Outcome {
     }
 }
 
-/// Reads at most one byte past the size limit, so a huge file is rejected without reading it.
+/// Reads a scenario file (the one named on the command line or a base it `extends`): only a
+/// regular file, and at most one byte past the size limit, so a huge file is rejected without
+/// reading it. A folder, a FIFO, a device (`/dev/stdin`, a terminal) or a socket is refused
+/// before it is opened (its type is read through symbolic links), and the file is opened
+/// without blocking and checked again, so nothing waits for a writer that never comes.
 pub(super) fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+    read_regular(path).map(|(bytes, _)| bytes)
+}
+
+/// [`read_limited`], with the identity of the file read.
+fn read_regular(path: &Path) -> std::io::Result<(Vec<u8>, Option<FileId>)> {
+    regular(&std::fs::metadata(path)?)?;
+    let file = open_without_blocking(path)?;
+    let meta = file.metadata()?;
+    regular(&meta)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((bytes, FileId::of(&meta, path)))
+}
+
+#[cfg(unix)]
+fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// Refuses anything but a regular file, saying what it is.
+fn regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    if kind.is_dir() {
+        return Err(Error::from(ErrorKind::IsADirectory));
+    }
+    Err(Error::new(
+        ErrorKind::InvalidInput,
+        format!(
+            "it is {}, not a regular file (scenarios are read only from regular files)",
+            special_kind(&kind)
+        ),
+    ))
+}
+
+#[cfg(unix)]
+fn special_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> &'static str {
+    "a special file"
 }
 
 fn exit_code(outcomes: &[(String, Outcome)]) -> u8 {
@@ -183,7 +313,11 @@ fn print_human(outcomes: &[(String, Outcome)]) {
         let _ = match outcome {
             Outcome::Valid => Ok(()),
             Outcome::Invalid(errors) => write!(err, "{}", errors.render(options)),
-            Outcome::Unreadable(e) => writeln!(err, "error: cannot read `{name}`: {e}\n"),
+            Outcome::Unreadable(e) => writeln!(
+                err,
+                "error: cannot read `{}`: {e}\n",
+                crate::text::escape(name)
+            ),
         };
     }
     let _ = writeln!(err, "{}", summary_line(outcomes));
@@ -193,11 +327,13 @@ fn print_human(outcomes: &[(String, Outcome)]) {
 fn print_json(outcomes: &[(String, Outcome)]) -> Result<(), String> {
     let mut files = Vec::new();
     let mut findings = Vec::new();
+    let mut problems = 0;
     for (name, outcome) in outcomes {
-        let (status, error) = match outcome {
-            Outcome::Valid => ("valid", None),
+        let (status, error, count, omitted) = match outcome {
+            Outcome::Valid => ("valid", None, 0, 0),
             Outcome::Invalid(errors) => {
-                for f in errors.findings() {
+                // The first problems in full, as the human report shows them; all are counted.
+                for f in errors.shown() {
                     findings.push(json!({
                         "file": f.origin,
                         "line": f.line,
@@ -207,11 +343,18 @@ fn print_json(outcomes: &[(String, Outcome)]) -> Result<(), String> {
                         "help": f.help,
                     }));
                 }
-                ("invalid", None)
+                ("invalid", None, errors.findings().len(), errors.omitted())
             }
-            Outcome::Unreadable(e) => ("unreadable", Some(e.clone())),
+            Outcome::Unreadable(e) => ("unreadable", Some(e.clone()), 0, 0),
         };
-        files.push(json!({ "file": name, "status": status, "error": error }));
+        problems += count;
+        files.push(json!({
+            "file": name,
+            "status": status,
+            "error": error,
+            "problems": count,
+            "omitted": omitted,
+        }));
     }
     let count = |s: &str| files.iter().filter(|f| f["status"] == s).count();
     let document = json!({
@@ -222,6 +365,7 @@ fn print_json(outcomes: &[(String, Outcome)]) -> Result<(), String> {
             "valid": count("valid"),
             "invalid": count("invalid"),
             "unreadable": count("unreadable"),
+            "problems": problems,
         },
     });
     console::write_stdout(|out| {

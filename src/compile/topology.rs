@@ -216,7 +216,11 @@ fn check_window(json: &Value, i: usize, kind: &str, written: &Written<'_>, out: 
         out.push(Problem {
             path: at("end_s"),
             target: Target::Value,
-            message: format!("`end_s` ({end}) is not after `start_s` ({start})"),
+            message: format!(
+                "`end_s` ({}) is not after `start_s` ({})",
+                crate::diagnostics::show_number(end),
+                crate::diagnostics::show_number(start)
+            ),
             label: "ends before it starts".into(),
             help: Some("an incident lasts for [start_s, end_s): end_s > start_s".into()),
         });

@@ -7,6 +7,7 @@
 //! parser's borrowed tree, path lookup, and the conversion to a plain [`toml::Value`] for typed
 //! deserialization. It never parses text, never merges and never judges values.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use toml::Spanned;
@@ -44,10 +45,12 @@ pub(crate) enum Value {
     Table(Table),
 }
 
-/// A table in written order.
+/// A table in written order, with an index by key so that a lookup in a table of many keys
+/// does not scan it (a file with 100,000 unknown keys is looked up once per key).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Table {
-    pub entries: Vec<Entry>,
+    entries: Vec<Entry>,
+    index: BTreeMap<String, usize>,
 }
 
 /// One key of a table: its name, where the key was written, and its value.
@@ -59,20 +62,58 @@ pub(crate) struct Entry {
 }
 
 impl Table {
+    /// The entries in written order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entries in written order, by value.
+    pub fn into_entries(self) -> Vec<Entry> {
+        self.entries
+    }
+
     pub fn get(&self, key: &str) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.key == key)
+        self.index.get(key).map(|&i| &self.entries[i])
     }
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Entry> {
-        self.entries.iter_mut().find(|e| e.key == key)
+        self.index.get(key).map(|&i| &mut self.entries[i])
     }
 
-    /// Replaces the entry of the same key in place, or appends it.
-    pub fn set(&mut self, entry: Entry) {
-        match self.get_mut(&entry.key) {
-            Some(old) => *old = entry,
-            None => self.entries.push(entry),
+    /// Replaces the entry of the same key in place, or appends it; returns its value.
+    pub fn set(&mut self, entry: Entry) -> &mut Node {
+        let i = match self.index.get(&entry.key) {
+            Some(&i) => {
+                self.entries[i] = entry;
+                i
+            }
+            None => {
+                self.index.insert(entry.key.clone(), self.entries.len());
+                self.entries.push(entry);
+                self.entries.len() - 1
+            }
+        };
+        &mut self.entries[i].node
+    }
+}
+
+impl Table {
+    /// The value of `entry.key`, after appending `entry` if the key is absent.
+    pub fn get_or_insert(&mut self, entry: Entry) -> &mut Node {
+        match self.index.get(&entry.key) {
+            Some(&i) => &mut self.entries[i].node,
+            None => self.set(entry),
         }
+    }
+}
+
+impl FromIterator<Entry> for Table {
+    fn from_iter<I: IntoIterator<Item = Entry>>(iter: I) -> Table {
+        let mut table = Table::default();
+        for entry in iter {
+            table.set(entry);
+        }
+        table
     }
 }
 
@@ -142,16 +183,13 @@ pub(crate) fn from_value(value: &Spanned<DeValue<'_>>, source: SourceId, offset:
 }
 
 fn table(t: &DeTable<'_>, source: SourceId, offset: usize) -> Table {
-    Table {
-        entries: t
-            .iter()
-            .map(|(key, value)| Entry {
-                key: key.get_ref().to_string(),
-                key_at: at(source, offset, key.span()),
-                node: from_value(value, source, offset),
-            })
-            .collect(),
-    }
+    t.iter()
+        .map(|(key, value)| Entry {
+            key: key.get_ref().to_string(),
+            key_at: at(source, offset, key.span()),
+            node: from_value(value, source, offset),
+        })
+        .collect()
 }
 
 fn at(source: SourceId, offset: usize, span: Range<usize>) -> At {
@@ -222,7 +260,7 @@ pub(crate) fn to_toml(node: &Node) -> toml::Value {
         Value::Datetime(d) => toml::Value::Datetime(*d),
         Value::Array(items) => toml::Value::Array(items.iter().map(to_toml).collect()),
         Value::Table(t) => toml::Value::Table(
-            t.entries
+            t.entries()
                 .iter()
                 .map(|e| (e.key.clone(), to_toml(&e.node)))
                 .collect(),

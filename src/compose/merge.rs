@@ -31,9 +31,9 @@ fn merge_at(base: Node, child: Node, top: bool) -> Node {
 }
 
 fn merge_tables(mut base: Table, child: Table, top: bool) -> Table {
-    for entry in child.entries {
+    for entry in child.into_entries() {
         let Some(old) = base.get_mut(&entry.key) else {
-            base.entries.push(entry);
+            base.set(entry);
             continue;
         };
         let placeholder = Node {
@@ -109,7 +109,7 @@ mod tests {
         match &node.value {
             Value::Table(t) => {
                 let inner: Vec<String> = t
-                    .entries
+                    .entries()
                     .iter()
                     .map(|e| format!("{} = {}", e.key, show(&e.node)))
                     .collect();

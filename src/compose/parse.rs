@@ -27,10 +27,7 @@ pub(crate) fn parse(
             return Err(Box::new(f));
         }
     };
-    let source = Source {
-        name: name.to_owned(),
-        text: text.to_owned(),
-    };
+    let source = Source::new(name.to_owned(), text.to_owned());
     let (root, syntax) = DeTable::parse_recoverable(text);
     let result = if syntax.is_empty() {
         Ok(doc::from_table(&root, sources.len(), 0))
@@ -48,10 +45,7 @@ fn check_bytes<'b>(origin: &str, bytes: &'b [u8]) -> Result<&'b str, Box<(Source
         let head = &bytes[..bytes.len().min(200)];
         let head = String::from_utf8_lossy(head);
         let first_line = head.lines().next().unwrap_or_default().to_owned();
-        let source = Source {
-            name: origin.to_owned(),
-            text: first_line,
-        };
+        let source = Source::new(origin.to_owned(), first_line);
         let f = finding(
             &source,
             0..0,
@@ -76,10 +70,7 @@ fn check_bytes<'b>(origin: &str, bytes: &'b [u8]) -> Result<&'b str, Box<(Source
             Some(b) if e.error_len().is_some() => format!("invalid byte 0x{b:02x}"),
             _ => "an incomplete character at the end".to_owned(),
         };
-        let source = Source {
-            name: origin.to_owned(),
-            text,
-        };
+        let source = Source::new(origin.to_owned(), text);
         let f = finding(
             &source,
             span,

@@ -2,7 +2,8 @@
 //!
 //! The key is a TOML dotted key (`retry.max_attempts`, `unsuited."my algo"`); an array is
 //! addressed by the `id` of its element or by a numeric index (`endpoints.metered.capacity`,
-//! `endpoints.2.capacity`). The value is a TOML value (`240`, `2.5`, `"full"`, `true`,
+//! `endpoints.2.capacity`, `incidents.0.start_s`); an override changes an element the document
+//! has and never creates one. The value is a TOML value (`240`, `2.5`, `"full"`, `true`,
 //! `{ median_s = 0.3 }`); a bare word such as `open` is taken as a string, because shells eat
 //! the quotes of `"open"`. The whole argument becomes a source of its own, so every problem an
 //! override causes (a bad path here, a bad value in the schema stage) points into it. A key is
@@ -59,10 +60,7 @@ pub(crate) fn apply(
     ov: &Override,
 ) -> Result<(), Box<Finding>> {
     let id = sources.len();
-    sources.push(Source {
-        name: ov.origin.clone(),
-        text: ov.text.clone(),
-    });
+    sources.push(Source::new(ov.origin.clone(), ov.text.clone()));
     let source = &sources[id];
     let fail = |span: Range<usize>, message: String, label: &str, help: Option<String>| {
         Box::new(finding(source, span, &[], message, label.to_owned(), help))
@@ -205,6 +203,9 @@ fn set(root: &mut Node, keys: &[(String, At)], value: Node) -> Result<(), PathEr
                     });
                     return Ok(());
                 }
+                if table.get(key).is_none() && is_array(&path) {
+                    return Err(no_entries(&path, &keys[n + 1]));
+                }
                 child_table(table, key, key_at)
             }
             Value::Array(items) => {
@@ -222,20 +223,39 @@ fn set(root: &mut Node, keys: &[(String, At)], value: Node) -> Result<(), PathEr
     Ok(())
 }
 
+/// Whether the schema makes the key at `path` an array (of tables).
+fn is_array(path: &[Seg]) -> bool {
+    schema::field(path)
+        .is_some_and(|f| f.schema.get("type").and_then(|t| t.as_str()) == Some("array"))
+}
+
+/// An override that reaches into an array the document does not have: there is no element to
+/// change, and an override does not create one.
+fn no_entries(path: &[Seg], (next, next_at): &(String, At)) -> PathError {
+    let here = key_path(path);
+    PathError {
+        span: next_at.span.clone(),
+        path: path.to_vec(),
+        message: format!(
+            "`{here}` has no entries in this scenario, so there is no `{next}` to set"
+        ),
+        label: "no such entry".into(),
+        help: Some(format!(
+            "an override changes an entry the file has; add the `[[{here}]]` table to the file"
+        )),
+    }
+}
+
 /// The table at `key`, created (blamed on the override's key) when absent.
 fn child_table<'t>(table: &'t mut Table, key: &str, key_at: &At) -> &'t mut Node {
-    if table.get(key).is_none() {
-        table.entries.push(Entry {
-            key: key.to_owned(),
-            key_at: key_at.clone(),
-            node: Node {
-                value: Value::Table(Table::default()),
-                at: key_at.clone(),
-            },
-        });
-    }
-    let i = table.entries.iter().position(|e| e.key == key).unwrap_or(0);
-    &mut table.entries[i].node
+    table.get_or_insert(Entry {
+        key: key.to_owned(),
+        key_at: key_at.clone(),
+        node: Node {
+            value: Value::Table(Table::default()),
+            at: key_at.clone(),
+        },
+    })
 }
 
 /// Rejects a key the schema does not know at `path`, listing the ones it does.
@@ -269,8 +289,17 @@ fn element(items: &[Node], path: &[Seg], key: &str, key_at: &At) -> Result<usize
     let count = items.len();
     let (message, mut help) = match key.parse::<usize>() {
         Ok(i) if i < count => return Ok(i),
+        Ok(i) if count == 0 => (
+            format!("`{here}` has no entries, so there is no index {i}"),
+            format!(
+                "an override changes an entry the file has; add the `[[{here}]]` table to the file"
+            ),
+        ),
         Ok(i) => (
-            format!("`{here}` has {count} entries, so there is no index {i}"),
+            format!(
+                "`{here}` has {count} entr{}, so there is no index {i}",
+                if count == 1 { "y" } else { "ies" }
+            ),
             "indices start at 0".to_owned(),
         ),
         Err(_) => (

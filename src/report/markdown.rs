@@ -12,7 +12,11 @@ use crate::metrics::Direction;
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let w = &report.world;
-    out.push_str(&format!("### `{}`\n\n{}\n\n", w.name, w.summary));
+    out.push_str(&format!(
+        "### `{}`\n\n{}\n\n",
+        crate::text::escape(&w.name),
+        crate::text::escape_lines(&w.summary)
+    ));
     out.push_str(&format!(
         "{} {} · {} jobs × {} steps × {} calls, {} workers · horizon {} s simulated · wall {} s · world `{}`\n\n",
         count(report.sweep.seeds.len(), "seed"),
@@ -106,18 +110,24 @@ fn cell(row: &Row, column: &Column) -> String {
 }
 
 fn verdict(row: &Row) -> String {
-    verdict_text(&row.verdict, &|n| format!("`{n}`"))
+    verdict_text(&row.verdict, &|n| format!("`{}`", crate::text::escape(n)))
 }
 
 fn endpoint_table(out: &mut String, report: &Report) {
     out.push_str("#### Admitted requests per endpoint (mean per finished run)\n\n");
     let mut header: Vec<String> = vec!["algorithm".into()];
-    header.extend(report.world.endpoints.iter().map(|e| format!("`{e}`")));
+    header.extend(
+        report
+            .world
+            .endpoints
+            .iter()
+            .map(|e| format!("`{}`", crate::text::escape(e))),
+    );
     out.push_str(&format!("| {} |\n", header.join(" | ")));
     out.push_str(&"|---".repeat(header.len()));
     out.push_str("|\n");
     for column in &report.columns {
-        let mut cells = vec![format!("`{}`", column.algorithm)];
+        let mut cells = vec![format!("`{}`", crate::text::escape(&column.algorithm))];
         cells.extend(column.endpoint_admitted.iter().map(|&n| thousands(n, 1)));
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
@@ -143,7 +153,7 @@ fn error_class_table(out: &mut String, report: &Report) {
     out.push_str(&"|---".repeat(header.len()));
     out.push_str("|\n");
     for column in &report.columns {
-        let mut cells = vec![format!("`{}`", column.algorithm)];
+        let mut cells = vec![format!("`{}`", crate::text::escape(&column.algorithm))];
         cells.extend(
             classes
                 .iter()

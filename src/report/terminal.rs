@@ -58,7 +58,7 @@ fn header(report: &Report) -> Vec<String> {
 
 /// The algorithm's name, marked `(n/a)` if unsuited and with its unfinished-run count.
 pub(super) fn column_title(column: &Column) -> String {
-    let mut title = column.algorithm.clone();
+    let mut title = crate::text::escape(&column.algorithm).into_owned();
     if column.unsuited.is_some() {
         title.push_str(" (n/a)");
     }
@@ -80,7 +80,9 @@ fn body_row(report: &Report, row: &Row) -> Vec<String> {
     let name = format!("{} [{}]{gated}{latency}", info.name, info.unit);
     let mut cells = vec![name, better(info).to_string()];
     cells.extend(report.columns.iter().map(|c| cell(info, &row.verdict, c)));
-    cells.push(verdict_text(&row.verdict, &|n| n.to_string()));
+    cells.push(verdict_text(&row.verdict, &|n| {
+        crate::text::escape(n).into_owned()
+    }));
     cells
 }
 
@@ -159,7 +161,7 @@ fn colour(table: &mut tabled::Table, report: &Report) {
 }
 
 /// The lines under the table: what ran, how to read it, and every exception; `winner` names
-/// how a winning cell is marked.
+/// how a winning cell is marked. Escaped (see [`crate::text`]).
 pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
     let w = &report.world;
     let mut lines = vec![
@@ -250,7 +252,11 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
             lines.push(format!("  seed {seed}: {reason}"));
         }
     }
+    // Names, ids and reasons come from the scenario file: control characters stay visible.
     lines
+        .iter()
+        .map(|l| crate::text::escape(l).into_owned())
+        .collect()
 }
 
 /// `not compared: sticky on every † row` or `… on throughput_rps, utilization`.

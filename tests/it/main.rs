@@ -6,6 +6,7 @@ mod cli_fuzz;
 mod compose;
 mod controllers;
 mod fidelity;
+mod hostile_input;
 mod incidents;
 mod no_network;
 mod open_loop;

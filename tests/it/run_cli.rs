@@ -143,7 +143,6 @@ fn usage_errors_exit_2() {
     for args in [
         &["run", "--algorithms", "waitt"][..],
         &["run", "--seeds", "0"],
-        &["run", "--horizon", "-1"],
         &["run", "/no/such/file.toml"],
     ] {
         let out = simbench(args);

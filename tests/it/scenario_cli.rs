@@ -89,7 +89,7 @@ fn scenario_cli_json_output_carries_every_finding() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     assert_eq!(
         doc["summary"],
-        serde_json::json!({"files": 3, "valid": 1, "invalid": 1, "unreadable": 1})
+        serde_json::json!({"files": 3, "valid": 1, "invalid": 1, "unreadable": 1, "problems": 2})
     );
     let statuses: Vec<&str> = doc["files"]
         .as_array()

@@ -209,8 +209,8 @@ fn notes(view: &SweepView<'_>) -> Vec<String> {
     let mut lines = vec![
         format!(
             "{} · {} · {} at every level · {} jobs · rng {} · wall {} s · world {}",
-            view.scenario,
-            view.algorithm,
+            crate::text::escape(view.scenario),
+            crate::text::escape(view.algorithm),
             seed_list(view.seeds),
             view.jobs,
             view.rng,

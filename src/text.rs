@@ -1,0 +1,72 @@
+//! Text from a scenario file stays text on the terminal: the one escaping function every
+//! output that shows a value from a file (a name, an id, a key, a snippet of the source) goes
+//! through.
+//!
+//! A control character (Unicode category Cc: C0, DEL and C1, so ESC, BEL, CR and newline too)
+//! and the invisible characters that reorder or break a line (bidirectional overrides and
+//! isolates, U+2028 and U+2029) are shown as a Rust-style escape, `\u{1b}`: visible, and never
+//! something a terminal acts on. Everything else, backslashes included, is shown as written.
+
+use std::borrow::Cow;
+
+/// Whether `c` is shown escaped (see the module docs).
+pub fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+                | '\u{2028}' | '\u{2029}'
+        )
+}
+
+/// Appends `c` to `out`, escaped as `\u{1b}` if [`needs_escape`] says so.
+pub fn push_escaped(out: &mut String, c: char) {
+    if needs_escape(c) {
+        out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+    } else {
+        out.push(c);
+    }
+}
+
+/// `text` with every character [`needs_escape`] names escaped; borrowed when there is none.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        push_escaped(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`] for each line of a text meant to keep its line breaks (a summary paragraph):
+/// `\n` and `\r\n` stay line breaks, every other control character is escaped.
+pub fn escape_lines(text: &str) -> String {
+    text.lines().map(escape).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_become_visible_escapes() {
+        assert_eq!(escape("a\u{1b}[31mb\u{7}"), "a\\u{1b}[31mb\\u{7}");
+        assert_eq!(escape("x\ny\tz\r"), "x\\u{a}y\\u{9}z\\u{d}");
+        assert_eq!(escape("\u{9b}\u{7f}"), "\\u{9b}\\u{7f}");
+        assert_eq!(escape("evil\u{202e}txt"), "evil\\u{202e}txt");
+    }
+
+    #[test]
+    fn escape_lines_keeps_line_breaks_only() {
+        assert_eq!(escape_lines("a\nb\u{1b}\r\nc"), "a\nb\\u{1b}\nc");
+    }
+
+    #[test]
+    fn ordinary_text_is_untouched_and_borrowed() {
+        for text in ["bursty_provider", "é ü ✓ 東京", "C:\\path", ""] {
+            assert!(matches!(escape(text), Cow::Borrowed(t) if t == text));
+        }
+    }
+}
