@@ -33,9 +33,9 @@ use stats::Summary;
 pub enum Outcome {
     /// The run finished; its metrics are complete.
     Finished(MetricValues),
-    /// The run stalled or ran out of wall-clock budget; it has no metrics.
+    /// The run stalled, livelocked or ran out of wall-clock budget; it has no metrics.
     Unfinished {
-        /// `stalled` or `timeout`.
+        /// `stalled`, `timeout` or `livelock` (the harness's [`crate::harness::Outcome::name`]).
         kind: &'static str,
         /// One sentence saying where and why.
         reason: String,
@@ -162,13 +162,16 @@ impl Column {
         }
     }
 
-    /// `stalled`, `timed out` or `unfinished` (a mix), for the column header and notes.
+    /// `stalled`, `timed out`, `livelocked` or `unfinished` (a mix), for the column header and
+    /// notes.
     pub fn unfinished_word(&self) -> &'static str {
         let all = |kind: &str| self.unfinished.iter().all(|(_, k, _)| *k == kind);
         if all("stalled") {
             "stalled"
         } else if all("timeout") {
             "timed out"
+        } else if all("livelock") {
+            "livelocked"
         } else {
             "unfinished"
         }

@@ -135,6 +135,10 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
+    if let Err(message) = sweep::check_seeds(&world, args.exec.seeds) {
+        eprintln!("error: {message}");
+        return super::EXIT_ERROR;
+    }
     let report = compare(&world, &algorithms, args, &overrides);
     let code = emit(&report, args);
     warn_unfinished(&report);

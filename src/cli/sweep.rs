@@ -132,7 +132,10 @@ pub fn main(args: &SweepArgs) -> u8 {
         Ok(world) => world,
         Err(errors) => return invalid(&errors),
     };
-    if let Err(message) = check_knob(&base, knob).and_then(|()| check_algorithm(&base, args)) {
+    if let Err(message) = check_knob(&base, knob)
+        .and_then(|()| check_algorithm(&base, args))
+        .and_then(|()| sweep::check_seeds(&base, args.exec.seeds))
+    {
         return usage_error(&message);
     }
     let worlds: Vec<World> = levels

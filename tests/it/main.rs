@@ -3,8 +3,10 @@
 mod algorithms;
 mod compose;
 mod controllers;
+mod extreme_worlds;
 mod fidelity;
 mod incidents;
+mod livelock;
 mod no_network;
 mod open_loop;
 mod replay;
