@@ -169,6 +169,7 @@ fn livelock_threshold_is_far_above_every_shipped_world() {
         overrides: &[],
     };
     let mut longest = (0, String::new());
+    let mut busiest = (0, String::new());
     for entry in std::fs::read_dir("scenarios").unwrap() {
         let path = entry.unwrap().path();
         let name = path.display().to_string();
@@ -194,11 +195,18 @@ fn livelock_threshold_is_far_above_every_shipped_world() {
                     format!("{name} / {}", info.name),
                 );
             }
+            if result.longest_instant_events > busiest.0 {
+                busiest = (
+                    result.longest_instant_events,
+                    format!("{name} / {}", info.name),
+                );
+            }
         }
     }
     eprintln!(
-        "longest stretch without progress: {} events ({}); threshold {LIVELOCK_EVENTS}",
-        longest.0, longest.1
+        "longest stretch without progress: {} events ({}); most events at one instant: {} \
+         ({}); threshold {LIVELOCK_EVENTS}",
+        longest.0, longest.1, busiest.0, busiest.1
     );
     assert!(longest.0 * 1000 < LIVELOCK_EVENTS, "{longest:?}");
 }
