@@ -67,6 +67,10 @@ pub const BUILTIN_BURSTY_ORIGIN: &str = "<built-in bursty>";
 
 /// Tolerance on the sum of `[provider.failure_kinds]`.
 const FAILURE_KINDS_TOLERANCE: f64 = 1e-9;
+/// The shortest cycle period \[s\] (0, a flat cycle, aside): the spacing of f64 times near the
+/// longest horizon plus phase (2e12 s) is 2.4e-4 s, so a shorter rhythm would be sampled at
+/// random phases.
+const MIN_CYCLE_PERIOD_S: f64 = 1e-3;
 /// Most storm windows one instant may fall in (`storm_duration_s / storm_check_s`): each request
 /// inspects them all, so an unbounded ratio would make a run hang.
 const MAX_STORM_WINDOWS: u32 = 1000;
@@ -265,6 +269,25 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
                 )),
             });
         }
+    }
+
+    let period_at = vec![key("cycle"), key("period_s")];
+    if let Some(period) = number(json, &period_at)
+        && period > 0.0
+        && period < MIN_CYCLE_PERIOD_S
+    {
+        out.push(Problem {
+            path: period_at,
+            target: Target::Value,
+            message: "`cycle.period_s` is shorter than the clock can follow".into(),
+            label: format!("must be 0 or >= {MIN_CYCLE_PERIOD_S}"),
+            help: Some(format!(
+                "simulated times are f64 seconds, 0.00024 s apart near the longest horizon plus \
+                 phase, and retry delays are rounded to 0.0001 s, so a rhythm faster than \
+                 {MIN_CYCLE_PERIOD_S} s cannot be followed (below about 1e-308 s its capacity is \
+                 not even a number); use period_s = 0 for a flat cycle"
+            )),
+        });
     }
 
     let degrade_at = vec![key("breaker"), key("degrade_after")];
@@ -670,6 +693,17 @@ fn check_param(name: &str, info: &AlgorithmInfo, param: &str, value: f64, out: &
         } else {
             format!("must be <= {}", declared.max)
         };
+        let help = if value < declared.min && info.poll_delay.contains(&param) {
+            format!(
+                "{range}; `{}` sleeps at most this long between two polls for a lease, so \
+                 below {} s a waiting call would poll at (nearly) zero delay and simulated time \
+                 would stand still",
+                info.name,
+                registry::MIN_POLL_DELAY_S
+            )
+        } else {
+            range
+        };
         out.push(Problem {
             path,
             target: Target::Value,
@@ -678,7 +712,7 @@ fn check_param(name: &str, info: &AlgorithmInfo, param: &str, value: f64, out: &
                 show_number(value)
             ),
             label: bound,
-            help: Some(range),
+            help: Some(help),
         });
     } else if declared.integer && value.fract() != 0.0 {
         out.push(Problem {

@@ -72,16 +72,26 @@ pub enum Outcome {
         /// The most it could hold \[bytes\].
         limit: u64,
     },
+    /// Simulated time stopped: [`LIVELOCK_EVENTS`] events in a row at one instant started no
+    /// attempt, took no lease and ended no job, so the clock can never move again; no metrics
+    /// are reported.
+    Livelock {
+        /// The instant the clock is stuck at \[s\].
+        at_s: f64,
+        /// Jobs completed before it.
+        jobs_done: u64,
+    },
 }
 
 impl Outcome {
-    /// `ok`, `stalled`, `timeout` or `out_of_memory`.
+    /// `ok`, `stalled`, `timeout`, `livelock` or `out_of_memory`.
     pub fn name(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
             Outcome::Stalled { .. } => "stalled",
             Outcome::Timeout { .. } => "timeout",
             Outcome::OutOfMemory { .. } => "out_of_memory",
+            Outcome::Livelock { .. } => "livelock",
         }
     }
     /// A sentence explaining a run that did not finish; `None` when it did.
@@ -108,6 +118,11 @@ impl Outcome {
                  held {} MB, its share of the budget is {} MB",
                 held.div_ceil(1 << 20),
                 limit / (1 << 20)
+            )),
+            Outcome::Livelock { at_s, jobs_done } => Some(format!(
+                "livelock at t = {at_s:.3} s after {jobs_done} jobs done: {LIVELOCK_EVENTS} \
+                 events at this instant started no attempt, took no lease and ended no job, so \
+                 simulated time cannot advance (a client polling at zero delay)"
             )),
         }
     }
@@ -194,6 +209,30 @@ pub struct RunResult {
     pub trace: Vec<TraceRecord>,
     /// Events processed.
     pub events: u64,
+    /// The longest run of consecutive events at one instant that made no progress (the
+    /// livelock detector's measure; see [`LIVELOCK_EVENTS`]).
+    pub longest_still_events: u64,
+    /// The most consecutive events at one instant, progress or not (for comparison).
+    pub longest_instant_events: u64,
+}
+
+/// Events in a row at one simulated instant that start no attempt, fail none, take no lease,
+/// and start or end no job, after which a run is ended as a [`Outcome::Livelock`].
+///
+/// Such events are polls, wake-ups, deadlines, cooldown checks and hedge timers. A legitimate
+/// instant has a few per worker and endpoint at most (a worker blocked at one instant is woken,
+/// times out or polls a bounded number of times before it leases or fails something), so even a
+/// world at the largest sizes (100 000 workers) stays below a third of this; the shipped worlds'
+/// longest stretch (138 events) is measured in `tests/it/livelock.rs`. Only a client that polls
+/// faster than the clock can tick repeats such events for ever. At the engine's speed (millions
+/// of events per second) the threshold is reached well within a second of wall time.
+pub const LIVELOCK_EVENTS: u64 = 1 << 20;
+
+/// The livelock detector's state: the progress count last seen and the events since.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stillness {
+    progress: u64,
+    events: u64,
 }
 
 /// The random-number scheme of a run.
@@ -465,6 +504,12 @@ struct Sim<'w, R: RandomSource> {
     unused_busy_s: Vec<f64>,
     /// The most the run may hold ([`Sim::heap_bytes`]) before it stops as out of memory.
     max_bytes: u64,
+    /// Events without progress at the current instant (the livelock detector).
+    still: Stillness,
+    longest_still: u64,
+    /// Events at the current instant, progress or not, and the most seen at one instant.
+    instant_events: u64,
+    longest_instant: u64,
 }
 
 impl<'w, R: RandomSource> Sim<'w, R> {
@@ -514,6 +559,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             events: 0,
             unused_busy_s: vec![0.0; world.endpoints().len()],
             max_bytes: u64::MAX,
+            still: Stillness::default(),
+            longest_still: 0,
+            instant_events: 0,
+            longest_instant: 0,
         }
     }
 
@@ -538,6 +587,12 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 return self.stalled("the event queue is empty while workers are still running");
             };
             debug_assert!(at >= self.now, "time went backwards");
+            if self.livelocked(at) {
+                return Outcome::Livelock {
+                    at_s: self.now,
+                    jobs_done: self.tally.jobs_done,
+                };
+            }
             self.now = at;
             self.events += 1;
             if self.events % POLL_EVERY as u64 == 1
@@ -598,6 +653,34 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             + self.pool.waiter_bytes()
     }
 
+    /// Counts the events that made no progress at the current instant (see [`LIVELOCK_EVENTS`])
+    /// before the event at `at` runs; `true` once there are that many in a row.
+    fn livelocked(&mut self, at: f64) -> bool {
+        let t = &self.tally;
+        let progress = t.attempts
+            + t.failed_attempts
+            + t.acquire_waits_ms.len()
+            + t.jobs_done
+            + t.jobs_failed
+            + t.next_job;
+        if at > self.now {
+            self.instant_events = 0;
+        } else {
+            self.instant_events += 1;
+            self.longest_instant = self.longest_instant.max(self.instant_events);
+        }
+        if at > self.now || progress != self.still.progress {
+            self.still = Stillness {
+                progress,
+                events: 0,
+            };
+            return false;
+        }
+        self.still.events += 1;
+        self.longest_still = self.longest_still.max(self.still.events);
+        self.still.events >= LIVELOCK_EVENTS
+    }
+
     fn finished(&self) -> bool {
         match &self.open {
             None => self.live == 0,
@@ -605,17 +688,13 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
-    /// An open-loop job arrives: it joins the harness's queue (unless the job count or the
-    /// horizon is reached), the next arrival is scheduled, and queued jobs start while slots
-    /// are free.
+    /// An open-loop job arrives: it joins the harness's queue, the next arrival is scheduled if
+    /// it comes before the horizon and a job is left for it, and queued jobs start while slots
+    /// are free. An arrival that would come at or after the horizon is never scheduled, so the
+    /// run ends with its last job rather than at an arrival that admits nothing.
     fn arrive(&mut self) {
         let now = self.now;
         let open = self.open.as_mut().expect("arrivals only in an open loop");
-        if self.tally.next_job >= self.tally.jobs || now >= self.world.horizon_s() {
-            open.arrivals_done = true;
-            self.tally.makespan_s = self.tally.makespan_s.max(now);
-            return;
-        }
         let index = self.tally.next_job;
         open.waiting.push_back((index as u32, now));
         self.tally.next_job += 1;
@@ -624,7 +703,12 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         } else {
             (index + 1) as f64 / open.rate_per_s
         };
-        self.queue.push(next_at, Event::Arrival);
+        // An infinite gap (a rate near the smallest double) is past the horizon too.
+        if self.tally.next_job >= self.tally.jobs || next_at >= self.world.horizon_s() {
+            open.arrivals_done = true;
+        } else {
+            self.queue.push(next_at, Event::Arrival);
+        }
         self.start_waiting_jobs();
     }
 
@@ -1260,6 +1344,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             endpoints,
             trace: self.trace.unwrap_or_default(),
             events: self.events,
+            longest_still_events: self.longest_still,
+            longest_instant_events: self.longest_instant,
         }
     }
 }

@@ -398,8 +398,13 @@ impl Samples {
     }
 }
 
+/// `num / den`, or 0 when that is not a number: a zero denominator (nothing to divide by, as
+/// the reference reads 0/0), or one so small next to `num` that the quotient overflows (an
+/// offered capacity that underflowed, in a world whose capacity factors are near the smallest
+/// doubles). Every metric is finite.
 fn ratio(num: f64, den: f64) -> f64 {
-    if den == 0.0 { 0.0 } else { num / den }
+    let q = num / den;
+    if den == 0.0 || !q.is_finite() { 0.0 } else { q }
 }
 
 /// Computes every metric but `wall_s` (left at 0) from a run's tally.
@@ -426,14 +431,7 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
         t.jobs.saturating_sub(t.next_job) as f64,
     );
     put(Metric::MakespanS, t.makespan_s);
-    put(
-        Metric::ThroughputRps,
-        if t.makespan_s > 0.0 {
-            done / t.makespan_s
-        } else {
-            0.0
-        },
-    );
+    put(Metric::ThroughputRps, ratio(done, t.makespan_s));
     put(Metric::Requests, requests);
     put(Metric::AttemptsPerCompletedJob, ratio(attempts, done));
     put(

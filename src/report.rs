@@ -33,9 +33,10 @@ use stats::Summary;
 pub enum Outcome {
     /// The run finished; its metrics are complete.
     Finished(MetricValues),
-    /// The run stalled or ran out of wall-clock budget; it has no metrics.
+    /// The run stalled, livelocked or ran out of wall-clock budget; it has no metrics.
     Unfinished {
-        /// `stalled`, `timeout` or `out_of_memory`.
+        /// `stalled`, `timeout`, `livelock` or `out_of_memory` (the harness's
+        /// [`crate::harness::Outcome::name`]).
         kind: &'static str,
         /// One sentence saying where and why.
         reason: String,
@@ -162,8 +163,8 @@ impl Column {
         }
     }
 
-    /// `stalled`, `timed out`, `out of memory` or `unfinished` (a mix), for the column header
-    /// and notes.
+    /// `stalled`, `timed out`, `livelocked`, `out of memory` or `unfinished` (a mix), for the
+    /// column header and notes.
     pub fn unfinished_word(&self) -> &'static str {
         let all = |kind: &str| self.unfinished.iter().all(|(_, k, _)| *k == kind);
         if all("stalled") {
@@ -172,6 +173,8 @@ impl Column {
             "timed out"
         } else if all("out_of_memory") {
             "out of memory"
+        } else if all("livelock") {
+            "livelocked"
         } else {
             "unfinished"
         }

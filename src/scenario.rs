@@ -404,7 +404,8 @@ impl Default for Validity {
 #[serde(default, deny_unknown_fields)]
 pub struct Cycle {
     /// Length of one cycle (seconds); 0 means no rhythm (capacity stays at `peak`). How fast the
-    /// vendor's spare capacity swings. Default 120.0; must be >= 0.
+    /// vendor's spare capacity swings. Default 120.0; must be 0 or >= 0.001 (a faster rhythm is
+    /// below the resolution of the simulated clock).
     #[schemars(range(min = 0, max = 1e12))]
     pub period_s: f64,
 

@@ -71,10 +71,32 @@ pub fn default_algorithms(world: &World) -> Vec<String> {
     registered.chain(variants).collect()
 }
 
-/// The seeds of an `n`-seed sweep: the world's seed, seed + 1, … seed + n − 1.
+/// The largest seed a run may use: the scenario format's seeds are 63-bit (0 to i64::MAX) so
+/// that every JSON reader can hold them.
+pub const MAX_SEED: u64 = i64::MAX as u64;
+
+/// Checks that an `n`-seed sweep's last seed, seed + n − 1, stays within [`MAX_SEED`].
+///
+/// # Errors
+/// Names the seed, the count and the largest count that fits when it does not.
+pub fn check_seeds(world: &World, n: u32) -> Result<(), String> {
+    let seed = world.seed();
+    let fits = MAX_SEED.saturating_sub(seed).saturating_add(1);
+    if u64::from(n) <= fits {
+        return Ok(());
+    }
+    Err(format!(
+        "--seeds {n} from seed {seed} would run seeds up to {}, past the largest seed \
+         {MAX_SEED}; use --seeds {fits} or less, or a smaller `seed`",
+        u128::from(seed) + u128::from(n) - 1
+    ))
+}
+
+/// The seeds of an `n`-seed sweep: the world's seed, seed + 1, … seed + n − 1 (callers check
+/// them with [`check_seeds`] first; past [`MAX_SEED`] this list stops short).
 pub fn seeds(world: &World, n: u32) -> Vec<u64> {
     (0..u64::from(n))
-        .map(|k| world.seed().wrapping_add(k))
+        .map_while(|k| world.seed().checked_add(k).filter(|&s| s <= MAX_SEED))
         .collect()
 }
 

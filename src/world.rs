@@ -437,8 +437,12 @@ impl Cycle {
             return self.peak * (b - a);
         }
         let w = self.omega;
-        self.mid * (b - a)
-            - (self.amp / w) * ((w * (b - self.phase_s)).sin() - (w * (a - self.phase_s)).sin())
+        let exact = self.mid * (b - a)
+            - (self.amp / w) * ((w * (b - self.phase_s)).sin() - (w * (a - self.phase_s)).sin());
+        // The factor lies in [trough, peak], so its integral does too; the closed form can
+        // stray outside by rounding (it subtracts nearly equal terms over short intervals),
+        // which would make the offered capacity 0 or negative near a trough of 0.
+        exact.max(self.trough * (b - a)).min(self.peak * (b - a))
     }
 }
 

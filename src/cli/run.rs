@@ -150,6 +150,10 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
+    if let Err(message) = sweep::check_seeds(&world, args.exec.seeds) {
+        errln!("error: {message}");
+        return super::EXIT_ERROR;
+    }
     // A refusal drops the plan, which removes its temporaries.
     let Some(report) = compare(&world, &algorithms, args, &overrides) else {
         return super::EXIT_ERROR;

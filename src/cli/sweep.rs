@@ -137,6 +137,7 @@ pub fn main(args: &SweepArgs) -> u8 {
     // Outputs are checked and staged once the `extends` chain is known, before any run.
     let plan = check_knob(&base, knob)
         .and_then(|()| check_algorithm(&base, args))
+        .and_then(|()| sweep::check_seeds(&base, args.exec.seeds))
         .and_then(|()| Plan::prepare(requests(args), &inputs));
     let plan = match plan {
         Ok(plan) => plan,

@@ -92,6 +92,9 @@ pub struct AlgorithmInfo {
     pub params: &'static [ParamInfo],
     /// Pairs `[a, b]` of parameters that must satisfy `a <= b` (defaults filled in).
     pub ordered: &'static [[&'static str; 2]],
+    /// Parameters that bound the sleep between two polls for a lease from above: their
+    /// minimum ([`MIN_POLL_DELAY_S`]) keeps the strategy from polling at zero delay.
+    pub poll_delay: &'static [&'static str],
     /// Builds the strategy with the given parameter values.
     pub make: fn(&Params) -> Box<dyn Strategy>,
 }
@@ -108,12 +111,18 @@ impl AlgorithmInfo {
     }
 }
 
+/// The shortest sleep bound a polling strategy accepts \[s\]: the resolution retry delays are
+/// rounded to. A bound of 0 would make a waiting call poll at zero delay, and one far below the
+/// clock's resolution would advance simulated time by nothing (or by subnormal steps), so the
+/// run would stand still while the call waits.
+pub const MIN_POLL_DELAY_S: f64 = 1e-4;
+
 const BACKOFF_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "base",
         unit: "s",
         default: 0.2,
-        min: 0.0,
+        min: MIN_POLL_DELAY_S,
         max: 3600.0,
         integer: false,
         meaning: "Longest sleep after the first empty poll (before jitter).",
@@ -131,7 +140,7 @@ const BACKOFF_PARAMS: &[ParamInfo] = &[
         name: "cap",
         unit: "s",
         default: 10.0,
-        min: 0.0,
+        min: MIN_POLL_DELAY_S,
         max: 3600.0,
         integer: false,
         meaning: "Largest sleep before jitter.",
@@ -326,6 +335,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Take a free resource or fail the attempt at once.",
         params: &[],
         ordered: &[],
+        poll_delay: &[],
         make: |_| Box::new(Immediate),
     },
     AlgorithmInfo {
@@ -333,6 +343,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Take a free resource or queue until one frees up.",
         params: WAIT_PARAMS,
         ordered: &[],
+        poll_delay: &[],
         make: |p| Box::new(Wait::new(p)),
     },
     AlgorithmInfo {
@@ -340,6 +351,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Poll for a free resource with jittered exponential backoff.",
         params: BACKOFF_PARAMS,
         ordered: &[],
+        poll_delay: &["base", "cap"],
         make: |p| Box::new(Backoff::new(p)),
     },
     AlgorithmInfo {
@@ -347,6 +359,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Pick the least-loaded resource; wait when none is free.",
         params: &[],
         ordered: &[],
+        poll_delay: &[],
         make: |_| Box::new(LeastBusy),
     },
     AlgorithmInfo {
@@ -354,6 +367,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Try each pool in order at once, then wait on the primary.",
         params: &[],
         ordered: &[],
+        poll_delay: &[],
         make: |_| Box::new(Failover),
     },
     AlgorithmInfo {
@@ -361,6 +375,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Reuse the resource of the attempt's previous call while it is free.",
         params: STICKY_PARAMS,
         ordered: &[],
+        poll_delay: &[],
         make: |p| Box::new(Sticky::new(p)),
     },
     AlgorithmInfo {
@@ -368,6 +383,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Prefer the resource with the largest share of its quota left.",
         params: QUOTA_AWARE_PARAMS,
         ordered: &[],
+        poll_delay: &[],
         make: |p| Box::new(QuotaAware::new(p)),
     },
     AlgorithmInfo {
@@ -375,6 +391,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Draw two free resources at random; take the one with fewer leases.",
         params: &[],
         ordered: &[],
+        poll_delay: &[],
         make: |_| Box::new(PowerOfTwo),
     },
     AlgorithmInfo {
@@ -382,6 +399,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Keep every worker off an endpoint until its last 429's Retry-After has passed.",
         params: &[],
         ordered: &[],
+        poll_delay: &[],
         make: |_| Box::new(RetryAfterAware),
     },
     AlgorithmInfo {
@@ -389,6 +407,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Adaptive concurrency limit: +step per limit's worth of successes, ×factor on a 429 or timeout.",
         params: AIMD_PARAMS,
         ordered: LIMIT_ORDER,
+        poll_delay: &[],
         make: |p| Box::new(Aimd::new(p)),
     },
     AlgorithmInfo {
@@ -396,6 +415,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Adaptive concurrency limit from the long/short latency ratio (Gradient2).",
         params: GRADIENT_PARAMS,
         ordered: LIMIT_ORDER,
+        poll_delay: &[],
         make: |p| Box::new(Gradient::new(p)),
     },
     AlgorithmInfo {
@@ -403,6 +423,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Send a copy to another endpoint when a request outlasts a recent-latency percentile; first answer wins.",
         params: HEDGED_PARAMS,
         ordered: &[],
+        poll_delay: &[],
         make: |p| Box::new(Hedged::new(p)),
     },
 ];

@@ -30,8 +30,77 @@ pub(super) fn check(json: &Value, written: &Written<'_>, out: &mut Vec<Problem>)
     let ids = names(json, "endpoints", "id");
     check_pools(json, &pools, out);
     let incidents = json.get("incidents").and_then(Value::as_array);
+    let mut slowdowns = Vec::new();
     for (i, incident) in incidents.into_iter().flatten().enumerate() {
-        check_incident(json, i, incident, &pools, &ids, written, out);
+        let targets = check_incident(json, i, incident, &pools, &ids, written, out);
+        let number = |name: &str| incident.get(name).and_then(Value::as_f64);
+        if incident.get("kind").and_then(Value::as_str) == Some("latency")
+            && let (Some(start), Some(factor)) = (number("start_s"), number("factor"))
+        {
+            let end = number("end_s").unwrap_or(f64::INFINITY);
+            slowdowns.push(Slowdown {
+                i,
+                targets,
+                start,
+                end,
+                factor,
+            });
+        }
+    }
+    check_slowdowns(&slowdowns, &ids, out);
+}
+
+/// A `latency` incident, as the overlap rule reads it.
+struct Slowdown {
+    i: usize,
+    targets: Vec<usize>,
+    start: f64,
+    end: f64,
+    factor: f64,
+}
+
+/// Most one endpoint's service time may be multiplied by at once (the largest single factor).
+const MAX_SLOWDOWN: f64 = 1e6;
+
+/// Overlapping latency incidents multiply: their product on one endpoint may not exceed
+/// [`MAX_SLOWDOWN`], or service times (up to 1e55 s before any incident) would overflow to
+/// infinity and the simulated clock with them. The product peaks at some incident's start.
+fn check_slowdowns(slowdowns: &[Slowdown], ids: &[&str], out: &mut Vec<Problem>) {
+    for (e, id) in ids.iter().enumerate() {
+        let mine: Vec<&Slowdown> = slowdowns
+            .iter()
+            .filter(|s| s.targets.contains(&e))
+            .collect();
+        let worst = mine.iter().find_map(|at| {
+            let active = mine
+                .iter()
+                .filter(|s| s.start <= at.start && at.start < s.end);
+            let product: f64 = active.map(|s| s.factor).product();
+            (product > MAX_SLOWDOWN).then_some((at, product))
+        });
+        if let Some((at, product)) = worst {
+            let product = if product.is_finite() {
+                format!("{product:e}")
+            } else {
+                "more than 1e308".to_string()
+            };
+            out.push(Problem {
+                path: vec![key("incidents"), Seg::Index(at.i), key("factor")],
+                target: Target::Value,
+                message: format!(
+                    "latency incidents overlap on endpoint `{id}` to multiply its service time \
+                     by {product} at t = {} s",
+                    at.start
+                ),
+                label: format!("the product may be at most {MAX_SLOWDOWN:e}"),
+                help: Some(format!(
+                    "factors of overlapping latency incidents multiply; together they may slow \
+                     an endpoint down by at most {MAX_SLOWDOWN:e} (one factor's range), or its \
+                     service times would overflow the simulated clock"
+                )),
+            });
+            return;
+        }
     }
 }
 
@@ -122,6 +191,7 @@ fn check_pools(json: &Value, pools: &[&str], out: &mut Vec<Problem>) {
     }
 }
 
+/// The rules of incident `i`; returns the endpoints it reaches (as far as they are known).
 #[allow(clippy::too_many_arguments)]
 fn check_incident(
     json: &Value,
@@ -131,10 +201,10 @@ fn check_incident(
     ids: &[&str],
     written: &Written<'_>,
     out: &mut Vec<Problem>,
-) {
+) -> Vec<usize> {
     let at = |name: &str| vec![key("incidents"), Seg::Index(i), key(name)];
     let Some(kind) = string_at(json, &at("kind")) else {
-        return; // The schema reports a missing or unknown kind.
+        return Vec::new(); // The schema reports a missing or unknown kind.
     };
     for name in ["effect", "factor", "error_rate"] {
         if written(&at(name)) && !kind_keys(kind).contains(&name) {
@@ -176,6 +246,7 @@ fn check_incident(
     if kind == "rate_limit" {
         check_metered(json, i, &targets, out);
     }
+    targets
 }
 
 fn check_window(json: &Value, i: usize, kind: &str, written: &Written<'_>, out: &mut Vec<Problem>) {

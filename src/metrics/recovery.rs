@@ -28,7 +28,11 @@ pub fn measure(rule: &RecoveryRule, completions: &[f64], makespan_s: f64) -> (f6
         return (0.0, 0.0);
     }
     let baseline = count_before(rule.start_s) as f64 / rule.start_s;
-    if baseline == 0.0 {
+    // No completion before the first incident, or a pre-incident stretch so short (jobs done
+    // within 1e-300 s, say) that the jobs its rate predicts over the run overflow: there is no
+    // baseline to recover to.
+    let span = makespan_s.max(rule.start_s) - rule.start_s;
+    if baseline == 0.0 || !(baseline * span).is_finite() {
         return (0.0, 0.0);
     }
     let needed = (rule.threshold * baseline * rule.window_s).ceil().max(1.0) as usize;
@@ -111,5 +115,17 @@ mod tests {
     fn no_baseline_means_nothing_to_measure() {
         let c = steady(60, 0.0, 12.0);
         assert_eq!(measure(&rule(), &c, 60.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_baseline_too_steep_to_count_means_nothing_to_measure() {
+        let rule = RecoveryRule {
+            start_s: 1e-308,
+            end_s: 1e12,
+            window_s: 1e-300,
+            threshold: 1e-300,
+        };
+        // One job done before 1e-308 s "predicts" 1e320 jobs over a second: not a number.
+        assert_eq!(measure(&rule, &[1e-309, 0.5], 2.0), (0.0, 0.0));
     }
 }

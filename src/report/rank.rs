@@ -193,44 +193,46 @@ fn crown(info: &MetricInfo, eligible: &[&Contestant<'_>]) -> (Kind, Vec<String>)
         .iter()
         .map(|s| mean(&s.values().copied().collect::<Vec<_>>()))
         .collect();
-    let best = if higher {
-        means.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-    } else {
-        means.iter().copied().fold(f64::INFINITY, f64::min)
-    };
-    if best == 0.0 && means.iter().all(|&m| m == 0.0) {
+    if means.iter().all(|&m| m == 0.0) {
         return (Kind::AllZero, Vec::new());
+    }
+    // Metrics are finite by construction; should one not be, it ranks last instead of
+    // breaking the order (`ranking` is total, so there is always a leader).
+    let mut order: Vec<usize> = (0..means.len()).collect();
+    order.sort_by(|&a, &b| ranking(higher, means[a], means[b]));
+    let leader = order[0];
+    let best = means[leader];
+    if !best.is_finite() {
+        return (Kind::TooFew, Vec::new());
     }
     let scale = if best.abs() > NEAR_ZERO {
         best.abs()
     } else {
         1.0
     };
-    let leader = means
-        .iter()
-        .position(|&m| m == best)
-        .expect("best is one of the means");
-    let mut winners: Vec<(f64, &str)> = eligible
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| {
+    let winners = order
+        .into_iter()
+        .filter(|&i| {
             let gap = (means[i] - best).abs();
             let se = paired_standard_error(&series[i], &series[leader]);
             gap <= f64::max(TIE_TOLERANCE * scale, SIGNIFICANCE_K * se)
         })
-        .map(|(i, c)| (means[i], c.name))
-        .collect();
-    winners.sort_by(|a, b| {
-        if higher {
-            b.0.total_cmp(&a.0)
+        .map(|i| eligible[i].name);
+    (Kind::Ranked, winners.map(str::to_string).collect())
+}
+
+/// Best first: the larger (`higher`) or smaller mean, and any non-finite mean after every finite
+/// one. A total order whatever the values, so sorting by it never panics.
+fn ranking(higher: bool, a: f64, b: f64) -> std::cmp::Ordering {
+    let key = |x: f64| {
+        if x.is_finite() {
+            (0, if higher { -x } else { x })
         } else {
-            a.0.total_cmp(&b.0)
+            (1, 0.0)
         }
-    });
-    (
-        Kind::Ranked,
-        winners.into_iter().map(|(_, n)| n.to_string()).collect(),
-    )
+    };
+    let ((ka, xa), (kb, xb)) = (key(a), key(b));
+    ka.cmp(&kb).then(xa.total_cmp(&xb))
 }
 
 /// Standard error of the per-seed differences over the seeds both series have; 0 for fewer
@@ -565,5 +567,28 @@ mod tests {
         ];
         let verdict = verdict(m.info(), &contestants, &gate(&contestants));
         assert_eq!(verdict.winners, ["a", "b"]);
+    }
+
+    /// The ranking is total: a non-finite mean (which the engine never produces) ranks last
+    /// and never panics, whichever direction, even when every mean is one.
+    #[test]
+    fn non_finite_means_rank_last_and_never_panic() {
+        for m in [Metric::Utilization, Metric::RefusalRate] {
+            let field = Field::new()
+                .series("nan", m, &[f64::NAN])
+                .series("inf", m, &[f64::INFINITY])
+                .series("ninf", m, &[f64::NEG_INFINITY])
+                .series("a", m, &[0.4]);
+            assert_eq!(field.winners(m), ["a"], "{m:?}");
+            let broken =
+                Field::new()
+                    .series("nan", m, &[f64::NAN])
+                    .series("inf", m, &[f64::INFINITY]);
+            assert_eq!(broken.judge(m).winners, Vec::<String>::new());
+        }
+        assert_eq!(ranking(true, 2.0, f64::NAN), std::cmp::Ordering::Less);
+        assert_eq!(ranking(false, f64::NAN, 2.0), std::cmp::Ordering::Greater);
+        assert_eq!(ranking(false, 1.0, 2.0), std::cmp::Ordering::Less);
+        assert_eq!(ranking(true, 1.0, 2.0), std::cmp::Ordering::Greater);
     }
 }

@@ -5,9 +5,11 @@ mod budgets;
 mod cli_fuzz;
 mod compose;
 mod controllers;
+mod extreme_worlds;
 mod fidelity;
 mod hostile_input;
 mod incidents;
+mod livelock;
 mod no_network;
 mod open_loop;
 #[cfg(unix)]
