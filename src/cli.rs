@@ -5,10 +5,10 @@
 //! shows them); 1 an invalid scenario file; 2 a usage or I/O error, or a comparison in which no
 //! run finished (every run stalled or hit the wall-clock budget).
 
+mod memory;
 mod run;
 mod sweep;
 mod validate;
-mod memory;
 
 use std::process::ExitCode;
 
