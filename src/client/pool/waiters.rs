@@ -88,7 +88,7 @@ impl Default for Waiters {
 
 impl Waiters {
     /// Workers waiting now.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.waiting
     }
 
@@ -270,7 +270,7 @@ mod tests {
         let again = w.wake_all().expect("sleepers");
         let expected: Vec<WorkerId> = (1..100).chain([200]).collect();
         assert_eq!(drain(&mut w, again), expected);
-        assert_eq!(w.len(), 100);
+        assert_eq!(w.count(), 100);
     }
 
     #[test]
