@@ -11,11 +11,11 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod console;
+mod memory;
 mod output;
 mod run;
 mod sweep;
 mod validate;
-mod memory;
 
 use std::process::ExitCode;
 

@@ -636,17 +636,18 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// What the run holds on the heap that grows with its jobs \[bytes\]: the samples kept for
     /// percentiles, the worker slots, the open loop's queue of arrived jobs, the waiters, the
-    /// pending events and the trace. Capacities, not lengths, since that is what is allocated.
+    /// pending events and the trace. Lengths, not capacities: what a growing vector reserved
+    /// beyond what it wrote is not resident.
     fn heap_bytes(&self) -> u64 {
         let open = self.open.as_ref().map_or(0, |o| {
-            o.waiting.capacity() * std::mem::size_of::<(u32, f64)>()
-                + o.free_slots.capacity() * std::mem::size_of::<usize>()
+            o.waiting.len() * std::mem::size_of::<(u32, f64)>()
+                + o.free_slots.len() * std::mem::size_of::<usize>()
         });
         let trace = self
             .trace
             .as_ref()
-            .map_or(0, |t| t.capacity() * std::mem::size_of::<TraceRecord>());
-        let workers = self.workers.capacity() * std::mem::size_of::<Worker<R::Stream>>();
+            .map_or(0, |t| t.len() * std::mem::size_of::<TraceRecord>());
+        let workers = self.workers.len() * std::mem::size_of::<Worker<R::Stream>>();
         self.tally.heap_bytes()
             + (open + trace + workers) as u64
             + self.queue.heap_bytes()

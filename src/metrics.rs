@@ -276,7 +276,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Bytes allocated for the samples and completion times, which grow with the jobs.
+    /// Bytes of the samples and completion times, which grow with the jobs.
     pub fn heap_bytes(&self) -> u64 {
         let samples = [
             &self.job_latencies_ms,
@@ -291,7 +291,7 @@ impl Tally {
         let completions = self
             .completions_s
             .as_ref()
-            .map_or(0, |c| (c.capacity() * std::mem::size_of::<f64>()) as u64);
+            .map_or(0, |c| (c.len() * std::mem::size_of::<f64>()) as u64);
         samples.iter().map(|s| s.heap_bytes()).sum::<u64>() + completions
     }
 }
@@ -329,9 +329,10 @@ impl Samples {
             self.values.push(value);
         }
     }
-    /// Bytes allocated for the stored values.
+    /// Bytes of the stored values (written ones: what a growing vector reserved beyond them
+    /// is not resident).
     pub fn heap_bytes(&self) -> u64 {
-        (self.values.capacity() * std::mem::size_of::<f64>()) as u64
+        (self.values.len() * std::mem::size_of::<f64>()) as u64
     }
     /// Number of observations.
     pub fn len(&self) -> u64 {

@@ -211,8 +211,7 @@ fn compare(
         .threads
         .map_or_else(default_threads, |t| t as usize);
     let budget = super::memory::budget(args.exec.memory_budget);
-    let run_bytes = match super::memory::check(world, plan.len() as u64, threads as u64, budget)
-    {
+    let run_bytes = match super::memory::check(world, plan.len() as u64, threads as u64, budget) {
         Ok(share) => share,
         Err(message) => {
             errln!("error: {message}");

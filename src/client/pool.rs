@@ -640,7 +640,7 @@ impl Pool {
 
     /// Workers waiting now.
     pub fn waiting(&self) -> usize {
-        self.waiters.len()
+        self.waiters.count()
     }
 
     /// The next worker of a woken `batch`, in list order; `None` once the batch is done. The

@@ -105,9 +105,9 @@ impl EventQueue {
             .map(|Reverse(Entry(time, order))| (f64::from_bits(time), unpack(order)))
     }
 
-    /// Bytes allocated for pending events.
+    /// Bytes of the pending events.
     pub fn heap_bytes(&self) -> u64 {
-        (self.heap.capacity() * std::mem::size_of::<Entry>()) as u64
+        (self.heap.len() * std::mem::size_of::<Entry>()) as u64
     }
 
     /// Number of pending events.

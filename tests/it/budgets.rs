@@ -43,7 +43,10 @@ fn outcome_column(out: &Output) -> String {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().expect("a CSV header").split(',').collect();
     let row: Vec<&str> = lines.next().expect("a CSV row").split(',').collect();
-    let at = header.iter().position(|h| *h == "outcome").expect("outcome");
+    let at = header
+        .iter()
+        .position(|h| *h == "outcome")
+        .expect("outcome");
     row[at].to_owned()
 }
 
@@ -132,9 +135,21 @@ fn a_command_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
     assert!(err.contains("hint:"), "{err}");
     assert!(!json.exists(), "nothing is written");
     // The estimate grows with the seeds: many one-job runs are refused too.
-    let out = simbench(&["run", "--seeds", "100000", "--jobs", "1", "--memory-budget", "1G"]);
+    let out = simbench(&[
+        "run",
+        "--seeds",
+        "100000",
+        "--jobs",
+        "1",
+        "--memory-budget",
+        "1G",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("would need about"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("would need about"),
+        "{}",
+        stderr(&out)
+    );
     // The sweep command checks the same way.
     let out = simbench(&[
         "sweep",
@@ -146,7 +161,11 @@ fn a_command_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
         "1K",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("over the memory budget"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("over the memory budget"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -171,7 +190,11 @@ fn memory_budget_sizes_parse_and_garbage_is_refused() {
     for bad in ["2X", "lots", "0", "-5M", ""] {
         let out = simbench(&["run", &format!("--memory-budget={bad}")]);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
-        assert!(stderr(&out).contains("--memory-budget"), "{bad:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--memory-budget"),
+            "{bad:?}: {}",
+            stderr(&out)
+        );
     }
 }
 

@@ -88,7 +88,7 @@ impl Default for Waiters {
 
 impl Waiters {
     /// Workers waiting now.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.waiting
     }
 
@@ -96,8 +96,7 @@ impl Waiters {
     /// in a set.
     pub fn heap_bytes(&self) -> u64 {
         let members: usize = self.sets.iter().map(|s| s.members.len()).sum();
-        (self.slots.capacity() * std::mem::size_of::<Slot>()) as u64
-            + members as u64 * MEMBER_BYTES
+        (self.slots.len() * std::mem::size_of::<Slot>()) as u64 + members as u64 * MEMBER_BYTES
     }
 
     /// The scope `worker` waits for, if it waits.
@@ -188,8 +187,7 @@ impl Waiters {
         if set.irregular || !set.scopes.iter().all(|(s, _)| full.contains(s)) {
             return false;
         }
-        let (small, large) = if set.members.len() > self.sets[self.asleep as usize].members.len()
-        {
+        let (small, large) = if set.members.len() > self.sets[self.asleep as usize].members.len() {
             (self.asleep, batch)
         } else {
             (batch, self.asleep)
@@ -264,12 +262,15 @@ mod tests {
         let first = w.next_woken(batch).expect("a member");
         w.remove(first);
         w.add(200, Scope::Primary);
-        assert!(!w.rewait_rest(batch, &[Scope::Fleet]), "another scope is not full");
+        assert!(
+            !w.rewait_rest(batch, &[Scope::Fleet]),
+            "another scope is not full"
+        );
         assert!(w.rewait_rest(batch, &[Scope::Primary]));
         let again = w.wake_all().expect("sleepers");
         let expected: Vec<WorkerId> = (1..100).chain([200]).collect();
         assert_eq!(drain(&mut w, again), expected);
-        assert_eq!(w.len(), 100);
+        assert_eq!(w.count(), 100);
     }
 
     #[test]
@@ -281,7 +282,11 @@ mod tests {
         w.remove(1);
         assert!(!w.rewait_rest(batch, &[Scope::Primary]));
         assert_eq!(w.next_woken(batch), Some(0));
-        assert_eq!(w.next_woken(batch), Some(1), "the caller checks who still waits");
+        assert_eq!(
+            w.next_woken(batch),
+            Some(1),
+            "the caller checks who still waits"
+        );
         assert_eq!(w.next_woken(batch), None);
     }
 }
