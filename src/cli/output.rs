@@ -40,6 +40,24 @@ pub(crate) struct Request<K> {
     pub kind: K,
 }
 
+impl<K> Request<K> {
+    /// The outputs a command's flags name: `(flag, path if given, rendering)` in flag order.
+    pub(crate) fn named<'a>(
+        flags: impl IntoIterator<Item = (&'static str, Option<&'a PathBuf>, K)>,
+    ) -> Vec<Self> {
+        flags
+            .into_iter()
+            .filter_map(|(flag, path, kind)| {
+                path.map(|path| Request {
+                    flag,
+                    path: path.clone(),
+                    kind,
+                })
+            })
+            .collect()
+    }
+}
+
 /// The outputs of one command, checked and staged before its runs start.
 pub(crate) struct Plan<K> {
     slots: Vec<Slot<K>>,

@@ -180,20 +180,11 @@ enum Rendering {
 
 /// The outputs named by `--json`, `--markdown` and `--csv`.
 fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
-    [
-        ("--json", &args.json, Rendering::Json),
-        ("--markdown", &args.markdown, Rendering::Markdown),
-        ("--csv", &args.csv, Rendering::Csv),
-    ]
-    .into_iter()
-    .filter_map(|(flag, path, kind)| {
-        path.as_ref().map(|path| Request {
-            flag,
-            path: path.clone(),
-            kind,
-        })
-    })
-    .collect()
+    Request::named([
+        ("--json", args.json.as_ref(), Rendering::Json),
+        ("--markdown", args.markdown.as_ref(), Rendering::Markdown),
+        ("--csv", args.csv.as_ref(), Rendering::Csv),
+    ])
 }
 
 /// Runs the sweep and builds the report; `None` (with a message) if it cannot fit in the memory

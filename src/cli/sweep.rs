@@ -243,19 +243,10 @@ enum Rendering {
 
 /// The outputs named by `--json` and `--csv`.
 fn requests(args: &SweepArgs) -> Vec<Request<Rendering>> {
-    [
-        ("--json", &args.json, Rendering::Json),
-        ("--csv", &args.csv, Rendering::Csv),
-    ]
-    .into_iter()
-    .filter_map(|(flag, path, kind)| {
-        path.as_ref().map(|path| Request {
-            flag,
-            path: path.clone(),
-            kind,
-        })
-    })
-    .collect()
+    Request::named([
+        ("--json", args.json.as_ref(), Rendering::Json),
+        ("--csv", args.csv.as_ref(), Rendering::Csv),
+    ])
 }
 
 /// The level as a world override: the size knob the sweep varies, nothing else.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
+use crate::support::DOOMED;
 use crate::support::scratch_dir;
 
 /// A world whose every run finishes quickly, and lasts minutes with `--jobs 1000000 --seeds 20`.
@@ -25,19 +26,6 @@ id = "only"
 capacity = 8
 latency = { median_s = 0.05, sigma = 0.0 }
 failures = { error_rate = 0.0, storm_rate = 0.0 }
-"#;
-
-/// A world in which no run finishes.
-const DOOMED: &str = r#"
-name = "doomed"
-summary = "Every request fails."
-jobs = 50
-concurrency = 3
-[[endpoints]]
-id = "only"
-capacity = 3
-latency = { median_s = 0.05, sigma = 0.0 }
-failures = { error_rate = 1.0, storm_rate = 0.0 }
 "#;
 
 /// A quick `run` of the calm world, for tests about where its outputs go.

@@ -5,6 +5,7 @@
 //! Refresh the snapshot with `SNAPSHOTS=overwrite cargo test --release report_` and review the
 //! diff.
 
+use crate::support::DOOMED;
 use simbench::compile;
 use simbench::harness::RngScheme;
 use simbench::metrics::CATALOGUE;
@@ -218,20 +219,6 @@ fn report_sweep_is_identical_on_one_thread_and_on_many() {
     let names: Vec<String> = algorithms.iter().map(|a| a.to_string()).collect();
     assert_eq!(keys, sweep::plan(&names, &seeds));
 }
-
-/// `only` dies for good on its single endpoint: `wait` queues forever on a DEAD resource and
-/// stalls, while `immediate` fails its jobs and finishes.
-const DOOMED: &str = r#"
-name = "doomed"
-summary = "Every request fails."
-jobs = 50
-concurrency = 3
-[[endpoints]]
-id = "only"
-capacity = 3
-latency = { median_s = 0.05, sigma = 0.0 }
-failures = { error_rate = 1.0, storm_rate = 0.0 }
-"#;
 
 #[test]
 fn report_stalled_algorithms_are_shown_and_left_out() {

@@ -2,6 +2,7 @@
 //! determinism, exit codes for partial and total stalls, and failed writes that leave nothing
 //! behind.
 
+use crate::support::DOOMED;
 use crate::support::{simbench, without_wall_times};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -160,23 +161,11 @@ fn report_cli_unwritable_output_fails_cleanly() {
     }
 }
 
-const HALF_DOOMED: &str = r#"
-name = "doomed"
-summary = "Every request fails."
-jobs = 50
-concurrency = 3
-[[endpoints]]
-id = "only"
-capacity = 3
-latency = { median_s = 0.05, sigma = 0.0 }
-failures = { error_rate = 1.0, storm_rate = 0.0 }
-"#;
-
 #[test]
 fn report_cli_a_partial_stall_exits_0_and_a_total_stall_exits_2() {
     let dir = scratch("stall");
     let world = dir.join("doomed.toml");
-    std::fs::write(&world, HALF_DOOMED).unwrap();
+    std::fs::write(&world, DOOMED).unwrap();
     let world = world.to_str().unwrap();
     let partial = simbench(&[
         "run",

@@ -59,3 +59,17 @@ pub fn without_wall_times(text: &str) -> serde_json::Value {
     blank(&mut value);
     value
 }
+
+/// A world in which every request fails: `wait` queues on its DEAD endpoint and stalls, while
+/// `immediate` fails its jobs and finishes.
+pub const DOOMED: &str = r#"
+name = "doomed"
+summary = "Every request fails."
+jobs = 50
+concurrency = 3
+[[endpoints]]
+id = "only"
+capacity = 3
+latency = { median_s = 0.05, sigma = 0.0 }
+failures = { error_rate = 1.0, storm_rate = 0.0 }
+"#;
