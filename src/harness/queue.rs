@@ -26,13 +26,15 @@ pub enum Event {
     WaitDeadline(u32),
 }
 
-/// A heap entry: the time's bit pattern, then `seq << 25 | event`. Comparing the tuple compares
-/// time, then sequence number; the low 25 bits never decide since sequence numbers are unique.
+/// A heap entry: the time's bit pattern, then `seq << 28 | event`. Comparing the tuple compares
+/// time, then sequence number; the low 28 bits never decide since sequence numbers are unique.
+/// The event takes 3 bits of kind and 25 of index: an open loop has a worker slot per job in
+/// flight, up to the 10,000,000 jobs a world may have, so 22 bits (4,194,303) were too few.
 /// Two `u64`s keep the entry at 16 bytes, which the heap moves a lot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry(u64, u64);
 
-const EVENT_BITS: u32 = 25;
+const EVENT_BITS: u32 = 28;
 const KIND_SHIFT: u32 = EVENT_BITS - 3;
 const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
@@ -84,7 +86,7 @@ impl EventQueue {
     ///
     /// # Panics
     /// Panics if `at` is negative or not finite (the simulation never produces such a time), or
-    /// after 2^39 events.
+    /// after 2^36 (6.9 × 10^10) events, hours of simulation beyond any wall budget's default.
     pub fn push(&mut self, at: f64, event: Event) {
         assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
         assert!(
@@ -124,6 +126,19 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_worker_slot_of_the_largest_world_fits_an_event() {
+        // The schema's largest `jobs`: an open loop may hold that many workers at once.
+        let last = 10_000_000 - 1;
+        for event in [
+            Event::Resume(last),
+            Event::HedgeAnswer(last),
+            Event::WaitDeadline(last),
+        ] {
+            assert_eq!(unpack(pack(event)), event);
+        }
+    }
 
     #[test]
     fn time_then_fifo() {
