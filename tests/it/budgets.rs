@@ -249,3 +249,69 @@ fn a_run_over_its_memory_share_is_out_of_memory() {
     assert!(report.nothing_finished());
     assert_eq!(report.unfinished_runs(), 4);
 }
+
+/// Every request fails and is retried 100 times, and no endpoint is ever retired: each call
+/// leaves far more samples than the up-front estimate's five, which is what the run-time guard
+/// is for.
+const RETRY_STORM: &str = r#"
+name = "retry_storm"
+summary = "Every request fails and is retried many times."
+jobs = 20000
+concurrency = 8
+horizon_s = 1e9
+[breaker]
+degrade_after = 4294967295
+dead_after = 4294967295
+[retry]
+max_attempts = 100
+base = 0.001
+cap = 0.001
+retry_unknown = true
+[[endpoints]]
+id = "only"
+capacity = 8
+quota_units = 1000000000
+latency = { median_s = 0.01, sigma = 0.0 }
+failures = { error_rate = 1.0, storm_rate = 0.0 }
+"#;
+
+#[test]
+fn a_run_that_outgrows_its_share_stops_as_out_of_memory_through_the_binary() {
+    let dir = scratch_dir("budget-oom");
+    let file = dir.join("storm.toml");
+    std::fs::write(&file, RETRY_STORM).unwrap();
+    let run = |threads: &str| {
+        simbench(&[
+            "run",
+            file.to_str().unwrap(),
+            "--algorithms",
+            "backoff",
+            "--seeds",
+            "1",
+            "--threads",
+            threads,
+            "--memory-budget",
+            "24M",
+            "--csv",
+            "-",
+        ])
+    };
+    let out = run("1");
+    // The command fits the estimate (so it starts), then its one run outgrows its share.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(outcome_column(&out), "out_of_memory");
+    let err = stderr(&out);
+    assert!(err.contains("no run finished"), "{err}");
+    // The harness counts what it holds, so the run stops at the same point whatever the threads.
+    let again = run("2");
+    assert_eq!(outcome_column(&again), "out_of_memory");
+    let reason = |o: &Output| {
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines()
+            .find(|l| l.contains("memory budget exhausted"))
+            .map(str::to_owned)
+    };
+    let first = reason(&out).expect("the table's notes say why the run stopped");
+    assert!(first.contains("after 0 jobs done"), "{first}");
+    assert_eq!(Some(first), reason(&again));
+}
