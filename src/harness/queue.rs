@@ -37,6 +37,8 @@ struct Entry(u64, u64);
 const EVENT_BITS: u32 = 28;
 const KIND_SHIFT: u32 = EVENT_BITS - 3;
 const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
+/// Sequence numbers available before [`EventQueue::renumber`] restarts them.
+const SEQ_LIMIT: u64 = 1 << (64 - EVENT_BITS);
 
 fn pack(event: Event) -> u64 {
     let (index, kind) = match event {
@@ -85,19 +87,39 @@ impl EventQueue {
     /// Schedules `event` at `at`, behind everything already scheduled for the same time.
     ///
     /// # Panics
-    /// Panics if `at` is negative or not finite (the simulation never produces such a time), or
-    /// after 2^36 (6.9 × 10^10) events, hours of simulation beyond any wall budget's default.
+    /// Panics if `at` is negative or not finite (the simulation never produces such a time).
     pub fn push(&mut self, at: f64, event: Event) {
         assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
-        assert!(
-            self.next_seq < 1 << (64 - EVENT_BITS),
-            "event sequence exhausted"
-        );
+        if self.next_seq == SEQ_LIMIT {
+            self.renumber();
+        }
         // -0.0 and 0.0 must share a key.
         let time = (at + 0.0).to_bits();
         let order = self.next_seq << EVENT_BITS | pack(event);
         self.next_seq += 1;
         self.heap.push(Reverse(Entry(time, order)));
+    }
+
+    /// Gives the pending events the sequence numbers 0, 1, … in their order, so that a run past
+    /// 2^36 (6.9 × 10^10) events — hours of simulation — keeps going with the same order
+    /// instead of running out of numbers. Only the numbers change, never which event comes first.
+    #[cold]
+    fn renumber(&mut self) {
+        let pending = std::mem::take(&mut self.heap).into_sorted_vec();
+        // Sorted ascending by `Reverse`, so the latest event comes first.
+        let n = pending.len() as u64;
+        self.heap = pending
+            .into_iter()
+            .enumerate()
+            .map(|(i, Reverse(Entry(time, order)))| {
+                let seq = n - 1 - i as u64;
+                Reverse(Entry(
+                    time,
+                    seq << EVENT_BITS | order & ((1 << EVENT_BITS) - 1),
+                ))
+            })
+            .collect();
+        self.next_seq = n;
     }
 
     /// Removes and returns the earliest event with its time.
@@ -138,6 +160,25 @@ mod tests {
         ] {
             assert_eq!(unpack(pack(event)), event);
         }
+    }
+
+    #[test]
+    fn running_out_of_sequence_numbers_keeps_the_order() {
+        let mut q = EventQueue {
+            next_seq: SEQ_LIMIT - 3,
+            ..EventQueue::default()
+        };
+        q.push(2.0, Event::Resume(1));
+        q.push(1.0, Event::Resume(2));
+        q.push(2.0, Event::Resume(3));
+        // The next push renumbers: the pending events keep their order, the new one comes last
+        // among equal times.
+        q.push(2.0, Event::Resume(4));
+        q.push(1.0, Event::Resume(5));
+        assert_eq!(q.next_seq, 5);
+        let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let expected = [2, 5, 1, 3, 4].map(Event::Resume);
+        assert_eq!(order, expected);
     }
 
     #[test]
