@@ -602,7 +602,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             }
             match event {
                 Event::Resume(w) => self.resume(w as usize),
-                Event::Wake => self.wake_batch(),
+                Event::Wake => {
+                    if let Some(stop) = self.wake_batch(out_of_time) {
+                        return stop;
+                    }
+                }
                 Event::Arrival => self.arrive(),
                 Event::Cooldown(r) => {
                     self.pool.cooldown_check(r as usize, self.now);
@@ -807,8 +811,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     /// numbers at this instant, so running them back to back is the same as one event each.
     /// Once one of them finds nothing to lease, nothing changes until the batch ends, so the
     /// rest go back to sleep without looking: a release that wakes a thousand waiters costs one
-    /// check, not a thousand events, and the pool sends them back to sleep at once.
-    fn wake_batch(&mut self) {
+    /// check, not a thousand events, and the pool sends them back to sleep at once. Returns
+    /// the stop when a budget runs out inside the batch.
+    fn wake_batch(&mut self, out_of_time: &dyn Fn() -> bool) -> Option<Outcome> {
         let mut batch = self
             .wake_batches
             .pop_front()
@@ -817,11 +822,20 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         // the set (with one scope this is the single "nothing free" flag).
         let mut empty = std::mem::take(&mut self.empty_scopes);
         empty.clear();
+        // A batch can hold every worker, and a strategy may refuse each one in turn: the
+        // budgets are polled inside it too.
+        let mut looked_at = 0usize;
         for &woken in &batch {
             while !self.pool.rewait_rest(woken, &empty) {
                 let Some(w) = self.pool.next_woken(woken) else {
                     break;
                 };
+                looked_at += 1;
+                if looked_at % POLL_EVERY == 0
+                    && let Some(stop) = self.over_budget(out_of_time)
+                {
+                    return Some(stop);
+                }
                 if self.workers[w as usize].phase != Phase::Waiting {
                     // Its wait reached a deadline after this batch was made.
                     continue;
@@ -846,6 +860,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         batch.clear();
         self.spare_batches.push(batch);
         self.empty_scopes = empty;
+        None
     }
 
     /// A waiting worker's deadline came: it leaves the waiter list and its strategy decides
@@ -1287,6 +1302,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     fn finish(mut self, outcome: Outcome) -> RunResult {
+        let large = self.heap_bytes() >= RELEASE_OFF_PATH_BYTES;
         let makespan_s = self.tally.makespan_s;
         self.tally.leases_active_at_end = self.pool.active_total().into();
         let in_flight: u32 = (0..self.unused_busy_s.len())
@@ -1338,6 +1354,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             .filter(|c| self.error_classes[**c as usize] > 0)
             .map(|c| (c.name(), self.error_classes[*c as usize]))
             .collect();
+        if large {
+            let open = self.open.take();
+            release_off_path((
+                std::mem::take(&mut self.workers),
+                std::mem::take(&mut self.queue),
+                std::mem::take(&mut self.tally),
+                open,
+                self.pool.take_waiters(),
+                std::mem::take(&mut self.wake_batches),
+            ));
+        }
         RunResult {
             outcome,
             metrics,
@@ -1352,7 +1379,21 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 }
 
 /// Events (and starting workers) between two polls of the budgets.
-const POLL_EVERY: usize = 16_384;
+const POLL_EVERY: usize = 1_024;
+
+/// A run holding more than this frees its workers and queues on a thread of its own: freeing
+/// gigabytes takes about half a second per gigabyte, time the caller's wall budget would
+/// otherwise overrun by after the run has stopped.
+const RELEASE_OFF_PATH_BYTES: u64 = 64 << 20;
+
+/// Frees the state a large run no longer needs (its workers, queues and tally) on a detached
+/// thread; the process may exit before it is done.
+fn release_off_path<T: Send + 'static>(state: T) {
+    // Without a thread to spare, `spawn` frees the state here, as a small run does.
+    let _ = std::thread::Builder::new()
+        .name("simbench-free".into())
+        .spawn(move || drop(state));
+}
 
 /// The span of the world's incidents and its recovery rule, if some incident ends.
 fn recovery_rule(world: &World) -> Option<RecoveryRule> {

@@ -27,7 +27,7 @@ pub trait Stream {
 /// What a run's streams are keyed by; one implementation per random-number scheme.
 pub trait RandomSource {
     /// The stream type this scheme hands out.
-    type Stream: Stream;
+    type Stream: Stream + Send + 'static;
     /// Stream of the `ordinal`-th request (1-based, refusals included) to `endpoint`.
     fn request(&self, endpoint: usize, ordinal: u64) -> Self::Stream;
     /// Stream deciding whether a storm starts at window `window` of `endpoint`.

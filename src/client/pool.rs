@@ -638,6 +638,12 @@ impl Pool {
         self.waiters.heap_bytes()
     }
 
+    /// Empties the waiter list and hands it over, for a finished run to free elsewhere (a
+    /// list of millions of waiters takes a while to free).
+    pub fn take_waiters(&mut self) -> impl Send + 'static {
+        std::mem::take(&mut self.waiters)
+    }
+
     /// Workers waiting now.
     pub fn waiting(&self) -> usize {
         self.waiters.count()
