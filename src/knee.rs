@@ -81,7 +81,7 @@ pub struct LevelStats {
     /// Runs made.
     pub runs: usize,
     /// Summaries of [`SHOWN`] over the finished runs, in that order; empty if none finished.
-    pub summaries: Vec<Summary>,
+    pub summaries: Vec<Option<Summary>>,
     /// `(seed, reason)` of every finished run the validity gate rejects.
     pub invalid: Vec<(u64, String)>,
     /// `(seed, reason)` of every run that did not finish.
@@ -94,7 +94,7 @@ impl LevelStats {
     /// The summary of `metric` (one of [`SHOWN`]), if any run finished.
     pub fn summary(&self, metric: Metric) -> Option<&Summary> {
         let at = SHOWN.iter().position(|&m| m == metric)?;
-        self.summaries.get(at)
+        self.summaries.get(at).and_then(Option::as_ref)
     }
 
     /// Runs that finished and passed the validity gate.
@@ -133,8 +133,11 @@ fn level_stats(level: &LevelRuns<'_>) -> LevelStats {
         .collect();
     let summaries = SHOWN
         .iter()
-        .filter_map(|&metric| {
-            let values: Vec<f64> = finished.iter().map(|(_, m)| m.get(metric)).collect();
+        .map(|&metric| {
+            let values: Vec<f64> = finished
+                .iter()
+                .filter_map(|(_, m)| m.value(metric))
+                .collect();
             Summary::of(&values)
         })
         .collect();

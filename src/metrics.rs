@@ -196,22 +196,76 @@ impl Metric {
     }
 }
 
-/// One run's metric values, indexed by [`Metric`].
+/// Why `metric` has no value in a run where what it divides by, or takes a percentile of, is
+/// empty (each metric has one such condition).
+pub const fn undefined_reason(metric: Metric) -> &'static str {
+    use Metric::*;
+    match metric {
+        ThroughputRps => "no simulated time passed",
+        AttemptsPerCompletedJob
+        | SuccessfulJobLatencyP50Ms
+        | SuccessfulJobLatencyP95Ms
+        | SuccessfulJobLatencyP99Ms => "no job completed",
+        AttemptInflation => "no step was attempted",
+        FailedAttemptRate | RetryRate => "no attempt was made",
+        RefusalRate | ErrorRate | RefusalTimeoutRatio => "no request reached the provider",
+        AcquireWaitP50Ms | AcquireWaitP99Ms => "no lease was acquired",
+        RequestLatencyP50Ms => "no request succeeded",
+        Utilization => "the provider offered no capacity",
+        EndpointSpread | CacheHitRate => "no request was admitted",
+        ServiceP50Ms | ServiceP95Ms | ServiceP99Ms | ObservedP50Ms | ObservedP95Ms
+        | ObservedP99Ms | QueueWaitP50Ms | QueueWaitP99Ms | QueueWaitMeanMs | QueueShare => {
+            "no first-attempt request was served"
+        }
+        RetryObservedP99Ms | RetryQueueWaitP99Ms => "no retry request was served",
+        RecoveryS | GoodputLostJobs => "no incident ended",
+        _ => "nothing was measured",
+    }
+}
+
+/// One run's metric values, indexed by [`Metric`]. A metric whose denominator or sample is
+/// empty in this run is *undefined*: it reads as 0 (the reference's 0/0), and the report shows
+/// it as not applicable with [`undefined_reason`] instead of a number.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MetricValues([f64; N_METRICS]);
+pub struct MetricValues {
+    values: [f64; N_METRICS],
+    /// Bit `m` set: metric `m` is undefined in this run.
+    undefined: u64,
+}
+
+const _: () = assert!(N_METRICS <= u64::BITS as usize, "one bit per metric");
 
 impl MetricValues {
-    /// The value of `metric`.
+    /// The value of `metric` (0 when it is undefined).
     pub fn get(&self, metric: Metric) -> f64 {
-        self.0[metric as usize]
+        self.values[metric as usize]
     }
-    /// Replaces the value of `metric` (used for the wall time, measured outside the core).
+    /// The value of `metric`, or `None` when this run has nothing to compute it from.
+    pub fn value(&self, metric: Metric) -> Option<f64> {
+        self.is_defined(metric).then(|| self.get(metric))
+    }
+    /// Whether this run has a value for `metric`.
+    pub fn is_defined(&self, metric: Metric) -> bool {
+        self.undefined & (1 << metric as u32) == 0
+    }
+    /// Sets the value of `metric`, which is then defined (used for the wall time, measured
+    /// outside the core).
     pub fn set(&mut self, metric: Metric, value: f64) {
-        self.0[metric as usize] = value;
+        self.values[metric as usize] = value;
+        self.undefined &= !(1 << metric as u32);
     }
-    /// `(info, value)` pairs in catalogue order.
+    /// Marks `metric` undefined in this run; it reads as 0.
+    pub(crate) fn undefine(&mut self, metric: Metric) {
+        self.values[metric as usize] = 0.0;
+        self.undefined |= 1 << metric as u32;
+    }
+    /// `(info, value)` pairs in catalogue order, undefined values reading as 0.
     pub fn iter(&self) -> impl Iterator<Item = (&'static MetricInfo, f64)> + '_ {
-        CATALOGUE.iter().zip(self.0.iter().copied())
+        CATALOGUE.iter().zip(self.values.iter().copied())
+    }
+    /// `(info, value)` pairs in catalogue order, `None` where undefined.
+    pub fn iter_defined(&self) -> impl Iterator<Item = (&'static MetricInfo, Option<f64>)> + '_ {
+        CATALOGUE.iter().map(|info| (info, self.value(info.metric)))
     }
 }
 
@@ -408,8 +462,10 @@ fn ratio(num: f64, den: f64) -> f64 {
     if den == 0.0 || !q.is_finite() { 0.0 } else { q }
 }
 
-/// Computes every metric but `wall_s` (left at 0) from a run's tally.
+/// Computes every metric but `wall_s` (left at 0) from a run's tally, marking undefined those
+/// with nothing to compute them from.
 pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
+    use Metric::*;
     let [job_p50, job_p95, job_p99] = tally.job_latencies_ms.percentiles([0.50, 0.95, 0.99]);
     let [wait_p50, wait_p99] = tally.acquire_waits_ms.percentiles([0.50, 0.99]);
     let request_p50 = tally.request_latencies_ms.percentile(0.50);
@@ -423,7 +479,10 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
     let requests = sum(|e| e.requests as f64);
     let done = t.jobs_done as f64;
     let attempts = t.attempts as f64;
-    let mut v = MetricValues([0.0; N_METRICS]);
+    let mut v = MetricValues {
+        values: [0.0; N_METRICS],
+        undefined: 0,
+    };
     let mut put = |m: Metric, x: f64| v.set(m, x);
     put(Metric::JobsDone, done);
     put(Metric::JobsFailed, t.jobs_failed as f64);
@@ -493,6 +552,43 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
         Metric::CacheHitRate,
         ratio(t.cache_hits as f64, sum(|e| e.admitted as f64)),
     );
+    let served_first = !t.service_ms.is_empty();
+    let empty = [
+        (ThroughputRps, t.makespan_s <= 0.0),
+        (AttemptsPerCompletedJob, t.jobs_done == 0),
+        (SuccessfulJobLatencyP50Ms, t.job_latencies_ms.is_empty()),
+        (SuccessfulJobLatencyP95Ms, t.job_latencies_ms.is_empty()),
+        (SuccessfulJobLatencyP99Ms, t.job_latencies_ms.is_empty()),
+        (AttemptInflation, t.attempted_steps == 0),
+        (FailedAttemptRate, t.attempts == 0),
+        (RetryRate, t.attempts == 0),
+        (RefusalRate, requests == 0.0),
+        (ErrorRate, requests == 0.0),
+        (RefusalTimeoutRatio, requests == 0.0),
+        (AcquireWaitP50Ms, t.acquire_waits_ms.is_empty()),
+        (AcquireWaitP99Ms, t.acquire_waits_ms.is_empty()),
+        (RequestLatencyP50Ms, t.request_latencies_ms.is_empty()),
+        (Utilization, sum(|e| e.offered_capacity_s) <= 0.0),
+        (EndpointSpread, sum(|e| e.admitted as f64) == 0.0),
+        (CacheHitRate, sum(|e| e.admitted as f64) == 0.0),
+        (ServiceP50Ms, !served_first),
+        (ServiceP95Ms, !served_first),
+        (ServiceP99Ms, !served_first),
+        (ObservedP50Ms, t.observed_ms.is_empty()),
+        (ObservedP95Ms, t.observed_ms.is_empty()),
+        (ObservedP99Ms, t.observed_ms.is_empty()),
+        (QueueWaitP50Ms, t.queue_wait_ms.is_empty()),
+        (QueueWaitP99Ms, t.queue_wait_ms.is_empty()),
+        (QueueWaitMeanMs, t.queue_wait_ms.is_empty()),
+        (QueueShare, t.observed_ms.is_empty()),
+        (RetryObservedP99Ms, t.retry_observed_ms.is_empty()),
+        (RetryQueueWaitP99Ms, t.retry_queue_wait_ms.is_empty()),
+    ];
+    for (metric, nothing) in empty {
+        if nothing {
+            v.undefine(metric);
+        }
+    }
     v
 }
 
@@ -570,6 +666,55 @@ mod tests {
             let says = info.meaning.contains("Not applicable");
             assert_eq!(says, info.needs.is_some(), "{}", info.name);
         }
+    }
+
+    #[test]
+    fn a_ratio_with_nothing_to_divide_by_is_undefined_not_zero() {
+        let v = compute(&mut Tally::default(), &[]);
+        // Counts are defined whatever happened; ratios and percentiles of nothing are not.
+        assert_eq!(v.value(Metric::JobsDone), Some(0.0));
+        assert_eq!(v.value(Metric::Requests), Some(0.0));
+        for m in [
+            Metric::ThroughputRps,
+            Metric::AttemptsPerCompletedJob,
+            Metric::RefusalRate,
+            Metric::SuccessfulJobLatencyP99Ms,
+            Metric::ServiceP99Ms,
+            Metric::QueueShare,
+            Metric::Utilization,
+        ] {
+            assert_eq!(v.value(m), None, "{m:?}");
+            assert_eq!(v.get(m), 0.0, "{m:?} reads as the reference's 0/0");
+        }
+        assert_eq!(
+            undefined_reason(Metric::AttemptsPerCompletedJob),
+            "no job completed"
+        );
+        // One completed job and a request define them again.
+        let mut tally = Tally {
+            jobs: 1,
+            next_job: 1,
+            jobs_done: 1,
+            attempts: 2,
+            attempted_steps: 1,
+            makespan_s: 4.0,
+            ..Tally::default()
+        };
+        tally.job_latencies_ms.push(10.0);
+        let endpoint = EndpointTally {
+            requests: 2,
+            admitted: 1,
+            refused: 1,
+            ..EndpointTally::default()
+        };
+        let v = compute(&mut tally, &[endpoint]);
+        assert_eq!(v.value(Metric::AttemptsPerCompletedJob), Some(2.0));
+        assert_eq!(v.value(Metric::RefusalRate), Some(0.5));
+        assert_eq!(v.value(Metric::SuccessfulJobLatencyP99Ms), Some(10.0));
+        assert_eq!(v.value(Metric::ServiceP99Ms), None);
+        let mut w = v.clone();
+        w.set(Metric::ServiceP99Ms, 3.0);
+        assert_eq!(w.value(Metric::ServiceP99Ms), Some(3.0));
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod validity;
 
 use std::collections::BTreeMap;
 
-use crate::metrics::{CATALOGUE, Metric, MetricInfo, MetricValues};
+use crate::metrics::{CATALOGUE, Metric, MetricInfo, MetricValues, undefined_reason};
 use crate::world::{Feature, Variant, World};
 use rank::{Contestant, Gate, Standing, Verdict};
 use stats::Summary;
@@ -138,8 +138,12 @@ pub struct Column {
     pub unfinished: Vec<(u64, &'static str, String)>,
     /// `(seed, reason)` of every finished run the validity gate rejects.
     pub invalid: Vec<(u64, String)>,
-    /// Per-metric summaries over the finished runs, in catalogue order; empty if none finished.
-    pub stats: Vec<Summary>,
+    /// Per-metric summaries over the finished runs that define the metric, in catalogue
+    /// order; empty if none finished, `None` for a metric no finished run defines.
+    pub stats: Vec<Option<Summary>>,
+    /// Per metric in catalogue order: finished runs in which it is undefined (see
+    /// [`crate::metrics::undefined_reason`]); empty if none finished.
+    pub undefined: Vec<usize>,
     /// Mean admitted requests per finished run, per endpoint in world order.
     pub endpoint_admitted: Vec<f64>,
     /// Mean failed attempts per finished run, per error class.
@@ -147,9 +151,19 @@ pub struct Column {
 }
 
 impl Column {
-    /// The summary of `metric`, if any run finished.
+    /// The summary of `metric`, if some finished run defines it.
     pub fn summary(&self, metric: Metric) -> Option<&Summary> {
-        self.stats.get(metric as usize)
+        self.stats.get(metric as usize).and_then(Option::as_ref)
+    }
+
+    /// Finished runs in which `metric` is undefined.
+    pub fn undefined_runs(&self, metric: Metric) -> usize {
+        self.undefined.get(metric as usize).copied().unwrap_or(0)
+    }
+
+    /// Runs that finished.
+    pub fn finished_runs(&self) -> usize {
+        self.runs - self.unfinished.len()
     }
 
     /// Whether the column takes part in the ranking.
@@ -284,6 +298,45 @@ impl Report {
     }
 }
 
+impl Report {
+    /// One line per algorithm with metrics some finished run had nothing to compute from, e.g.
+    /// `wait: attempts_per_completed_job, successful_job_latency_p50_ms on 3 of 3 runs (no job
+    /// completed)`; grouped by reason, shown metrics only.
+    pub fn undefined_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for column in &self.columns {
+            // (reason, runs) → metric names, in catalogue order of first appearance.
+            let mut groups: Vec<((&str, usize), Vec<&str>)> = Vec::new();
+            for row in self.shown_rows() {
+                let runs = column.undefined_runs(row.info.metric);
+                if runs == 0 {
+                    continue;
+                }
+                let key = (undefined_reason(row.info.metric), runs);
+                match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, names)) => names.push(row.info.name),
+                    None => groups.push((key, vec![row.info.name])),
+                }
+            }
+            if groups.is_empty() {
+                continue;
+            }
+            let finished = column.finished_runs();
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|((reason, runs), names)| {
+                    format!(
+                        "{} on {runs} of {finished} runs ({reason})",
+                        names.join(", ")
+                    )
+                })
+                .collect();
+            lines.push(format!("{}: {}", column.algorithm, parts.join("; ")));
+        }
+        lines
+    }
+}
+
 /// Builds the report of a sweep over `world`, from its runs in sweep order.
 pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
     let columns: Vec<Column> = algorithms_in_order(&runs)
@@ -342,16 +395,21 @@ fn column(world: &World, runs: &[Run], name: &str) -> Column {
         .copied()
         .filter(|r| r.metrics().is_some())
         .collect();
-    let stats = CATALOGUE
-        .iter()
-        .filter_map(|info| {
-            let values: Vec<f64> = finished
-                .iter()
-                .filter_map(|r| r.metrics().map(|m| m.get(info.metric)))
-                .collect();
-            Summary::of(&values)
-        })
-        .collect();
+    let (stats, undefined) = if finished.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        CATALOGUE
+            .iter()
+            .map(|info| {
+                let values: Vec<f64> = finished
+                    .iter()
+                    .filter_map(|r| r.metrics().and_then(|m| m.value(info.metric)))
+                    .collect();
+                let undefined = finished.len() - values.len();
+                (Summary::of(&values), undefined)
+            })
+            .unzip()
+    };
     let per_run = |total: u64| total as f64 / finished.len().max(1) as f64;
     let endpoint_admitted = (0..world.endpoints().len())
         .map(|e| per_run(finished.iter().map(|r| r.endpoint_admitted[e]).sum()))
@@ -381,6 +439,7 @@ fn column(world: &World, runs: &[Run], name: &str) -> Column {
             })
             .collect(),
         stats,
+        undefined,
         endpoint_admitted,
         error_classes: classes
             .into_iter()

@@ -3,7 +3,8 @@
 //!
 //! Owns the column layout: `algorithm,seed,outcome,valid`, then the catalogue's metric names in
 //! order, the same for every world. Values are rounded to 6 decimals; a run that did not finish
-//! has empty metric cells, and so does a metric that does not apply to the world. RFC 4180
+//! has empty metric cells, and so does a metric that does not apply to the world or that the
+//! run has nothing to compute from (see the JSON's `undefined` for the reason). RFC 4180
 //! quoting, `\n` line ends. Streams into any `io::Write`, row by row; where it goes is the
 //! caller's decision.
 
@@ -45,12 +46,9 @@ pub(crate) fn outcome_cells(
     match &run.outcome {
         Outcome::Finished(values) => ["ok".to_string(), valid.to_string()]
             .into_iter()
-            .chain(values.iter().map(|(info, v)| {
-                if applies(info.metric) {
-                    round6(v).to_string()
-                } else {
-                    String::new()
-                }
+            .chain(values.iter_defined().map(|(info, v)| match v {
+                Some(v) if applies(info.metric) => round6(v).to_string(),
+                _ => String::new(),
             }))
             .collect(),
         Outcome::Unfinished { kind, .. } => [(*kind).to_string(), String::new()]

@@ -4,7 +4,9 @@
 //! Owns the JSON shape (reference §8.6 plus `simbench_version`, `world_hash`, `median`,
 //! `outcome`/`reason` per run, `stalled`, `not_applicable` and `settings`). A metric that does
 //! not apply to the world is absent from `metrics`, `aggregates` and `winners` and listed under
-//! `not_applicable` with the reason. Objects keep report order — algorithms as they
+//! `not_applicable` with the reason; a metric a run has nothing to compute from (no job
+//! completed, no request sent…) is absent from that run's `metrics` and listed in its
+//! `undefined` with the reason, and aggregates count such runs in `undefined_runs`. Objects keep report order — algorithms as they
 //! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
 //! decimals; verdicts were computed from the unrounded ones. Streams into any `io::Write` (the
 //! runs one at a time, so a report of a million runs is never held whole as text); where it
@@ -18,7 +20,7 @@ use serde::ser::SerializeMap;
 
 use super::format::round6;
 use super::{Column, Outcome, Report, Run};
-use crate::metrics::CATALOGUE;
+use crate::metrics::{CATALOGUE, undefined_reason};
 
 /// Renders the JSON report, ending with a newline.
 pub fn render(report: &Report) -> String {
@@ -141,6 +143,12 @@ impl Serialize for Runs<'_> {
 /// A JSON object whose keys keep the order given (serde_json's own map would sort them).
 struct Ordered<K, V>(Vec<(K, V)>);
 
+impl<K, V> Ordered<K, V> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl<K: Serialize, V: Serialize> Serialize for Ordered<K, V> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
@@ -203,6 +211,9 @@ struct JsonRun<'a> {
     invalid_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metrics: Option<Ordered<&'static str, f64>>,
+    /// Metrics that apply to the world but that this run has nothing to compute from.
+    #[serde(skip_serializing_if = "Ordered::is_empty")]
+    undefined: Ordered<&'static str, &'static str>,
     error_classes: &'a BTreeMap<String, u64>,
     endpoint_admitted: BTreeMap<&'a str, u64>,
 }
@@ -221,9 +232,25 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
         valid: run.metrics().map(|_| report.invalid_reason(run).is_none()),
         invalid_reason: report.invalid_reason(run),
         metrics: run.metrics().map(|m| {
-            let applicable = m.iter().filter(|(info, _)| report.applies(info.metric));
-            Ordered(applicable.map(|(info, v)| (info.name, round6(v))).collect())
+            let applicable = m
+                .iter_defined()
+                .filter(|(info, _)| report.applies(info.metric));
+            Ordered(
+                applicable
+                    .filter_map(|(info, v)| Some((info.name, round6(v?))))
+                    .collect(),
+            )
         }),
+        undefined: Ordered(
+            run.metrics()
+                .map(|m| {
+                    m.iter_defined()
+                        .filter(|(info, v)| v.is_none() && report.applies(info.metric))
+                        .map(|(info, _)| (info.name, undefined_reason(info.metric)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
         error_classes: &run.error_classes,
         endpoint_admitted: report
             .world
@@ -242,6 +269,13 @@ struct Aggregate {
     max: f64,
     stdev: f64,
     median: f64,
+    /// Finished runs left out because the metric is undefined in them.
+    #[serde(skip_serializing_if = "is_zero")]
+    undefined_runs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Per algorithm with at least one finished run, per metric in catalogue order.
@@ -256,15 +290,17 @@ fn aggregates(report: &Report) -> Ordered<&str, Ordered<&'static str, Aggregate>
                     .iter()
                     .zip(&c.stats)
                     .filter(|(info, _)| report.applies(info.metric))
-                    .map(|(info, s)| {
+                    .filter_map(|(info, s)| {
+                        let s = s.as_ref()?;
                         let a = Aggregate {
                             mean: round6(s.mean),
                             min: round6(s.min),
                             max: round6(s.max),
                             stdev: round6(s.stdev),
                             median: round6(s.median),
+                            undefined_runs: c.undefined_runs(info.metric),
                         };
-                        (info.name, a)
+                        Some((info.name, a))
                     })
                     .collect();
                 (c.algorithm.as_str(), Ordered(per_metric))

@@ -81,7 +81,11 @@ fn metric_table(out: &mut String, report: &Report) {
 /// `**mean** ± stdev<br>min – max`, bold for a winner, bracketed if excluded by the gate.
 fn cell(row: &Row, column: &Column) -> String {
     let Some(s) = column.summary(row.info.metric) else {
-        return "—".into();
+        return if column.stats.is_empty() {
+            "—".into()
+        } else {
+            "n/a".into()
+        };
     };
     let d = decimals(row.info.unit);
     let mean = thousands(s.mean, d);

@@ -49,17 +49,27 @@ impl Contestant<'_> {
         !self.runs.is_empty()
     }
 
-    /// Mean over every finished run (duplicates included), as the aggregates compute it.
+    /// Whether some finished run defines `metric`.
+    fn defines(&self, metric: Metric) -> bool {
+        self.runs.iter().any(|(_, v)| v.is_defined(metric))
+    }
+
+    /// Mean over every finished run that defines `metric` (duplicates included), as the
+    /// aggregates compute it.
     fn run_mean(&self, metric: Metric) -> f64 {
-        let values: Vec<f64> = self.runs.iter().map(|(_, v)| v.get(metric)).collect();
+        let values: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|(_, v)| v.value(metric))
+            .collect();
         mean(&values)
     }
 
-    /// One value per seed; on a duplicate seed the last run wins.
+    /// One value per seed that defines `metric`; on a duplicate seed the last run wins.
     fn series(&self, metric: Metric) -> BTreeMap<u64, f64> {
         self.runs
             .iter()
-            .map(|(seed, v)| (*seed, v.get(metric)))
+            .filter_map(|(seed, v)| v.value(metric).map(|x| (*seed, x)))
             .collect()
     }
 }
@@ -160,6 +170,7 @@ pub fn verdict(info: &MetricInfo, contestants: &[Contestant<'_>], gate: &Gate) -
     let eligible: Vec<&Contestant<'_>> = contestants
         .iter()
         .filter(|c| c.has_values() && c.standing == Standing::Ranked)
+        .filter(|c| c.defines(info.metric))
         .filter(|c| !(info.gated && gate.excludes(c.name)))
         .filter(|c| !invalid.iter().any(|name| name == c.name))
         .collect();
@@ -253,9 +264,12 @@ mod tests {
     use super::*;
     use crate::metrics::{self, CATALOGUE, Tally};
 
-    /// A run whose metrics are all zero except those given.
+    /// A run whose metrics are all zero (and defined) except those given.
     fn values(set: &[(Metric, f64)]) -> MetricValues {
         let mut v = metrics::compute(&mut Tally::default(), &[]);
+        for info in CATALOGUE {
+            v.set(info.metric, 0.0);
+        }
         for &(m, x) in set {
             v.set(m, x);
         }
@@ -398,6 +412,19 @@ mod tests {
         // A report with a single algorithm never produces the note.
         let single = Field::new().add("solo", Standing::Ranked, vec![run(10.0)]);
         assert_eq!(single.judge(Metric::Utilization).not_compared, None);
+    }
+
+    #[test]
+    fn a_metric_a_contestant_never_defines_is_not_ranked_for_it() {
+        let m = Metric::AttemptsPerCompletedJob;
+        let mut nothing = values(&[(Metric::JobsDone, 1000.0)]);
+        nothing.undefine(m);
+        let field = Field::new()
+            .series("a", m, &[2.0, 2.1])
+            .series("b", m, &[3.0, 3.1])
+            .add("c", Standing::Ranked, vec![nothing.clone(), nothing]);
+        // c's undefined 0 would otherwise be the best "attempts per completed job".
+        assert_eq!(field.winners(m), ["a"]);
     }
 
     #[test]

@@ -97,7 +97,11 @@ fn better(info: &MetricInfo) -> &'static str {
 /// `mean ± stdev` and a marker: `*` for a winner, brackets for an algorithm the gate excluded.
 fn cell(info: &MetricInfo, verdict: &Verdict, column: &Column) -> String {
     let Some(summary) = column.summary(info.metric) else {
-        return "—".into();
+        return if column.stats.is_empty() {
+            "—".into()
+        } else {
+            "n/a ".into()
+        };
     };
     let d = decimals(info.unit);
     let text = format!("{} ± {}", fixed(summary.mean, d), fixed(summary.stdev, d));
@@ -221,6 +225,13 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
         lines.push(format!(
             "not applicable to this world, so not shown: {text}."
         ));
+    }
+    let undefined = report.undefined_lines();
+    if !undefined.is_empty() {
+        lines.push(
+            "undefined (nothing to compute from; n/a where no run has a value, otherwise the mean of the runs that have one):".into(),
+        );
+        lines.extend(undefined.into_iter().map(|l| format!("  {l}")));
     }
     for column in report.columns.iter().filter(|c| !c.invalid.is_empty()) {
         let (_, first) = &column.invalid[0];

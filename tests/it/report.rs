@@ -155,8 +155,8 @@ const _: &str = r#"
 │ queue_share [ratio] †‡                  │ lower  │  (0.0000 ± 0.0000) │     0.0000 ± 0.0000  │  0.0000 ± 0.0000  │   0.0000 ± 0.0000  │     0.0000 ± 0.0000  │ zero for all                          │
 │ refusal_timeout_ratio [ratio] †         │ lower  │  (0.4544 ± 0.0539) │     0.5184 ± 0.1409* │  0.5192 ± 0.1211* │   0.5077 ± 0.1502* │     0.5184 ± 0.1409  │ tie: sticky, wait, backoff            │
 │ retry_requests [requests]               │ —      │       99.7 ± 65.4  │        159.7 ± 14.2  │     150.7 ± 22.7  │      157.0 ± 10.0  │        159.7 ± 14.2  │ —                                     │
-│ retry_observed_p99_ms [ms]              │ —      │   598.53 ± 704.23  │ 14344.61 ± 14103.81  │ 1396.47 ± 973.72  │ 5209.75 ± 7614.95  │ 14344.61 ± 14103.81  │ —                                     │
-│ retry_queue_wait_p99_ms [ms]            │ —      │   507.30 ± 673.86  │ 14140.72 ± 14018.07  │ 1182.92 ± 891.40  │ 5046.47 ± 7667.38  │ 14140.72 ± 14018.07  │ —                                     │
+│ retry_observed_p99_ms [ms]              │ —      │   897.79 ± 674.18  │ 14344.61 ± 14103.81  │ 1396.47 ± 973.72  │ 5209.75 ± 7614.95  │ 14344.61 ± 14103.81  │ —                                     │
+│ retry_queue_wait_p99_ms [ms]            │ —      │   760.95 ± 722.60  │ 14140.72 ± 14018.07  │ 1182.92 ± 891.40  │ 5046.47 ± 7667.38  │ 14140.72 ± 14018.07  │ —                                     │
 │ concurrency_used [jobs]                 │ —      │         4.0 ± 0.0  │           4.0 ± 0.0  │        4.0 ± 0.0  │         4.0 ± 0.0  │           4.0 ± 0.0  │ —                                     │
 │ wall_s [s]                              │ —      │       0.00 ± 0.00  │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ —                                     │
 ╰─────────────────────────────────────────┴────────┴────────────────────┴──────────────────────┴───────────────────┴────────────────────┴──────────────────────┴───────────────────────────────────────╯
@@ -166,6 +166,8 @@ mean ± sample stdev over seeds. * = best mean, or not separable from the leader
 excluded from † rows (completion vs the best): immediate 72.8 %
 ‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under 5 % of p99 observed); (brackets) = INVALID.
 not applicable to this world, so not shown: retries_denied (no [retry.budget]); throttled_requests (no [retry.throttle]); recovery_s, goodput_lost_jobs (no incident that ends); cache_hit_rate (no reuse cache).
+undefined (nothing to compute from; n/a where no run has a value, otherwise the mean of the runs that have one):
+  immediate: retry_observed_p99_ms, retry_queue_wait_p99_ms on 1 of 3 runs (no retry request was served)
 n/a: failover is unsuited to this world and never ranked: single pool: nothing to fail over to
 "#;
 // snapshot table end

@@ -227,3 +227,77 @@ fn report_cli_list_shows_algorithms_metrics_and_a_folder() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot list /no/such/folder"));
 }
+
+#[test]
+fn report_cli_a_ratio_with_nothing_to_divide_by_is_not_applicable_with_its_reason() {
+    // Every request fails, so `immediate` completes no job: a ratio per completed job and the
+    // latencies of completed jobs do not exist. They must not read as a (winning) zero.
+    let dir = scratch("undefined");
+    let json = dir.join("r.json");
+    let csv = dir.join("r.csv");
+    let mut args = vec![
+        "run",
+        "--algorithms",
+        "immediate",
+        "--seeds",
+        "2",
+        "--jobs",
+        "30",
+    ];
+    let sets: Vec<String> = (0..3)
+        .map(|e| format!("endpoints.{e}.failures.error_rate=1"))
+        .collect();
+    for set in &sets {
+        args.extend(["--set", set.as_str()]);
+    }
+    args.extend([
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let out = simbench(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    let row = table
+        .lines()
+        .find(|l| l.contains("attempts_per_completed_job"))
+        .expect("the row is shown");
+    assert!(row.contains("n/a"), "{row}");
+    assert!(
+        table.contains(
+            "immediate: attempts_per_completed_job, successful_job_latency_p50_ms, successful_job_latency_p95_ms, successful_job_latency_p99_ms on 2 of 2 runs (no job completed)"
+        ),
+        "{table}"
+    );
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for run in report["runs"].as_array().unwrap() {
+        assert_eq!(run["metrics"]["jobs_done"], 0.0);
+        assert!(run["metrics"].get("attempts_per_completed_job").is_none());
+        assert_eq!(
+            run["undefined"]["attempts_per_completed_job"],
+            "no job completed"
+        );
+        assert!(run["metrics"]["error_rate"].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        report["aggregates"]["immediate"]
+            .get("attempts_per_completed_job")
+            .is_none()
+    );
+
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "attempts_per_completed_job")
+        .unwrap();
+    for line in text.lines().skip(1) {
+        assert_eq!(line.split(',').nth(at), Some(""), "{line}");
+    }
+    for cell in text.lines().skip(1).flat_map(|l| l.split(',')) {
+        assert!(!["NaN", "inf", "-inf"].contains(&cell), "{text}");
+    }
+}
