@@ -17,7 +17,7 @@ use crate::knee::{
     self, Analysis, Ceiling, Finding, LevelStats, MIN_RISE, REFUSAL_SLACK, REFUSAL_STDEV_K,
     RISE_SE_K, Rise, SERVICE_JUMP, SHOWN, Step,
 };
-use crate::metrics::{CATALOGUE, Metric};
+use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::report::csv::outcome_cells;
 use crate::report::format::{self, count, fixed, round6, thousands};
 use crate::report::{Outcome, Run};
@@ -516,6 +516,9 @@ struct RunJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
     metrics: Ordered<f64>,
+    /// Metrics this run has nothing to compute from, with the reason.
+    #[serde(skip_serializing_if = "Ordered::is_empty")]
+    undefined: Ordered<&'static str>,
 }
 
 /// A level's runs, serialized one at a time as they are written rather than collected first.
@@ -532,6 +535,12 @@ impl Serialize for LevelRuns<'_> {
 
 /// A JSON object whose keys keep the order given (serde_json's own map would sort them).
 struct Ordered<V>(Vec<(&'static str, V)>);
+
+impl<V> Ordered<V> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 impl<V: Serialize> Serialize for Ordered<V> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -639,7 +648,14 @@ fn run_json<'a>(level: &'a LevelStats, run: &Run) -> RunJson<'a> {
             metrics: Ordered(
                 RUN_METRICS
                     .iter()
-                    .map(|&m| (m.info().name, round6(values.get(m))))
+                    .filter_map(|&m| Some((m.info().name, round6(values.value(m)?))))
+                    .collect(),
+            ),
+            undefined: Ordered(
+                RUN_METRICS
+                    .iter()
+                    .filter(|&&m| !values.is_defined(m))
+                    .map(|&m| (m.info().name, undefined_reason(m)))
                     .collect(),
             ),
         },
@@ -649,6 +665,7 @@ fn run_json<'a>(level: &'a LevelStats, run: &Run) -> RunJson<'a> {
             valid: None,
             reason,
             metrics: Ordered(Vec::new()),
+            undefined: Ordered(Vec::new()),
         },
     }
 }
