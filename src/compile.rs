@@ -29,6 +29,7 @@ use crate::world::{
     Latency, Load, RateLimit, Recovery, RetryPolicy, Validity, Variant, World,
 };
 
+mod tokens;
 mod topology;
 pub use topology::DEFAULT_POOL;
 
@@ -348,6 +349,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     check_load(json, &written, &stray, out);
     check_algorithms(json, out);
     topology::check(json, &written, out);
+    tokens::check(json, &written, &stray, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
         check_distribution(json, i, &written, &stray, out);
@@ -424,7 +426,7 @@ fn check_distribution(
 ) {
     let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("latency"), key(name)];
     let shape = string_at(json, &at("distribution")).unwrap_or("lognormal");
-    let uses_mean = shape != "lognormal";
+    let uses_mean = matches!(shape, "exponential" | "constant");
     if uses_mean && !written(&at("mean_s")) {
         out.push(Problem {
             path: vec![key("endpoints"), Seg::Index(i), key("latency")],
@@ -436,10 +438,10 @@ fn check_distribution(
             )),
         });
     }
-    let ignored: &[&str] = if uses_mean {
-        &["median_s", "sigma"]
-    } else {
-        &["mean_s"]
+    let ignored: &[&str] = match shape {
+        "tokens" => &["median_s", "sigma", "mean_s"],
+        _ if uses_mean => &["median_s", "sigma"],
+        _ => &["mean_s"],
     };
     for name in ignored {
         if stray(&at(name), &at("distribution")) {
@@ -448,7 +450,11 @@ fn check_distribution(
                 target: Target::Key,
                 message: format!("`{name}` is not used by `distribution = \"{shape}\"`"),
                 label: "not used by this shape".into(),
-                help: Some(if uses_mean {
+                help: Some(if shape == "tokens" {
+                    "a latency from tokens is set by ttft_s, ttft_per_1k_input_s, ttft_load, \
+                     decode_tokens_per_s and load_slowdown"
+                        .into()
+                } else if uses_mean {
                     "exponential and constant latencies are set by `mean_s` alone".into()
                 } else {
                     "a lognormal latency is set by `median_s` and `sigma`; `mean_s` is for \
@@ -791,6 +797,7 @@ fn build_variants(
 fn build(s: &Scenario, algorithm_order: &[String]) -> World {
     let (pools, pool_of) = topology::build_pools(s);
     let incidents = topology::build_incidents(s, &pools);
+    let token_sizes = s.tokens.as_ref().map(tokens::build_tokens);
     World {
         name: s.name.clone(),
         summary: s.summary.clone(),
@@ -847,7 +854,7 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             .endpoints
             .iter()
             .zip(pool_of)
-            .map(|(e, pool)| build_endpoint(e, pool))
+            .map(|(e, pool)| build_endpoint(e, pool, token_sizes.as_ref()))
             .collect(),
         pools,
         incidents,
@@ -869,11 +876,18 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             max_queue_share: s.validity.max_queue_share,
             knee_concurrency: s.validity.knee_concurrency,
         },
+        tokens: token_sizes,
     }
 }
 
-fn build_endpoint(e: &spec::Endpoint, pool: usize) -> Endpoint {
+fn build_endpoint(e: &spec::Endpoint, pool: usize, sizes: Option<&world::Tokens>) -> Endpoint {
+    let token_latency = tokens::build_latency(&e.latency);
     Endpoint {
+        limits: e.limits.iter().map(tokens::build_limit).collect(),
+        charge: tokens::build_charge(e.token_charge),
+        price: e.price.as_ref().map(tokens::build_price),
+        saturation: tokens::build_saturation(e.saturated),
+        client_cap: e.client_cap,
         pool,
         cache: e.cache.as_ref().map(topology::build_cache),
         id: e.id.clone(),
@@ -885,8 +899,13 @@ fn build_endpoint(e: &spec::Endpoint, pool: usize) -> Endpoint {
                 spec::Distribution::Lognormal => Distribution::Lognormal,
                 spec::Distribution::Exponential => Distribution::Exponential,
                 spec::Distribution::Constant => Distribution::Constant,
+                spec::Distribution::Tokens => Distribution::Tokens,
             },
-            mean_s: e.latency.mean_s.unwrap_or(e.latency.median_s),
+            mean_s: match &token_latency {
+                Some(model) => tokens::idle_mean_s(model, sizes),
+                None => e.latency.mean_s.unwrap_or(e.latency.median_s),
+            },
+            tokens: token_latency,
             median_s: e.latency.median_s,
             sigma: e.latency.sigma,
             tail_rate: e.latency.tail_rate,

@@ -22,9 +22,10 @@ use crate::client::strategy::{
 use crate::client::throttle::Throttle;
 use crate::metrics::recovery::RecoveryRule;
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
-use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection};
+use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection, Usage};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
+use crate::tokens::CallSize;
 use crate::world::{Load, World};
 use queue::{Event, EventQueue};
 
@@ -334,6 +335,18 @@ struct Pending {
     latency_s: f64,
     failure: Option<FailureKind>,
     tokens: f64,
+    /// The call's tokens and timing, in a world with `[tokens]`.
+    usage: Option<Usage>,
+    /// When the client hears back, after sending \[s\]: `latency_s`, or sooner when its
+    /// request timeout ends the request first.
+    answer_s: f64,
+}
+
+impl Pending {
+    /// The client's request timeout ended the request before the provider did.
+    fn gave_up(&self) -> bool {
+        self.answer_s < self.latency_s
+    }
 }
 
 struct Worker<S> {
@@ -387,6 +400,8 @@ impl<S> Worker<S> {
                 latency_s: 0.0,
                 failure: None,
                 tokens: 0.0,
+                usage: None,
+                answer_s: 0.0,
             },
             attempt_state: AttemptState::default(),
             call_state: CallState::default(),
@@ -1034,7 +1049,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.flush_signals();
             return self.attempt_failed(w, ErrorClass::Throttled, None);
         }
-        let arrival = self.provider.arrive(r, now, self.rng, self.reuses(w, r));
+        let size = self.call_size(w);
+        let arrival = self
+            .provider
+            .arrive(r, now, self.rng, self.reuses(w, r), size.as_ref());
         if let (Some(throttle), Arrival::Admitted { .. }) = (&mut self.throttle, arrival) {
             throttle.note_accept(r, now);
         }
@@ -1047,6 +1065,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
         let active_after_lease = self.pool.resources()[r].active();
         let next = match arrival {
+            Arrival::Refused {
+                refusal: Refusal::Overloaded,
+                ..
+            } => {
+                // "Overloaded": an error without Retry-After, not a rate limit.
+                self.observe(r, now, Response::Refused);
+                self.pool.report_failure(r, now);
+                self.pool.release(r);
+                self.flush_signals();
+                self.attempt_failed(w, ErrorClass::Upstream, None)
+            }
             Arrival::Refused {
                 refusal: _,
                 retry_after_s,
@@ -1066,15 +1095,14 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 latency_s,
                 failure,
                 tokens,
+                usage,
             } => {
                 worker.phase = Phase::InFlight;
-                worker.pending = Pending {
-                    latency_s,
-                    failure,
-                    tokens,
-                };
-                self.queue.push(now + latency_s, Event::Resume(w as u32));
-                self.arm_hedge(w, latency_s);
+                let pending = self.pending(latency_s, failure, tokens, usage);
+                self.workers[w].pending = pending;
+                self.queue
+                    .push(now + pending.answer_s, Event::Resume(w as u32));
+                self.arm_hedge(w, pending.answer_s);
                 Next::Block
             }
         };
@@ -1135,8 +1163,14 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         self.primary_answered(w);
         let worker = &mut self.workers[w];
         let r = worker.lease;
-        let pending = worker.pending;
+        let mut pending = worker.pending;
+        if pending.gave_up() {
+            // The client hung up: a read timeout, and the endpoint stops working on it.
+            pending.failure = Some(FailureKind::Timeout);
+            self.unused_busy_s[r] += pending.latency_s - pending.answer_s;
+        }
         self.provider.finish(r, pending.failure.is_some());
+        self.account_tokens(r, &pending, self.now - self.workers[w].dispatched_at);
         self.record_clocks(w);
         let response = match pending.failure {
             None => Response::Success,
@@ -1168,6 +1202,65 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
+    /// What an admitted request will do; the client's request timeout (in a world with
+    /// `[tokens]`) may end it before its latency.
+    fn pending(
+        &self,
+        latency_s: f64,
+        failure: Option<FailureKind>,
+        tokens: f64,
+        usage: Option<Usage>,
+    ) -> Pending {
+        let timeout_s = usage
+            .and_then(|_| self.world.tokens())
+            .and_then(|t| t.request_timeout_s);
+        Pending {
+            latency_s,
+            failure,
+            tokens,
+            usage,
+            answer_s: timeout_s.map_or(latency_s, |t| t.min(latency_s)),
+        }
+    }
+
+    /// The tokens of the call `w` is about to send, in a world with `[tokens]`.
+    fn call_size(&self, w: usize) -> Option<CallSize> {
+        let worker = &self.workers[w];
+        self.world
+            .tokens()
+            .map(|t| t.call_size(self.rng, worker.job, worker.step, worker.call))
+    }
+
+    /// Settles the token limits of `r` for a request that ended `elapsed_s` after it was sent,
+    /// and counts its tokens, time to first token and cost: goodput and the bill on success,
+    /// waste on anything else (a client timeout is billed for what was written by then).
+    fn account_tokens(&mut self, r: usize, pending: &Pending, elapsed_s: f64) {
+        let Some(usage) = pending.usage else {
+            return;
+        };
+        let written = usage.written_by(elapsed_s, pending.latency_s);
+        self.provider.settle(r, &usage.size, written, self.now);
+        let price = self.world.endpoints()[r].price;
+        let cost = |input, output| price.map_or(0.0, |p| p.cost(input, usage.cached, output));
+        let t = &mut self.tally;
+        let input = usage.size.input;
+        if pending.failure.is_none() {
+            t.input_tokens_ok += input;
+            t.output_tokens_ok += written;
+            t.cost += cost(input, written);
+            t.ttft_ms.push(usage.ttft_s * 1000.0);
+            if written > 0.0 {
+                t.tpot_ms
+                    .push((pending.latency_s - usage.ttft_s) / written * 1000.0);
+            }
+        } else {
+            t.tokens_wasted += input + written;
+            if pending.gave_up() {
+                t.cost += cost(input, written);
+            }
+        }
+    }
+
     /// Tells the strategy what the request sent on `r` at `sent_at` met (before its lease is
     /// given back, so a woken waiter already sees what the strategy learnt).
     /// Whether a request of `w` on `r` now finds its job's context in `r`'s reuse cache.
@@ -1190,6 +1283,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 self.pool.revoke(r);
                 ErrorClass::Fatal
             }
+            // A 400: no endpoint of this size limit would take it; resending cannot help.
+            Rejection::TooLarge => ErrorClass::Fatal,
         };
         self.observe(r, now, Response::Failed(class));
         self.pool.release(r);
@@ -1341,8 +1436,15 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 .map(|e| EndpointTally {
                     requests: e.provider.requests,
                     admitted: e.provider.admitted,
-                    refused: e.provider.refused_capacity + e.provider.refused_quota,
-                    failed: e.provider.failed,
+                    refused: e.provider.refused_capacity
+                        + e.provider.refused_quota
+                        + e.provider.refused_request_limit
+                        + e.provider.refused_token_limit
+                        + e.provider.refused_daily_limit,
+                    failed: e.provider.failed + e.provider.overloaded,
+                    refused_request_limit: e.provider.refused_request_limit,
+                    refused_token_limit: e.provider.refused_token_limit,
+                    refused_daily_limit: e.provider.refused_daily_limit,
                     busy_s: e.provider.busy_s,
                     offered_capacity_s: e.provider.offered_capacity_s,
                 })
@@ -1437,7 +1539,14 @@ fn check_invariants(t: &Tally, endpoints: &[EndpointReport]) {
         for e in endpoints {
             let p = &e.provider;
             assert_eq!(
-                p.admitted + p.refused_capacity + p.refused_quota + p.rejected,
+                p.admitted
+                    + p.refused_capacity
+                    + p.refused_quota
+                    + p.refused_request_limit
+                    + p.refused_token_limit
+                    + p.refused_daily_limit
+                    + p.overloaded
+                    + p.rejected,
                 p.requests
             );
             assert!(p.failed <= p.admitted);

@@ -32,4 +32,5 @@ pub mod scenario;
 pub mod schema;
 pub mod sweep;
 pub mod text;
+pub mod tokens;
 pub mod world;

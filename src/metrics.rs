@@ -101,7 +101,7 @@ catalogue! {
     RefusalRate => "refusal_rate", "ratio", Lower, true, false,
         "Share of requests the provider refused with a 429 (capacity or quota).";
     ErrorRate => "error_rate", "ratio", Lower, true, false,
-        "Share of requests admitted and then failed (503, connection reset, read timeout).";
+        "Share of requests admitted and then failed (503, connection reset, read timeout), or answered \"overloaded\".";
     SuccessfulJobLatencyP50Ms => "successful_job_latency_p50_ms", "ms", Lower, true, true,
         "Median time from claiming a job to the end of its last call, over completed jobs.";
     SuccessfulJobLatencyP95Ms => "successful_job_latency_p95_ms", "ms", Lower, true, true,
@@ -160,6 +160,28 @@ catalogue! {
         "Jobs the pre-incident goodput would have completed from the first incident's start until recovery, minus those completed. Not applicable unless some incident ends.";
     CacheHitRate => "cache_hit_rate", "ratio", Higher, true, false,
         "Share of admitted requests served from an endpoint's reuse cache. Not applicable without a cache.";
+    InputGoodputTps => "input_goodput_tps", "tokens/s", Higher, true, false,
+        "Prompt tokens of successful requests per simulated second of the makespan. Not applicable without [tokens].";
+    OutputGoodputTps => "output_goodput_tps", "tokens/s", Higher, true, false,
+        "Output tokens of successful requests per simulated second of the makespan. Not applicable without [tokens].";
+    TtftP50Ms => "ttft_p50_ms", "ms", Lower, true, false,
+        "Median time to first token of successful requests (from sending). Not applicable without [tokens].";
+    TtftP99Ms => "ttft_p99_ms", "ms", Lower, true, false,
+        "99th percentile time to first token of successful requests. Not applicable without [tokens].";
+    TimePerOutputTokenMs => "time_per_output_token_p50_ms", "ms", Lower, true, false,
+        "Median over successful requests of decode time per output token (streaming speed). Not applicable without [tokens].";
+    TokensWasted => "tokens_wasted", "tokens", Lower, true, false,
+        "Prompt and output tokens the provider processed for requests that did not succeed (errors, client timeouts). Not applicable without [tokens].";
+    Cost => "cost", "cost", Lower, true, false,
+        "What the run was billed: successful requests, and client timeouts for the tokens written by then, at each endpoint's price. Not applicable unless some endpoint has a price.";
+    CostPerCompletedJob => "cost_per_completed_job", "cost", Lower, true, false,
+        "cost / jobs_done. Not applicable unless some endpoint has a price.";
+    RefusalsByRequestLimit => "refusals_by_request_limit", "requests", Neutral, false, false,
+        "429s from a published limit counting requests (windows under a day). Not applicable without limits.";
+    RefusalsByTokenLimit => "refusals_by_token_limit", "requests", Neutral, false, false,
+        "429s from a published limit counting tokens (windows under a day). Not applicable without limits.";
+    RefusalsByDailyLimit => "refusals_by_daily_limit", "requests", Neutral, false, false,
+        "429s from a published limit with a window of a day or more. Not applicable without limits.";
     WallS => "wall_s", "s", Neutral, false, false,
         "Real seconds spent simulating the run (cost only).";
 }
@@ -171,6 +193,16 @@ const fn needs(metric: Metric) -> Option<Feature> {
         Metric::CacheHitRate => Some(Feature::Cache),
         Metric::RetriesDenied => Some(Feature::RetryBudget),
         Metric::ThrottledRequests => Some(Feature::RetryThrottle),
+        Metric::InputGoodputTps
+        | Metric::OutputGoodputTps
+        | Metric::TtftP50Ms
+        | Metric::TtftP99Ms
+        | Metric::TimePerOutputTokenMs
+        | Metric::TokensWasted => Some(Feature::Tokens),
+        Metric::Cost | Metric::CostPerCompletedJob => Some(Feature::Price),
+        Metric::RefusalsByRequestLimit
+        | Metric::RefusalsByTokenLimit
+        | Metric::RefusalsByDailyLimit => Some(Feature::Limits),
         _ => None,
     }
 }
@@ -218,6 +250,10 @@ pub const fn undefined_reason(metric: Metric) -> &'static str {
             "no first-attempt request was served"
         }
         RetryObservedP99Ms | RetryQueueWaitP99Ms => "no retry request was served",
+        InputGoodputTps | OutputGoodputTps => "no simulated time passed",
+        TtftP50Ms | TtftP99Ms => "no request succeeded",
+        TimePerOutputTokenMs => "no successful request wrote a token",
+        CostPerCompletedJob => "no job completed",
         RecoveryS | GoodputLostJobs => "no incident ended",
         _ => "nothing was measured",
     }
@@ -312,6 +348,18 @@ pub struct Tally {
     pub retry_observed_ms: Samples,
     /// Harness waits of served retry requests \[ms\].
     pub retry_queue_wait_ms: Samples,
+    /// Prompt tokens of successful requests.
+    pub input_tokens_ok: f64,
+    /// Output tokens of successful requests.
+    pub output_tokens_ok: f64,
+    /// Tokens processed for requests that did not succeed.
+    pub tokens_wasted: f64,
+    /// What the run was billed.
+    pub cost: f64,
+    /// Time to first token of successful requests \[ms\].
+    pub ttft_ms: Samples,
+    /// Decode time per output token of successful requests \[ms\].
+    pub tpot_ms: Samples,
     /// Admitted requests that failed with a read timeout.
     pub timeouts: u64,
     /// Retries the retry budget refused.
@@ -341,6 +389,8 @@ impl Tally {
             &self.queue_wait_ms,
             &self.retry_observed_ms,
             &self.retry_queue_wait_ms,
+            &self.ttft_ms,
+            &self.tpot_ms,
         ];
         let completions = self
             .completions_s
@@ -357,10 +407,16 @@ pub struct EndpointTally {
     pub requests: u64,
     /// Admitted requests.
     pub admitted: u64,
-    /// Refusals of either kind.
+    /// 429 refusals of any kind (capacity, bucket, published limits).
     pub refused: u64,
-    /// Admitted requests that failed.
+    /// Admitted requests that failed, and "overloaded" answers.
     pub failed: u64,
+    /// 429s from a published request limit (windows under a day).
+    pub refused_request_limit: u64,
+    /// 429s from a published token limit (windows under a day).
+    pub refused_token_limit: u64,
+    /// 429s from a published limit of a day or more.
+    pub refused_daily_limit: u64,
     /// Busy time \[s\].
     pub busy_s: f64,
     /// Offered capacity \[capacity·s\].
@@ -552,6 +608,35 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
         Metric::CacheHitRate,
         ratio(t.cache_hits as f64, sum(|e| e.admitted as f64)),
     );
+    let [ttft_p50, ttft_p99] = tally.ttft_ms.percentiles([0.50, 0.99]);
+    let tpot_p50 = tally.tpot_ms.percentile(0.50);
+    let t = &*tally;
+    put(
+        Metric::InputGoodputTps,
+        ratio(t.input_tokens_ok, t.makespan_s),
+    );
+    put(
+        Metric::OutputGoodputTps,
+        ratio(t.output_tokens_ok, t.makespan_s),
+    );
+    put(Metric::TtftP50Ms, ttft_p50);
+    put(Metric::TtftP99Ms, ttft_p99);
+    put(Metric::TimePerOutputTokenMs, tpot_p50);
+    put(Metric::TokensWasted, t.tokens_wasted);
+    put(Metric::Cost, t.cost);
+    put(Metric::CostPerCompletedJob, ratio(t.cost, done));
+    put(
+        Metric::RefusalsByRequestLimit,
+        sum(|e| e.refused_request_limit as f64),
+    );
+    put(
+        Metric::RefusalsByTokenLimit,
+        sum(|e| e.refused_token_limit as f64),
+    );
+    put(
+        Metric::RefusalsByDailyLimit,
+        sum(|e| e.refused_daily_limit as f64),
+    );
     let served_first = !t.service_ms.is_empty();
     let empty = [
         (ThroughputRps, t.makespan_s <= 0.0),
@@ -583,6 +668,12 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
         (QueueShare, t.observed_ms.is_empty()),
         (RetryObservedP99Ms, t.retry_observed_ms.is_empty()),
         (RetryQueueWaitP99Ms, t.retry_queue_wait_ms.is_empty()),
+        (InputGoodputTps, t.makespan_s <= 0.0),
+        (OutputGoodputTps, t.makespan_s <= 0.0),
+        (TtftP50Ms, t.ttft_ms.is_empty()),
+        (TtftP99Ms, t.ttft_ms.is_empty()),
+        (TimePerOutputTokenMs, t.tpot_ms.is_empty()),
+        (CostPerCompletedJob, t.jobs_done == 0),
     ];
     for (metric, nothing) in empty {
         if nothing {
@@ -651,7 +742,7 @@ mod tests {
 
     #[test]
     fn catalogue_is_consistent() {
-        assert_eq!(N_METRICS, 42);
+        assert_eq!(N_METRICS, 53);
         // The reference's 22 come first, in its order, then simbench's own, then wall_s.
         assert_eq!(CATALOGUE[20].name, "leases_active_at_end");
         assert_eq!(CATALOGUE[N_METRICS - 1].name, "wall_s");
@@ -660,7 +751,7 @@ mod tests {
             assert_eq!(Metric::from_name(info.name), Some(info.metric));
         }
         let gated = CATALOGUE.iter().filter(|m| m.gated).count();
-        assert_eq!(gated, 27);
+        assert_eq!(gated, 35);
         // A metric that needs a feature says so in its meaning, and only such a metric does.
         for info in CATALOGUE {
             let says = info.meaning.contains("Not applicable");

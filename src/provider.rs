@@ -5,12 +5,15 @@
 //! and the client never sees it: only the harness joins the two. Its randomness comes from keyed
 //! streams (request ordinal, storm window), so its dice do not depend on who is asking or when.
 
+pub mod limits;
 pub mod timeline;
 
 use std::cell::Cell;
 
 use crate::rng::{RandomSource, Stream};
+use crate::tokens::{CallSize, Saturation};
 use crate::world::{Distribution, Endpoint, World};
+use limits::{Blocked, Limits};
 use timeline::Timeline;
 
 /// Why a request was refused (both are HTTP 429 with a Retry-After).
@@ -20,6 +23,13 @@ pub enum Refusal {
     Capacity,
     /// The token bucket was empty.
     Quota,
+    /// One of the endpoint's published limits had no room (429 with that limit's Retry-After).
+    Limit {
+        /// Which limit, in the endpoint's order.
+        index: usize,
+    },
+    /// The endpoint was saturated and answers "overloaded" (529/503, no Retry-After).
+    Overloaded,
 }
 
 /// Why a request was turned away without being admitted or refused by a limit (scripted
@@ -30,6 +40,9 @@ pub enum Rejection {
     Outage,
     /// The key was revoked (HTTP 401): a fatal error.
     Revoked,
+    /// The request asks more tokens than a limit allows in a whole window (HTTP 400): a fatal
+    /// error, since no wait would admit it.
+    TooLarge,
 }
 
 /// The kind of an admitted request's failure.
@@ -64,7 +77,35 @@ pub enum Arrival {
         /// Tokens consumed (1 if metered, a cache hit's cost on a hit, else 0), reported as
         /// usage on success.
         tokens: f64,
+        /// The call's tokens and timing, in a world with `[tokens]`.
+        usage: Option<Usage>,
     },
+}
+
+/// What an admitted request of a token world processes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Usage {
+    /// The call's sizes.
+    pub size: CallSize,
+    /// Time to first token \[s\].
+    pub ttft_s: f64,
+    /// Whether the prompt was served from the reuse cache (priced as cached input).
+    pub cached: bool,
+}
+
+impl Usage {
+    /// Output tokens written by `elapsed_s` after admission, for a request whose whole service
+    /// takes `latency_s` (all of them at the end; none before the first token).
+    pub fn written_by(&self, elapsed_s: f64, latency_s: f64) -> f64 {
+        if elapsed_s >= latency_s {
+            return self.size.output;
+        }
+        let decode_s = latency_s - self.ttft_s;
+        if elapsed_s <= self.ttft_s || decode_s <= 0.0 {
+            return 0.0;
+        }
+        (self.size.output * (elapsed_s - self.ttft_s) / decode_s).floor()
+    }
 }
 
 /// Per-endpoint counters, as the reference keeps them.
@@ -78,6 +119,14 @@ pub struct EndpointStats {
     pub refused_capacity: u64,
     /// Requests refused by the token bucket.
     pub refused_quota: u64,
+    /// Requests refused by a published limit counting requests (windows under a day).
+    pub refused_request_limit: u64,
+    /// Requests refused by a published limit counting tokens (windows under a day).
+    pub refused_token_limit: u64,
+    /// Requests refused by a published limit with a window of a day or more.
+    pub refused_daily_limit: u64,
+    /// Requests answered "overloaded" because the endpoint was saturated.
+    pub overloaded: u64,
     /// Requests turned away by an outage or a revoked key.
     pub rejected: u64,
     /// Admitted requests served from the reuse cache.
@@ -109,6 +158,7 @@ struct EndpointState {
     /// Decisions are a pure function of the window, so the cache only saves draws, and its size
     /// stays fixed however long the run.
     storms: Box<[(u64, bool); STORM_CACHE]>,
+    limits: Limits,
     stats: EndpointStats,
 }
 
@@ -140,6 +190,7 @@ impl<'w> Provider<'w> {
                 allowance: 1.0,
                 refilled_at: 0.0,
                 storms: Box::new([(0, false); STORM_CACHE]),
+                limits: Limits::new(&endpoint.limits),
                 stats: EndpointStats::default(),
             })
             .collect();
@@ -188,7 +239,17 @@ impl<'w> Provider<'w> {
     /// A request arrives at endpoint `e` at time `now` (§2.2). `reuse` says that an earlier
     /// call of the same job was served here recently enough for the endpoint's cache to hold
     /// its context (the harness tracks that, as a real client would send a session key).
-    pub fn arrive<R: RandomSource>(&mut self, e: usize, now: f64, rng: &R, reuse: bool) -> Arrival {
+    ///
+    /// `size` is the call's tokens in a world with `[tokens]`: the published limits charge it,
+    /// and a `"tokens"` latency is computed from it.
+    pub fn arrive<R: RandomSource>(
+        &mut self,
+        e: usize,
+        now: f64,
+        rng: &R,
+        reuse: bool,
+        size: Option<&CallSize>,
+    ) -> Arrival {
         let touched = self.timeline.touches(e);
         if touched && let Some(rejection) = self.rejection(e, now) {
             let stats = &mut self.endpoints[e].stats;
@@ -205,12 +266,55 @@ impl<'w> Provider<'w> {
         state.stats.requests += 1;
         let ordinal = state.stats.requests;
         if state.in_flight >= capacity {
+            if endpoint.saturation == Saturation::Overloaded {
+                state.stats.overloaded += 1;
+                return Arrival::Refused {
+                    refusal: Refusal::Overloaded,
+                    retry_after_s: 0.0,
+                };
+            }
             state.stats.refused_capacity += 1;
             state.tighten(endpoint);
             return Arrival::Refused {
                 refusal: Refusal::Capacity,
                 retry_after_s: world.capacity_retry_after_s(),
             };
+        }
+        if !endpoint.limits.is_empty() {
+            let one = CallSize {
+                input: 0.0,
+                output: 0.0,
+                max_tokens: 0.0,
+            };
+            let size = size.unwrap_or(&one);
+            match state
+                .limits
+                .admit(&endpoint.limits, endpoint.charge, size, now)
+            {
+                Ok(()) => {}
+                Err(Blocked::TooLarge { .. }) => {
+                    state.stats.rejected += 1;
+                    return Arrival::Rejected(Rejection::TooLarge);
+                }
+                Err(Blocked::Wait {
+                    index,
+                    retry_after_s,
+                }) => {
+                    let limit = &endpoint.limits[index];
+                    let stats = &mut state.stats;
+                    *if limit.is_daily() {
+                        &mut stats.refused_daily_limit
+                    } else if limit.unit == crate::tokens::Unit::Requests {
+                        &mut stats.refused_request_limit
+                    } else {
+                        &mut stats.refused_token_limit
+                    } += 1;
+                    return Arrival::Refused {
+                        refusal: Refusal::Limit { index },
+                        retry_after_s,
+                    };
+                }
+            }
         }
         if let Some(bucket) = &endpoint.rate_limit {
             let refill_s = if touched {
@@ -232,16 +336,43 @@ impl<'w> Provider<'w> {
         state.stats.admitted += 1;
         state.in_flight += 1;
         state.stats.peak_in_flight = state.stats.peak_in_flight.max(state.in_flight);
-        let mut latency_s = sample_latency(endpoint, &mut stream);
+        let (mut latency_s, mut usage) = match (&endpoint.latency.tokens, size) {
+            (Some(model), Some(size)) => {
+                let load = f64::from(state.in_flight - 1) / f64::from(capacity);
+                let (ttft, per_token) = model.timing(size.input, load);
+                let tail = tail_multiplier(endpoint, &mut stream);
+                let usage = Usage {
+                    size: *size,
+                    ttft_s: ttft * tail,
+                    cached: hit.is_some(),
+                };
+                ((ttft + size.output * per_token) * tail, Some(usage))
+            }
+            _ => (sample_latency(endpoint, &mut stream), None),
+        };
+        if size.is_some() && usage.is_none() {
+            usage = size.map(|&size| Usage {
+                size,
+                ttft_s: latency_s,
+                cached: hit.is_some(),
+            });
+        }
         if let Some(cache) = hit {
             latency_s *= cache.latency_factor;
+            if let Some(u) = &mut usage {
+                u.ttft_s *= cache.latency_factor;
+            }
             state.stats.cache_hits += 1;
         }
         let mut storm_rate = self
             .in_storm(e, now, rng)
             .then_some(endpoint.failures.storm_error_rate);
         if touched {
-            latency_s *= self.timeline.latency_factor(e, now);
+            let factor = self.timeline.latency_factor(e, now);
+            latency_s *= factor;
+            if let Some(u) = &mut usage {
+                u.ttft_s *= factor;
+            }
             let forced = self
                 .timeline
                 .storm(e, now, endpoint.failures.storm_error_rate);
@@ -267,6 +398,7 @@ impl<'w> Provider<'w> {
             latency_s,
             failure,
             tokens,
+            usage,
         }
     }
 
@@ -282,7 +414,8 @@ impl<'w> Provider<'w> {
         }
     }
 
-    /// An admitted request at endpoint `e` has finished (its latency elapsed).
+    /// An admitted request at endpoint `e` has finished (its latency elapsed, or the client
+    /// gave up on it).
     pub fn finish(&mut self, e: usize, failed: bool) {
         let state = &mut self.endpoints[e];
         debug_assert!(state.in_flight > 0, "finish without an admitted request");
@@ -290,6 +423,25 @@ impl<'w> Provider<'w> {
         if failed {
             state.stats.failed += 1;
         }
+    }
+
+    /// Settles the token limits of endpoint `e` for a request of `size` that ended at `now`
+    /// having written `written` output tokens.
+    pub fn settle(&mut self, e: usize, size: &CallSize, written: f64, now: f64) {
+        let endpoint = &self.world.endpoints()[e];
+        if !endpoint.limits.is_empty() {
+            let state = &mut self.endpoints[e];
+            state
+                .limits
+                .settle(&endpoint.limits, endpoint.charge, size, written, now);
+        }
+    }
+
+    /// `(remaining, seconds until full)` of every published limit of endpoint `e` at `now`:
+    /// what the `x-ratelimit-remaining-*` / `x-ratelimit-reset-*` headers carry.
+    pub fn limit_headers(&mut self, e: usize, now: f64) -> Vec<(f64, f64)> {
+        let endpoint = &self.world.endpoints()[e];
+        self.endpoints[e].limits.headers(&endpoint.limits, now)
     }
 
     /// Requests in flight at endpoint `e`.
@@ -409,10 +561,19 @@ fn sample_latency(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
         }
         Distribution::Lognormal => latency.median_s,
         Distribution::Exponential => -latency.mean_s * (1.0 - stream.uniform()).ln(),
-        Distribution::Constant => latency.mean_s,
+        // Without a call size (never in a checked world) the idle mean stands in.
+        Distribution::Constant | Distribution::Tokens => latency.mean_s,
     };
-    if latency.tail_rate > 0.0 && stream.uniform() < latency.tail_rate {
-        v *= latency.tail_factor;
-    }
+    v *= tail_multiplier(endpoint, stream);
     v.max(0.0)
+}
+
+/// `tail_factor` with probability `tail_rate` (one uniform when the rate is positive), else 1.
+fn tail_multiplier(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
+    let latency = &endpoint.latency;
+    if latency.tail_rate > 0.0 && stream.uniform() < latency.tail_rate {
+        latency.tail_factor
+    } else {
+        1.0
+    }
 }

@@ -266,6 +266,14 @@ impl Report {
         self.rows.iter().filter(|r| r.not_applicable.is_none())
     }
 
+    /// The rows that do not apply and are said not to: all but those of a quiet feature (the
+    /// token metrics outside LLM worlds).
+    pub fn listed_not_applicable(&self) -> impl Iterator<Item = &Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.not_applicable.is_some() && !r.info.needs.is_some_and(|f| f.quiet()))
+    }
+
     /// What the file sets for the algorithms that ran, in name order.
     pub fn settings_that_ran(&self) -> impl Iterator<Item = &Variant> {
         let ran = |s: &&Variant| self.columns.iter().any(|c| c.algorithm == s.name);
@@ -281,7 +289,7 @@ impl Report {
     /// the metrics left out and why, grouped by reason; `None` if every metric applies.
     pub fn not_applicable_text(&self) -> Option<String> {
         let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-        for row in &self.rows {
+        for row in self.listed_not_applicable() {
             let Some(reason) = row.not_applicable else {
                 continue;
             };

@@ -40,6 +40,9 @@ pub trait RandomSource {
     fn arrival(&self, index: u64) -> Self::Stream;
     /// Stream of client-side throttling's decision on call `call` (0-based) of an attempt.
     fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> Self::Stream;
+    /// Stream of the token sizes of call `call` of step `step` of job `job` (the same for every
+    /// attempt, so a retry resends the same request).
+    fn sizes(&self, job: u32, step: u32, call: u32) -> Self::Stream;
 }
 
 /// The native scheme: keys mixed with SplitMix64, streams drawn from Xoshiro256++.
@@ -55,6 +58,7 @@ const DOMAIN_ACQUIRE: u64 = 0x6163_7175_6972_6503;
 const DOMAIN_RETRY: u64 = 0x7265_7472_7900_0004;
 const DOMAIN_ARRIVAL: u64 = 0x6172_7269_7661_6c05;
 const DOMAIN_THROTTLE: u64 = 0x7468_726f_7474_6c06;
+const DOMAIN_SIZES: u64 = 0x7369_7a65_7300_0007;
 
 impl Native {
     /// A source for run seed `seed` over endpoints with these ids (in world order).
@@ -95,6 +99,9 @@ impl RandomSource for Native {
     fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> NativeStream {
         let attempt_call = u64::from(attempt) << 32 | u64::from(call);
         self.stream(DOMAIN_THROTTLE, [job.into(), step.into(), attempt_call])
+    }
+    fn sizes(&self, job: u32, step: u32, call: u32) -> NativeStream {
+        self.stream(DOMAIN_SIZES, [job.into(), step.into(), call.into()])
     }
 }
 

@@ -13,6 +13,8 @@
 //! an open-loop `[load]`) must be optional with a default that reproduces today's behaviour, so a
 //! file that is valid today stays valid and means the same thing.
 
+pub mod tokens;
+
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -147,6 +149,12 @@ pub struct Scenario {
     /// Optional; every key has a default; only used when some incident ends.
     #[serde(default)]
     pub recovery: Recovery,
+
+    /// Request sizes in tokens, for LLM worlds: with it, endpoints can publish token limits,
+    /// take their latency from tokens and charge a price, and the token metrics apply. Default:
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<tokens::Tokens>,
 
     /// The provider's endpoints, in pool order (that order breaks ties between equally good
     /// endpoints and orders per-endpoint tables). Required; at least one; ids must be unique.
@@ -720,6 +728,35 @@ pub struct Endpoint {
     /// Default: absent (no cache).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cache>,
+
+    /// Published limits, all enforced at once (requests and tokens per minute, a daily token
+    /// quota, ...); a request is refused (429, with the Retry-After of the limit that refused
+    /// it) unless every limit has room. Independent of `rate_limit`. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub limits: Vec<tokens::Limit>,
+
+    /// When tokens count against the token `limits`: `"admission"` (default; prompt plus
+    /// `max_tokens` at admission, the unused part given back at the end), `"input"` (the prompt
+    /// only) or `"completion"` (prompt plus output written, at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_charge: Option<tokens::TokenCharge>,
+
+    /// Price per million tokens (needs `[tokens]`). Default: absent (not priced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<tokens::Price>,
+
+    /// What the endpoint answers when all its capacity is in use: `"rate_limit"` (default; a
+    /// 429 with `provider.capacity_retry_after_s`) or `"overloaded"` (an error without
+    /// Retry-After, as LLM vendors answer when saturated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturated: Option<tokens::Saturated>,
+
+    /// The client's own cap on requests in flight to this endpoint. Default: absent, which
+    /// means `capacity` (the provider's limit doubles as the client's cap). Range 1 to 1000000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub client_cap: Option<u32>,
 }
 
 /// A per-endpoint reuse cache.
@@ -760,7 +797,9 @@ impl Default for Cache {
 pub struct Latency {
     /// Shape of the service time: `"lognormal"` (default; `median_s` and `sigma`),
     /// `"exponential"` or `"constant"` (both set by `mean_s`; for checks against queueing
-    /// theory). The slow tail applies to all three.
+    /// theory), or `"tokens"` (from the call's tokens and the endpoint's load: `ttft_s`,
+    /// `ttft_per_1k_input_s`, `ttft_load`, `decode_tokens_per_s`, `load_slowdown`; needs
+    /// `[tokens]`). The slow tail applies to all four.
     pub distribution: Distribution,
 
     /// Mean service time for `"exponential"` and `"constant"` (seconds); required by them and
@@ -789,6 +828,37 @@ pub struct Latency {
     #[schemars(extend("exclusiveMinimum" = 0))]
     #[schemars(range(max = 1e6))]
     pub tail_factor: f64,
+
+    /// `"tokens"` shape: time to first token of an empty prompt on an idle endpoint (seconds).
+    /// Required by it; must be >= 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1e6))]
+    pub ttft_s: Option<f64>,
+
+    /// `"tokens"` shape: extra time to first token per 1,000 prompt tokens (seconds). Default
+    /// 0; must be >= 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1e6))]
+    pub ttft_per_1k_input_s: Option<f64>,
+
+    /// `"tokens"` shape: how much the time to first token grows at full load (1 = doubles when
+    /// the endpoint is full). Default 0; must be >= 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1e6))]
+    pub ttft_load: Option<f64>,
+
+    /// `"tokens"` shape: output tokens per second of one stream on an idle endpoint. Required
+    /// by it; must be > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e9))]
+    pub decode_tokens_per_s: Option<f64>,
+
+    /// `"tokens"` shape: how much each stream slows at full load (0.5 = a stream runs at 2/3
+    /// speed when the endpoint is full). Default 0; must be >= 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1e6))]
+    pub load_slowdown: Option<f64>,
 }
 
 /// The shape of a latency distribution.
@@ -802,6 +872,8 @@ pub enum Distribution {
     Exponential,
     // Always mean_s.
     Constant,
+    // ttft + output / speed, from the call's tokens and the endpoint's load.
+    Tokens,
 }
 
 impl Default for Latency {
@@ -813,6 +885,11 @@ impl Default for Latency {
             sigma: 0.55,
             tail_rate: 0.02,
             tail_factor: 6.0,
+            ttft_s: None,
+            ttft_per_1k_input_s: None,
+            ttft_load: None,
+            decode_tokens_per_s: None,
+            load_slowdown: None,
         }
     }
 }

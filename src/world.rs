@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
+pub use crate::tokens::{Charge, Limit, Price, Saturation, TokenLatency, Tokens};
+
 /// One scenario, compiled. Construct it with [`crate::compile`].
 #[derive(Clone, Debug)]
 pub struct World {
@@ -35,6 +37,7 @@ pub struct World {
     pub(crate) pools: Vec<PoolSpec>,
     pub(crate) incidents: Vec<Incident>,
     pub(crate) recovery: Recovery,
+    pub(crate) tokens: Option<Tokens>,
 }
 
 impl World {
@@ -143,7 +146,14 @@ impl World {
             Feature::Cache => self.has_cache(),
             Feature::RetryBudget => self.retry.budget.is_some(),
             Feature::RetryThrottle => self.retry.throttle.is_some(),
+            Feature::Tokens => self.tokens.is_some(),
+            Feature::Price => self.endpoints.iter().any(|e| e.price.is_some()),
+            Feature::Limits => self.endpoints.iter().any(|e| !e.limits.is_empty()),
         }
+    }
+    /// Request sizes in tokens, when the world has them.
+    pub fn tokens(&self) -> Option<&Tokens> {
+        self.tokens.as_ref()
     }
     /// A copy with the size knobs replaced; values are checked by the caller's parser.
     ///
@@ -294,6 +304,12 @@ pub enum Feature {
     RetryBudget,
     /// Client-side throttling (`[retry.throttle]`).
     RetryThrottle,
+    /// Request sizes in tokens (`[tokens]`).
+    Tokens,
+    /// A price on some endpoint.
+    Price,
+    /// Published limits (`limits`) on some endpoint.
+    Limits,
 }
 
 impl Feature {
@@ -304,7 +320,17 @@ impl Feature {
             Feature::Cache => "no reuse cache",
             Feature::RetryBudget => "no [retry.budget]",
             Feature::RetryThrottle => "no [retry.throttle]",
+            Feature::Tokens => "no [tokens]",
+            Feature::Price => "no endpoint has a price",
+            Feature::Limits => "no endpoint has limits",
         }
+    }
+
+    /// Whether a world without the feature leaves its metrics out silently: the token metrics
+    /// belong to LLM worlds, and listing them as "not applicable" under every other world
+    /// would only be noise (and would change the reports of worlds written before them).
+    pub fn quiet(self) -> bool {
+        matches!(self, Feature::Tokens | Feature::Price | Feature::Limits)
     }
 }
 
@@ -455,6 +481,9 @@ pub enum Distribution {
     Exponential,
     /// Always `mean_s`.
     Constant,
+    /// From the call's tokens and the endpoint's load ([`Latency::tokens`]); `mean_s` holds the
+    /// mean at idle for the world's sizes.
+    Tokens,
 }
 
 /// Service time: a body distribution with an occasional slow tail.
@@ -473,6 +502,8 @@ pub struct Latency {
     pub tail_rate: f64,
     /// Multiplier applied to a tail request's latency.
     pub tail_factor: f64,
+    /// The token model of the `tokens` shape.
+    pub tokens: Option<TokenLatency>,
 }
 
 impl Latency {
@@ -481,7 +512,9 @@ impl Latency {
     pub fn expected_s(&self) -> f64 {
         let body = match self.distribution {
             Distribution::Lognormal => self.median_s * (self.sigma * self.sigma / 2.0).exp(),
-            Distribution::Exponential | Distribution::Constant => self.mean_s,
+            Distribution::Exponential | Distribution::Constant | Distribution::Tokens => {
+                self.mean_s
+            }
         };
         body * (1.0 + self.tail_rate * (self.tail_factor - 1.0))
     }
@@ -591,12 +624,22 @@ pub struct Endpoint {
     pub pool: usize,
     /// Reuse cache; `None` means none.
     pub cache: Option<Cache>,
+    /// Published limits (requests or tokens per window), all enforced at once.
+    pub limits: Vec<Limit>,
+    /// When tokens are charged against the token limits.
+    pub charge: Charge,
+    /// Price per million tokens; `None` means not priced.
+    pub price: Option<Price>,
+    /// What the endpoint answers when saturated.
+    pub saturation: Saturation,
+    /// The client's own cap on requests in flight here; `None` means `capacity`.
+    pub client_cap: Option<u32>,
 }
 
 impl Endpoint {
-    /// Capacity of the client-side resource: `max(1, capacity)`.
+    /// Capacity of the client-side resource: the client cap when set, else `max(1, capacity)`.
     pub fn pool_capacity(&self) -> u32 {
-        self.capacity.max(1)
+        self.client_cap.unwrap_or(self.capacity).max(1)
     }
 }
 

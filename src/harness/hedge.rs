@@ -43,7 +43,7 @@ struct Duplicate {
 
 impl Duplicate {
     fn answers_at(&self) -> f64 {
-        self.dispatched_at + self.pending.latency_s
+        self.dispatched_at + self.pending.answer_s
     }
 }
 
@@ -81,7 +81,10 @@ impl<R: RandomSource> Sim<'_, R> {
         };
         assert_ne!(r, primary, "a hedge goes to another resource");
         let active_after_lease = self.pool.resources()[r].active();
-        let arrival = self.provider.arrive(r, now, self.rng, self.reuses(w, r));
+        let size = self.call_size(w);
+        let arrival = self
+            .provider
+            .arrive(r, now, self.rng, self.reuses(w, r), size.as_ref());
         match arrival {
             Arrival::Rejected(rejection) => {
                 // The copy failed at once; the primary keeps racing alone.
@@ -98,18 +101,16 @@ impl<R: RandomSource> Sim<'_, R> {
                 latency_s,
                 failure,
                 tokens,
+                usage,
             } => {
+                let pending = self.pending(latency_s, failure, tokens, usage);
                 self.workers[w].hedging.copy = Some(Duplicate {
                     lease: r,
-                    pending: Pending {
-                        latency_s,
-                        failure,
-                        tokens,
-                    },
+                    pending,
                     dispatched_at: now,
                 });
                 self.queue
-                    .push(now + latency_s, Event::HedgeAnswer(w as u32));
+                    .push(now + pending.answer_s, Event::HedgeAnswer(w as u32));
             }
         }
         if self.trace.is_some() {
@@ -127,13 +128,13 @@ impl<R: RandomSource> Sim<'_, R> {
         };
         debug_assert_eq!(worker.phase, Phase::InFlight);
         worker.hedging.copy = None;
-        let (lease, dispatched_at, latency_s) =
-            (worker.lease, worker.dispatched_at, worker.pending.latency_s);
-        worker.hedging.stale_answers.push(dispatched_at + latency_s);
+        let (lease, dispatched_at, answer_s) =
+            (worker.lease, worker.dispatched_at, worker.pending.answer_s);
+        worker.hedging.stale_answers.push(dispatched_at + answer_s);
         worker.lease = copy.lease;
         worker.pending = copy.pending;
         worker.dispatched_at = copy.dispatched_at;
-        self.cancel(lease, dispatched_at + latency_s);
+        self.cancel(lease, dispatched_at + answer_s);
         let next = self.complete_request(w);
         self.drive(w, next);
     }

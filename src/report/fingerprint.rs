@@ -14,6 +14,7 @@
 
 use std::fmt::Write;
 
+use crate::tokens::{Charge, Limit, Price, Saturation, Size, TokenLatency, Tokens};
 use crate::world::{
     Backoff, Breaker, Cache, Cycle, Effect, Endpoint, FailureKinds, Failures, Incident, Latency,
     Load, PoolSpec, RateLimit, Recovery, RetryBudget, RetryPolicy, Selection, Throttle, Validity,
@@ -50,6 +51,7 @@ pub fn canonical_text(world: &World) -> String {
         pools,
         incidents,
         recovery,
+        tokens,
     } = world;
     let mut out = Text::default();
     out.str("name", name);
@@ -113,7 +115,91 @@ pub fn canonical_text(world: &World) -> String {
     }
     variants_text(&mut out, algorithms);
     topology_text(&mut out, pools, incidents, recovery);
+    if let Some(tokens) = tokens {
+        tokens_text(&mut out, tokens);
+    }
     out.0
+}
+
+/// `[tokens]`; a world without it adds no line, so older worlds keep their hashes.
+fn tokens_text(out: &mut Text, tokens: &Tokens) {
+    let Tokens {
+        input,
+        output,
+        max_tokens,
+        context_grows,
+        request_timeout_s,
+    } = tokens;
+    size_text(out, "tokens.input", input);
+    size_text(out, "tokens.output", output);
+    out.float("tokens.max_tokens", *max_tokens);
+    out.str(
+        "tokens.context",
+        if *context_grows { "grows" } else { "fixed" },
+    );
+    out.opt_float("tokens.request_timeout_s", *request_timeout_s);
+}
+
+fn size_text(out: &mut Text, key: &str, size: &Size) {
+    match size {
+        Size::Constant(n) => out.float(&format!("{key}.constant"), *n),
+        Size::Uniform { min, max } => {
+            out.float(&format!("{key}.uniform.min"), *min);
+            out.float(&format!("{key}.uniform.max"), *max);
+        }
+        Size::Lognormal { median, sigma } => {
+            out.float(&format!("{key}.lognormal.median"), *median);
+            out.float(&format!("{key}.lognormal.sigma"), *sigma);
+        }
+        Size::Empirical(points) => {
+            for (q, v) in points {
+                out.float(&format!("{key}.empirical.q"), *q);
+                out.float(&format!("{key}.empirical.v"), *v);
+            }
+        }
+    }
+}
+
+/// An endpoint's LLM keys; an endpoint without any adds no line.
+fn llm_endpoint_text(
+    out: &mut Text,
+    limits: &[Limit],
+    charge: Charge,
+    price: Option<&Price>,
+    saturation: Saturation,
+    client_cap: Option<u32>,
+) {
+    for Limit {
+        unit,
+        limit,
+        window_s,
+        reset,
+    } in limits
+    {
+        out.str("limit.unit", unit.name());
+        out.float("limit.limit", *limit);
+        out.float("limit.window_s", *window_s);
+        out.str("limit.reset", &format!("{reset:?}"));
+    }
+    if !limits.is_empty() || price.is_some() {
+        out.str("endpoint.token_charge", &format!("{charge:?}"));
+    }
+    if let Some(Price {
+        input_per_mtok,
+        output_per_mtok,
+        cached_input_per_mtok,
+    }) = price
+    {
+        out.float("price.input_per_mtok", *input_per_mtok);
+        out.float("price.output_per_mtok", *output_per_mtok);
+        out.float("price.cached_input_per_mtok", *cached_input_per_mtok);
+    }
+    if saturation != Saturation::RateLimit {
+        out.str("endpoint.saturated", &format!("{saturation:?}"));
+    }
+    if let Some(cap) = client_cap {
+        out.int("endpoint.client_cap", cap);
+    }
 }
 
 /// Pools, incidents and the recovery measure. A world with the implicit single pool and no
@@ -243,6 +329,11 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         rate_limit,
         pool: _, // Hashed with the pools' member lists.
         cache,
+        limits,
+        charge,
+        price,
+        saturation,
+        client_cap,
     } = endpoint;
     out.str("endpoint.id", id);
     out.int("endpoint.capacity", *capacity);
@@ -255,6 +346,7 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         sigma,
         tail_rate,
         tail_factor,
+        tokens,
     } = latency;
     out.str("latency.distribution", &format!("{distribution:?}"));
     out.float("latency.mean_s", *mean_s);
@@ -262,6 +354,20 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
     out.float("latency.sigma", *sigma);
     out.float("latency.tail_rate", *tail_rate);
     out.float("latency.tail_factor", *tail_factor);
+    if let Some(TokenLatency {
+        ttft_s,
+        ttft_per_1k_input_s,
+        ttft_load,
+        decode_tokens_per_s,
+        load_slowdown,
+    }) = tokens
+    {
+        out.float("latency.ttft_s", *ttft_s);
+        out.float("latency.ttft_per_1k_input_s", *ttft_per_1k_input_s);
+        out.float("latency.ttft_load", *ttft_load);
+        out.float("latency.decode_tokens_per_s", *decode_tokens_per_s);
+        out.float("latency.load_slowdown", *load_slowdown);
+    }
     let Failures {
         error_rate,
         storm_rate,
@@ -288,6 +394,14 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         out.float("cache.latency_factor", *latency_factor);
         out.float("cache.token_cost", *token_cost);
     }
+    llm_endpoint_text(
+        out,
+        limits,
+        *charge,
+        price.as_ref(),
+        *saturation,
+        *client_cap,
+    );
 }
 
 fn rate_limit_text(out: &mut Text, limit: &RateLimit) {

@@ -45,8 +45,7 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         aggregates: aggregates(report),
         not_applicable: Ordered(
             report
-                .rows
-                .iter()
+                .listed_not_applicable()
                 .filter_map(|r| r.not_applicable.map(|why| (r.info.name, why)))
                 .collect(),
         ),

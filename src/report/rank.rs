@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn near_idle_algorithm_cannot_win_any_gated_row() {
         let gated: Vec<&MetricInfo> = CATALOGUE.iter().filter(|m| m.gated).collect();
-        assert_eq!(gated.len(), 27);
+        assert_eq!(gated.len(), 35);
         for info in gated {
             let m = info.metric;
             let run = |done: f64, x: f64| values(&[(Metric::JobsDone, done), (m, x)]);

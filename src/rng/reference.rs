@@ -52,6 +52,10 @@ impl RandomSource for Reference {
             self.seed
         ))
     }
+    /// The reference has no token sizes; they get a key in the same style.
+    fn sizes(&self, job: u32, step: u32, call: u32) -> PyRandom {
+        PyRandom::from_key(&format!("{}:sizes:{job}:{step}:{call}", self.seed))
+    }
 }
 
 /// CPython's `random.Random`: MT19937 with its seeding and float conversions.

@@ -35,7 +35,7 @@ failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
 /// The provider's answer to one request at `t` on a fresh provider.
 fn answer(world: &World, t: f64) -> Arrival {
     let rng = Native::new(1, ["only"]);
-    Provider::new(world).arrive(0, t, &rng, false)
+    Provider::new(world).arrive(0, t, &rng, false, None)
 }
 
 const EDGES: [(f64, bool); 4] = [(9.999, false), (10.0, true), (19.999, true), (20.0, false)];
@@ -138,7 +138,7 @@ fn incident_rate_limit_scales_the_refill_inside_its_window_only() {
     let rng = Native::new(1, ["only"]);
     let mut p = Provider::new(&w);
     let admitted = |p: &mut Provider, t: f64| {
-        let a = p.arrive(0, t, &rng, false);
+        let a = p.arrive(0, t, &rng, false, None);
         if let Arrival::Admitted { .. } = a {
             p.finish(0, false);
             true

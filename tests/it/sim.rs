@@ -419,6 +419,7 @@ fn retry_after_aware_keeps_every_worker_off_a_refusing_endpoint() {
                 .unwrap()
                 .retry_after_s
         }
+        other => panic!("the built-in world has no published limits: {other:?}"),
     };
     let mut blocked_until = vec![0.0f64; world.endpoints().len()];
     let mut refusals = 0;

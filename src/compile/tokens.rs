@@ -1,0 +1,429 @@
+//! The token keys of LLM worlds: the rules the schema cannot express (a shape's keys, a limit's
+//! window, what needs `[tokens]`) and their compiled form ([`crate::tokens`]).
+
+use serde_json::Value;
+
+use super::{Stray, Written, key, number, string_at};
+use crate::diagnostics::{Seg, show_number};
+use crate::scenario::tokens::{self as spec, SizeShape};
+use crate::schema::{Problem, Target};
+use crate::tokens::{Charge, Limit, Price, Reset, Saturation, Size, TokenLatency, Tokens, Unit};
+
+/// The latency keys only the `"tokens"` shape reads.
+pub(super) const LATENCY_KEYS: [&str; 5] = [
+    "ttft_s",
+    "ttft_per_1k_input_s",
+    "ttft_load",
+    "decode_tokens_per_s",
+    "load_slowdown",
+];
+
+fn at(base: &[Seg], name: &str) -> Vec<Seg> {
+    let mut path = base.to_vec();
+    path.push(key(name));
+    path
+}
+
+fn problem(path: Vec<Seg>, target: Target, message: String, label: &str, help: String) -> Problem {
+    Problem {
+        path,
+        target,
+        message,
+        label: label.into(),
+        help: Some(help),
+    }
+}
+
+/// Every token rule: the sizes' shapes, and per endpoint what needs `[tokens]` and how a
+/// limit gives its window.
+pub(super) fn check(
+    json: &Value,
+    written: &Written<'_>,
+    stray: &Stray<'_>,
+    out: &mut Vec<Problem>,
+) {
+    let has_tokens = json.get("tokens").is_some_and(Value::is_object);
+    if has_tokens {
+        for name in ["input", "output"] {
+            check_size(json, &[key("tokens"), key(name)], written, stray, out);
+        }
+    }
+    let endpoints = json.get("endpoints").and_then(Value::as_array);
+    for i in 0..endpoints.map_or(0, Vec::len) {
+        let endpoint = vec![key("endpoints"), Seg::Index(i)];
+        check_latency(json, &endpoint, has_tokens, written, out);
+        let limits = json
+            .pointer(&format!("/endpoints/{i}/limits"))
+            .and_then(Value::as_array);
+        for j in 0..limits.map_or(0, Vec::len) {
+            let mut limit = at(&endpoint, "limits");
+            limit.push(Seg::Index(j));
+            check_limit(json, &limit, &endpoint, has_tokens, written, out);
+        }
+        let price = at(&endpoint, "price");
+        if written(&price) && !has_tokens {
+            out.push(needs_tokens(price, "a price per million tokens"));
+        }
+    }
+}
+
+fn needs_tokens(path: Vec<Seg>, what: &str) -> Problem {
+    problem(
+        path,
+        Target::Key,
+        format!("{what} needs `[tokens]`"),
+        "needs request sizes",
+        "add a `[tokens]` table (`input`, `output`, `max_tokens`) so requests have sizes in \
+         tokens"
+            .into(),
+    )
+}
+
+/// A size's shape needs its own keys and no other shape's.
+fn check_size(
+    json: &Value,
+    base: &[Seg],
+    written: &Written<'_>,
+    stray: &Stray<'_>,
+    out: &mut Vec<Problem>,
+) {
+    let shape = match string_at(json, &at(base, "distribution")) {
+        Some("constant") => SizeShape::Constant,
+        Some("uniform") => SizeShape::Uniform,
+        Some("lognormal") => SizeShape::Lognormal,
+        Some("empirical") => SizeShape::Empirical,
+        _ => return, // missing or unknown: the schema stage says so
+    };
+    let needed = shape.keys();
+    let name = shape.name();
+    for k in needed {
+        if !written(&at(base, k)) {
+            out.push(problem(
+                base.to_vec(),
+                Target::Value,
+                format!("`distribution = \"{name}\"` needs `{k}`"),
+                &format!("this table needs `{k}`"),
+                format!("the {name} shape is set by {}", backticked(needed)),
+            ));
+        }
+    }
+    for k in SizeShape::ALL_KEYS {
+        if !needed.contains(&k) && stray(&at(base, k), &at(base, "distribution")) {
+            out.push(problem(
+                at(base, k),
+                Target::Key,
+                format!("`{k}` is not used by `distribution = \"{name}\"`"),
+                "not used by this shape",
+                format!("the {name} shape is set by {}", backticked(needed)),
+            ));
+        }
+    }
+    if shape == SizeShape::Uniform
+        && let (Some(min), Some(max)) = (
+            number(json, &at(base, "min")),
+            number(json, &at(base, "max")),
+        )
+        && min > max
+    {
+        out.push(problem(
+            at(base, "max"),
+            Target::Value,
+            format!(
+                "`max` ({}) is less than `min` ({})",
+                show_number(max),
+                show_number(min)
+            ),
+            "below min",
+            "a uniform size draws between min and max: min <= max".into(),
+        ));
+    }
+    if shape == SizeShape::Empirical {
+        check_quantiles(json, &at(base, "quantiles"), out);
+    }
+}
+
+/// Quantiles rise from 0 to 1 and the token counts never fall.
+fn check_quantiles(json: &Value, path: &[Seg], out: &mut Vec<Problem>) {
+    let Some(points) = value_at(json, path).and_then(Value::as_array) else {
+        return;
+    };
+    let pairs: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
+        .collect();
+    if pairs.len() != points.len() || pairs.len() < 2 {
+        return; // the schema stage reports a malformed point
+    }
+    let help = "write `[quantile, tokens]` points with quantiles rising from 0 (the smallest \
+                request) to 1 (the largest) and tokens that never fall, e.g. [[0, 50], [0.5, 400], \
+                [0.99, 3000], [1, 8000]]";
+    let bad = |i: usize, message: String, label: &str| {
+        let mut p = path.to_vec();
+        p.push(Seg::Index(i));
+        problem(p, Target::Value, message, label, help.into())
+    };
+    if pairs[0].0 != 0.0 {
+        out.push(bad(
+            0,
+            "the first quantile must be 0".into(),
+            "must start at 0",
+        ));
+    }
+    let last = pairs.len() - 1;
+    if pairs[last].0 != 1.0 {
+        out.push(bad(
+            last,
+            "the last quantile must be 1".into(),
+            "must end at 1",
+        ));
+    }
+    for i in 1..pairs.len() {
+        let ((q0, v0), (q1, v1)) = (pairs[i - 1], pairs[i]);
+        if !(0.0..=1.0).contains(&q1) || q1 < q0 {
+            out.push(bad(
+                i,
+                format!(
+                    "quantile {} does not rise from {}",
+                    show_number(q1),
+                    show_number(q0)
+                ),
+                "quantiles must rise",
+            ));
+        } else if v1 < v0 {
+            out.push(bad(
+                i,
+                format!(
+                    "tokens fall from {} to {}",
+                    show_number(v0),
+                    show_number(v1)
+                ),
+                "tokens must not fall",
+            ));
+        }
+    }
+    if pairs.iter().any(|&(_, v)| v < 1.0) {
+        let i = pairs.iter().position(|&(_, v)| v < 1.0).unwrap_or(0);
+        out.push(bad(
+            i,
+            "a request has at least 1 token".into(),
+            "must be >= 1",
+        ));
+    }
+}
+
+fn value_at<'j>(json: &'j Value, path: &[Seg]) -> Option<&'j Value> {
+    let mut node = json;
+    for seg in path {
+        node = match (seg, node) {
+            (Seg::Key(k), Value::Object(map)) => map.get(k)?,
+            (Seg::Index(i), Value::Array(items)) => items.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+/// The `"tokens"` latency needs `[tokens]`, `ttft_s` and `decode_tokens_per_s`; its keys mean
+/// nothing to another shape.
+fn check_latency(
+    json: &Value,
+    endpoint: &[Seg],
+    has_tokens: bool,
+    written: &Written<'_>,
+    out: &mut Vec<Problem>,
+) {
+    let latency = at(endpoint, "latency");
+    let tokens_shape = string_at(json, &at(&latency, "distribution")) == Some("tokens");
+    if tokens_shape {
+        if !has_tokens {
+            out.push(needs_tokens(
+                at(&latency, "distribution"),
+                "`distribution = \"tokens\"`",
+            ));
+        }
+        for k in ["ttft_s", "decode_tokens_per_s"] {
+            if !written(&at(&latency, k)) {
+                out.push(problem(
+                    latency.clone(),
+                    Target::Value,
+                    format!("`distribution = \"tokens\"` needs `{k}`"),
+                    &format!("this table needs `{k}`"),
+                    "a latency from tokens is ttft_s (+ ttft_per_1k_input_s per 1,000 prompt \
+                     tokens) to the first token, then output tokens at decode_tokens_per_s"
+                        .into(),
+                ));
+            }
+        }
+        return;
+    }
+    for k in LATENCY_KEYS {
+        if written(&at(&latency, k)) {
+            out.push(problem(
+                at(&latency, k),
+                Target::Key,
+                format!("`{k}` is only used by `distribution = \"tokens\"`"),
+                "not used by this shape",
+                "set `distribution = \"tokens\"` (with a `[tokens]` table) for a latency from \
+                 tokens and load"
+                    .into(),
+            ));
+        }
+    }
+}
+
+/// A limit gives its window once, and a token unit needs `[tokens]` and a charge that counts it.
+fn check_limit(
+    json: &Value,
+    limit: &[Seg],
+    endpoint: &[Seg],
+    has_tokens: bool,
+    written: &Written<'_>,
+    out: &mut Vec<Problem>,
+) {
+    let (per, window) = (written(&at(limit, "per")), written(&at(limit, "window_s")));
+    if per == window {
+        out.push(problem(
+            if per {
+                at(limit, "window_s")
+            } else {
+                limit.to_vec()
+            },
+            if per { Target::Key } else { Target::Value },
+            if per {
+                "a limit gives its window as `per` or `window_s`, not both".into()
+            } else {
+                "a limit needs its window".into()
+            },
+            if per { "one window only" } else { "no window" },
+            "write `per = \"minute\"` (second, minute, hour, day) or `window_s = …` (seconds)"
+                .into(),
+        ));
+    }
+    let unit = string_at(json, &at(limit, "unit"));
+    let token_unit = matches!(unit, Some("input_tokens" | "output_tokens" | "tokens"));
+    if token_unit && !has_tokens {
+        out.push(needs_tokens(at(limit, "unit"), "a limit counted in tokens"));
+    }
+    let charge = string_at(json, &at(endpoint, "token_charge")).unwrap_or("admission");
+    if unit == Some("output_tokens") && charge == "input" {
+        out.push(problem(
+            at(limit, "unit"),
+            Target::Value,
+            "an output-token limit never binds when `token_charge = \"input\"`".into(),
+            "counts nothing",
+            "with token_charge = \"input\" only prompt tokens are charged; use \"admission\" or \
+             \"completion\" to count output tokens"
+                .into(),
+        ));
+    }
+}
+
+fn backticked(keys: &[&str]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    quoted.join(" and ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiled form.
+
+/// `[tokens]`, compiled.
+pub(super) fn build_tokens(t: &spec::Tokens) -> Tokens {
+    Tokens {
+        input: build_size(&t.input),
+        output: build_size(&t.output),
+        max_tokens: f64::from(t.max_tokens),
+        context_grows: t.context == spec::Context::Grows,
+        request_timeout_s: t.request_timeout_s,
+    }
+}
+
+fn build_size(s: &spec::Size) -> Size {
+    let need = |v: Option<f64>| v.expect("checked: the shape's keys are written");
+    match s.distribution {
+        SizeShape::Constant => Size::Constant(need(s.value)),
+        SizeShape::Uniform => Size::Uniform {
+            min: need(s.min),
+            max: need(s.max),
+        },
+        SizeShape::Lognormal => Size::Lognormal {
+            median: need(s.median),
+            sigma: need(s.sigma),
+        },
+        SizeShape::Empirical => Size::Empirical(
+            s.quantiles
+                .as_ref()
+                .expect("checked: the shape's keys are written")
+                .iter()
+                .map(|[q, v]| (*q, *v))
+                .collect(),
+        ),
+    }
+}
+
+/// The token latency of a `"tokens"` shape.
+pub(super) fn build_latency(l: &crate::scenario::Latency) -> Option<TokenLatency> {
+    (l.distribution == crate::scenario::Distribution::Tokens).then(|| TokenLatency {
+        ttft_s: l.ttft_s.expect("checked: the tokens shape needs ttft_s"),
+        ttft_per_1k_input_s: l.ttft_per_1k_input_s.unwrap_or(0.0),
+        ttft_load: l.ttft_load.unwrap_or(0.0),
+        decode_tokens_per_s: l
+            .decode_tokens_per_s
+            .expect("checked: the tokens shape needs decode_tokens_per_s"),
+        load_slowdown: l.load_slowdown.unwrap_or(0.0),
+    })
+}
+
+/// The mean service time at idle of a token latency for the world's sizes (before the tail).
+pub(super) fn idle_mean_s(latency: &TokenLatency, tokens: Option<&Tokens>) -> f64 {
+    let Some(tokens) = tokens else {
+        return latency.ttft_s;
+    };
+    let (ttft, per_token) = latency.timing(tokens.input.mean(), 0.0);
+    ttft + tokens.output.mean().min(tokens.max_tokens) * per_token
+}
+
+pub(super) fn build_limit(l: &spec::Limit) -> Limit {
+    let window_s = l
+        .window_s
+        .or(l.per.map(spec::Per::seconds))
+        .expect("checked: a limit has its window");
+    Limit {
+        unit: match l.unit {
+            spec::LimitUnit::Requests => Unit::Requests,
+            spec::LimitUnit::InputTokens => Unit::InputTokens,
+            spec::LimitUnit::OutputTokens => Unit::OutputTokens,
+            spec::LimitUnit::Tokens => Unit::Tokens,
+        },
+        limit: l.limit,
+        window_s,
+        reset: match l.reset {
+            Some(spec::ResetKind::Rolling) => Reset::Rolling,
+            Some(spec::ResetKind::Fixed) => Reset::Fixed,
+            None if window_s >= 86_400.0 => Reset::Fixed,
+            None => Reset::Rolling,
+        },
+    }
+}
+
+pub(super) fn build_charge(c: Option<spec::TokenCharge>) -> Charge {
+    match c.unwrap_or_default() {
+        spec::TokenCharge::Admission => Charge::Admission,
+        spec::TokenCharge::Input => Charge::Input,
+        spec::TokenCharge::Completion => Charge::Completion,
+    }
+}
+
+pub(super) fn build_price(p: &spec::Price) -> Price {
+    Price {
+        input_per_mtok: p.input_per_mtok,
+        output_per_mtok: p.output_per_mtok,
+        cached_input_per_mtok: p.cached_input_per_mtok.unwrap_or(p.input_per_mtok),
+    }
+}
+
+pub(super) fn build_saturation(s: Option<spec::Saturated>) -> Saturation {
+    match s.unwrap_or_default() {
+        spec::Saturated::RateLimit => Saturation::RateLimit,
+        spec::Saturated::Overloaded => Saturation::Overloaded,
+    }
+}

@@ -1,0 +1,243 @@
+//! An endpoint's published limits at run time: one allowance per limit, charged at admission
+//! and settled when the request ends (see [`crate::tokens::Charge`]).
+
+use crate::tokens::{CallSize, Charge, Limit, Reset, Unit};
+
+/// The state of one limit.
+#[derive(Clone, Copy, Debug)]
+struct Allowance {
+    /// What is left now (may be negative after a completion charge).
+    level: f64,
+    /// When `level` was last brought up to date \[s\].
+    at: f64,
+}
+
+/// Why a request cannot be admitted under the limits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Blocked {
+    /// Limit `index` has no room now; it will after `retry_after_s`.
+    Wait {
+        /// Which limit (in the endpoint's order).
+        index: usize,
+        /// Seconds until it has room, as a Retry-After says.
+        retry_after_s: f64,
+    },
+    /// Limit `index` could never admit the request: it asks more than the whole limit.
+    TooLarge {
+        /// Which limit.
+        index: usize,
+    },
+}
+
+/// The limits of one endpoint.
+#[derive(Clone, Debug, Default)]
+pub struct Limits {
+    allowances: Vec<Allowance>,
+}
+
+impl Limits {
+    /// Full allowances at t = 0.
+    pub fn new(limits: &[Limit]) -> Limits {
+        Limits {
+            allowances: limits
+                .iter()
+                .map(|l| Allowance {
+                    level: l.limit,
+                    at: 0.0,
+                })
+                .collect(),
+        }
+    }
+
+    /// Admits a request of `size` at `now` if every limit has room, charging each; otherwise
+    /// charges nothing and says which limit refused (the first in the endpoint's order).
+    pub fn admit(
+        &mut self,
+        limits: &[Limit],
+        charge: Charge,
+        size: &CallSize,
+        now: f64,
+    ) -> Result<(), Blocked> {
+        for (index, (limit, allowance)) in limits.iter().zip(&mut self.allowances).enumerate() {
+            allowance.catch_up(limit, now);
+            let take = charge.at_admission(limit.unit, size);
+            // A completion charge takes nothing now but needs some allowance left.
+            let need = if take == 0.0 && limit.unit != Unit::Requests {
+                1.0
+            } else {
+                take
+            };
+            if need > limit.limit {
+                return Err(Blocked::TooLarge { index });
+            }
+            if allowance.level < need {
+                let retry_after_s = allowance.time_to(limit, need, now);
+                return Err(Blocked::Wait {
+                    index,
+                    retry_after_s,
+                });
+            }
+        }
+        for (limit, allowance) in limits.iter().zip(&mut self.allowances) {
+            allowance.level -= charge.at_admission(limit.unit, size);
+        }
+        Ok(())
+    }
+
+    /// Settles a request of `size` that ended at `now` having written `written` output tokens.
+    pub fn settle(
+        &mut self,
+        limits: &[Limit],
+        charge: Charge,
+        size: &CallSize,
+        written: f64,
+        now: f64,
+    ) {
+        for (limit, allowance) in limits.iter().zip(&mut self.allowances) {
+            let delta = charge.at_end(limit.unit, size, written);
+            if delta != 0.0 {
+                allowance.catch_up(limit, now);
+                allowance.level = (allowance.level - delta).min(limit.limit);
+            }
+        }
+    }
+
+    /// `(remaining, seconds until full)` of every limit at `now`, as the
+    /// `x-ratelimit-remaining-*` and `x-ratelimit-reset-*` headers say.
+    pub fn headers(&mut self, limits: &[Limit], now: f64) -> Vec<(f64, f64)> {
+        limits
+            .iter()
+            .zip(&mut self.allowances)
+            .map(|(limit, allowance)| {
+                allowance.catch_up(limit, now);
+                let reset = allowance.time_to(limit, limit.limit, now);
+                (allowance.level.max(0.0), reset)
+            })
+            .collect()
+    }
+}
+
+impl Allowance {
+    /// Brings the level up to `now`: a rolling limit refills continuously, a fixed one is full
+    /// again once a window boundary has passed.
+    fn catch_up(&mut self, limit: &Limit, now: f64) {
+        if now <= self.at {
+            return;
+        }
+        match limit.reset {
+            Reset::Rolling => {
+                let refill = (now - self.at) * limit.limit / limit.window_s;
+                self.level = (self.level + refill).min(limit.limit);
+            }
+            Reset::Fixed => {
+                if (now / limit.window_s).floor() > (self.at / limit.window_s).floor() {
+                    self.level = limit.limit;
+                }
+            }
+        }
+        self.at = now;
+    }
+
+    /// Seconds from `now` until the level reaches `need` (0 if it has).
+    fn time_to(&self, limit: &Limit, need: f64, now: f64) -> f64 {
+        if self.level >= need {
+            return 0.0;
+        }
+        match limit.reset {
+            Reset::Rolling => (need - self.level) * limit.window_s / limit.limit,
+            Reset::Fixed => ((now / limit.window_s).floor() + 1.0) * limit.window_s - now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(unit: Unit, limit: f64, window_s: f64, reset: Reset) -> Limit {
+        Limit {
+            unit,
+            limit,
+            window_s,
+            reset,
+        }
+    }
+
+    const SIZE: CallSize = CallSize {
+        input: 600.0,
+        output: 100.0,
+        max_tokens: 400.0,
+    };
+
+    #[test]
+    fn a_rolling_token_limit_refuses_until_it_refills_and_gives_back_unused_max_tokens() {
+        let limits = [limit(Unit::Tokens, 2000.0, 60.0, Reset::Rolling)];
+        let mut state = Limits::new(&limits);
+        let charge = Charge::Admission;
+        assert_eq!(state.admit(&limits, charge, &SIZE, 0.0), Ok(()));
+        assert_eq!(state.admit(&limits, charge, &SIZE, 0.0), Ok(()));
+        // 2000 - 2·1000 = 0 left; 1000 more come back at 2000/60 per second: 30 s.
+        let Err(Blocked::Wait {
+            index: 0,
+            retry_after_s,
+        }) = state.admit(&limits, charge, &SIZE, 0.0)
+        else {
+            panic!("refused")
+        };
+        assert!((retry_after_s - 30.0).abs() < 1e-9);
+        // The first request ends having written 100 of its 400: 300 come back at once.
+        state.settle(&limits, charge, &SIZE, 100.0, 0.0);
+        let [(remaining, reset)] = state.headers(&limits, 0.0)[..] else {
+            panic!("one limit")
+        };
+        assert_eq!(remaining, 300.0);
+        assert!((reset - 51.0).abs() < 1e-9);
+        assert!(state.admit(&limits, charge, &SIZE, 21.0).is_ok());
+    }
+
+    #[test]
+    fn a_fixed_daily_quota_comes_back_at_the_boundary_and_the_tighter_limit_refuses() {
+        let limits = [
+            limit(Unit::Requests, 100.0, 60.0, Reset::Rolling),
+            limit(Unit::InputTokens, 1000.0, 86_400.0, Reset::Fixed),
+        ];
+        let mut state = Limits::new(&limits);
+        assert!(state.admit(&limits, Charge::Input, &SIZE, 10.0).is_ok());
+        let blocked = state.admit(&limits, Charge::Input, &SIZE, 20.0);
+        assert_eq!(
+            blocked,
+            Err(Blocked::Wait {
+                index: 1,
+                retry_after_s: 86_380.0
+            })
+        );
+        assert!(state.admit(&limits, Charge::Input, &SIZE, 86_400.0).is_ok());
+    }
+
+    #[test]
+    fn a_request_larger_than_the_limit_is_never_admitted() {
+        let limits = [limit(Unit::Tokens, 500.0, 60.0, Reset::Rolling)];
+        let mut state = Limits::new(&limits);
+        assert_eq!(
+            state.admit(&limits, Charge::Admission, &SIZE, 0.0),
+            Err(Blocked::TooLarge { index: 0 })
+        );
+    }
+
+    #[test]
+    fn a_completion_charge_is_taken_at_the_end_and_may_overdraw() {
+        let limits = [limit(Unit::Tokens, 1000.0, 60.0, Reset::Rolling)];
+        let mut state = Limits::new(&limits);
+        assert!(state.admit(&limits, Charge::Completion, &SIZE, 0.0).is_ok());
+        assert!(state.admit(&limits, Charge::Completion, &SIZE, 0.0).is_ok());
+        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 0.0);
+        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 0.0);
+        // 1000 - 2·700 = -400: the next needs a positive allowance, 401 tokens away.
+        let Err(Blocked::Wait { retry_after_s, .. }) =
+            state.admit(&limits, Charge::Completion, &SIZE, 0.0)
+        else {
+            panic!("refused")
+        };
+        assert!((retry_after_s - 401.0 * 60.0 / 1000.0).abs() < 1e-9);
+    }
+}
