@@ -1238,7 +1238,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let Some(usage) = pending.usage else {
             return;
         };
-        let written = usage.written_by(elapsed_s, pending.latency_s);
+        let written = if pending.gave_up() {
+            usage.written_by(elapsed_s, pending.latency_s)
+        } else {
+            usage.size.output
+        };
         self.provider.settle(r, &usage.size, written, self.now);
         let price = self.world.endpoints()[r].price;
         let cost = |input, output| price.map_or(0.0, |p| p.cost(input, usage.cached, output));

@@ -138,15 +138,18 @@ impl Allowance {
         self.at = now;
     }
 
-    /// Seconds from `now` until the level reaches `need` (0 if it has).
+    /// Seconds from `now` until the level reaches `need` (0 if it has), rounded up to whole
+    /// milliseconds as a `retry-after-ms` header carries it: a client that waits that long
+    /// finds the room, never a rounding error short of it.
     fn time_to(&self, limit: &Limit, need: f64, now: f64) -> f64 {
         if self.level >= need {
             return 0.0;
         }
-        match limit.reset {
+        let exact = match limit.reset {
             Reset::Rolling => (need - self.level) * limit.window_s / limit.limit,
             Reset::Fixed => ((now / limit.window_s).floor() + 1.0) * limit.window_s - now,
-        }
+        };
+        ((exact * 1000.0).ceil() / 1000.0).max(0.001)
     }
 }
 

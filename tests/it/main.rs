@@ -25,4 +25,5 @@ mod scenario_fuzz;
 mod sim;
 mod support;
 mod sweep_cli;
+mod tokens;
 mod worlds;

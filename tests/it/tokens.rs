@@ -1,0 +1,220 @@
+//! Token worlds against closed forms: a token limit that is the only bottleneck sets the
+//! long-run job rate to limit / tokens per job; with no limit, latency is the documented token
+//! formula; with two limits the tighter binds. One endpoint, no failures, a flat cycle.
+
+use simbench::metrics::{Metric, MetricValues};
+use simbench::world::World;
+
+use crate::sim::{load, run};
+
+/// One endpoint of `capacity`, `workers` closed-loop workers, one call per job.
+fn world(workers: u32, jobs: u32, capacity: u32, sizes: &str, endpoint: &str) -> World {
+    load(&world_text(workers, jobs, capacity, sizes, endpoint))
+}
+
+fn world_text(workers: u32, jobs: u32, capacity: u32, sizes: &str, endpoint: &str) -> String {
+    format!(
+        r#"
+name = "tokens"
+summary = "One token endpoint, no failures, a flat cycle."
+seed = 5
+jobs = {jobs}
+concurrency = {workers}
+horizon_s = 1e12
+steps_per_job = 1
+calls_per_step = 1
+[cycle]
+period_s = 0.0
+trough = 1.0
+peak = 1.0
+[retry]
+max_attempts = 1000
+max_total_s = 1e12
+[breaker]
+dead_after = 1000000000
+degrade_after = 1000000000
+[tokens]
+{sizes}
+[[endpoints]]
+id = "only"
+capacity = {capacity}
+failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
+{endpoint}
+"#
+    )
+}
+
+fn metrics(world: &World, algorithm: &str) -> MetricValues {
+    let result = run(world, algorithm, world.seed(), false);
+    result.metrics.expect("the run finishes")
+}
+
+fn within(got: f64, want: f64, tolerance: f64, what: &str) {
+    let error = (got - want).abs() / want;
+    assert!(
+        error <= tolerance,
+        "{what}: got {got}, want {want} (error {:.3} % > {} %)",
+        error * 100.0,
+        tolerance * 100.0
+    );
+}
+
+const CONSTANT_SIZES: &str = r#"input = { distribution = "constant", value = 1000 }
+output = { distribution = "constant", value = 200 }
+max_tokens = 200"#;
+
+const FAST: &str = r#"latency = { distribution = "tokens", ttft_s = 0.05, decode_tokens_per_s = 10000, tail_rate = 0.0 }"#;
+
+#[test]
+fn a_token_limit_alone_sets_the_job_rate_to_limit_over_tokens_per_job() {
+    // 120,000 tokens a minute, 1,200 tokens a job: 100 jobs a minute. The bucket starts full
+    // (100 jobs at once), so over 20,000 jobs the long-run rate shows within 1 %.
+    let endpoint =
+        format!("{FAST}\nlimits = [{{ unit = \"tokens\", limit = 120000, per = \"minute\" }}]");
+    let w = world(10, 20_000, 1000, CONSTANT_SIZES, &endpoint);
+    for algorithm in ["wait", "least_busy"] {
+        let m = metrics(&w, algorithm);
+        // Ten workers herd on every refill; a few lose a thousand times in a row and give up,
+        // which costs no tokens: the rate of completions is what the limit sets.
+        assert!(m.get(Metric::JobsDone) > 19_500.0, "{algorithm}");
+        let rate = (m.get(Metric::JobsDone) - 100.0) / m.get(Metric::MakespanS);
+        within(rate, 120_000.0 / 1200.0 / 60.0, 0.01, algorithm);
+        assert!(m.get(Metric::RefusalsByTokenLimit) > 0.0);
+        assert_eq!(m.get(Metric::RefusalsByRequestLimit), 0.0);
+    }
+}
+
+#[test]
+fn with_no_limit_mean_latency_is_the_documented_token_formula() {
+    // ttft = (ttft_s + ttft_per_1k_input_s · input/1000) · (1 + ttft_load · u), speed =
+    // decode / (1 + load_slowdown · u). One worker: u = 0, and the makespan is the sum of the
+    // latencies, so its mean is makespan / requests; sizes uniform, so the mean is linear in them.
+    let sizes = r#"input = { distribution = "uniform", min = 1000, max = 3000 }
+output = { distribution = "uniform", min = 100, max = 500 }
+max_tokens = 1000"#;
+    let latency = r#"latency = { distribution = "tokens", ttft_s = 0.2, ttft_per_1k_input_s = 0.1, ttft_load = 1.0, decode_tokens_per_s = 50, load_slowdown = 0.5, tail_rate = 0.0 }"#;
+    let w = world(1, 20_000, 10, sizes, latency);
+    let m = metrics(&w, "wait");
+    let mean = m.get(Metric::MakespanS) / m.get(Metric::Requests);
+    within(
+        mean,
+        0.2 + 0.1 * 2.0 + 300.0 / 50.0,
+        0.01,
+        "idle mean latency",
+    );
+
+    // Ten workers on a capacity of 10: every request after the first ten is admitted beside
+    // nine others, u = 9/10: ttft = 0.4 · 1.9 = 0.76 s, 300 tokens at 50/1.45 per second.
+    let constant = r#"input = { distribution = "constant", value = 2000 }
+output = { distribution = "constant", value = 300 }
+max_tokens = 1000"#;
+    let w = world(10, 5_000, 10, constant, latency);
+    let m = metrics(&w, "wait");
+    within(m.get(Metric::TtftP50Ms), 760.0, 0.01, "loaded ttft");
+    within(
+        m.get(Metric::RequestLatencyP50Ms),
+        760.0 + 300.0 * 1.45 / 50.0 * 1000.0,
+        0.01,
+        "loaded latency",
+    );
+    within(
+        m.get(Metric::TimePerOutputTokenMs),
+        1.45 / 50.0 * 1000.0,
+        0.01,
+        "time per output token",
+    );
+}
+
+#[test]
+fn with_two_limits_the_tighter_one_binds() {
+    // Requests: 60 a minute (1/s). Tokens: 600,000 a minute (500 jobs a minute). Requests bind.
+    let tight_requests = format!(
+        "{FAST}\nlimits = [{{ unit = \"requests\", limit = 60, per = \"minute\" }}, {{ unit = \"tokens\", limit = 600000, per = \"minute\" }}]"
+    );
+    let w = world(20, 6_000, 1000, CONSTANT_SIZES, &tight_requests);
+    let m = metrics(&w, "wait");
+    let rate = (m.get(Metric::JobsDone) - 60.0) / m.get(Metric::MakespanS);
+    within(rate, 1.0, 0.01, "request limit binds");
+    assert!(m.get(Metric::RefusalsByRequestLimit) > 0.0);
+    assert_eq!(m.get(Metric::RefusalsByTokenLimit), 0.0);
+
+    // Requests: 600 a minute. Tokens: 60,000 a minute (50 jobs a minute). Tokens bind.
+    let tight_tokens = format!(
+        "{FAST}\nlimits = [{{ unit = \"requests\", limit = 600, per = \"minute\" }}, {{ unit = \"tokens\", limit = 60000, per = \"minute\" }}]"
+    );
+    let w = world(20, 3_000, 1000, CONSTANT_SIZES, &tight_tokens);
+    let m = metrics(&w, "wait");
+    let rate = (m.get(Metric::JobsDone) - 50.0) / m.get(Metric::MakespanS);
+    within(rate, 50.0 / 60.0, 0.01, "token limit binds");
+    assert!(m.get(Metric::RefusalsByTokenLimit) > 0.0);
+    assert_eq!(m.get(Metric::RefusalsByRequestLimit), 0.0);
+}
+
+#[test]
+fn a_daily_quota_stops_admissions_until_the_day_turns() {
+    // 100 jobs' worth of input tokens a day: the 101st waits for the next day.
+    let sizes = CONSTANT_SIZES;
+    let endpoint =
+        format!("{FAST}\nlimits = [{{ unit = \"input_tokens\", limit = 100000, per = \"day\" }}]");
+    let w = world(4, 150, 100, sizes, &endpoint);
+    let m = metrics(&w, "wait");
+    assert_eq!(m.get(Metric::JobsDone), 150.0);
+    assert!(
+        m.get(Metric::MakespanS) >= 86_400.0,
+        "{}",
+        m.get(Metric::MakespanS)
+    );
+    assert!(m.get(Metric::MakespanS) < 86_401.0);
+    assert!(m.get(Metric::RefusalsByDailyLimit) > 0.0);
+}
+
+#[test]
+fn price_bills_successes_and_waste_counts_what_failed() {
+    let endpoint = format!("{FAST}\nprice = {{ input_per_mtok = 2.0, output_per_mtok = 8.0 }}");
+    let w = world(4, 1000, 100, CONSTANT_SIZES, &endpoint);
+    let m = metrics(&w, "wait");
+    // 1,000 jobs × (1,000 · 2 + 200 · 8) / 10^6.
+    within(m.get(Metric::Cost), 3.6, 1e-9, "cost");
+    within(
+        m.get(Metric::CostPerCompletedJob),
+        0.0036,
+        1e-9,
+        "cost per job",
+    );
+    assert_eq!(m.get(Metric::TokensWasted), 0.0);
+
+    // A client timeout shorter than the time to first token: nothing is written, every
+    // attempt wastes its 1,000 prompt tokens and is billed for them; 3 attempts per job.
+    let sizes = format!("{CONSTANT_SIZES}\nrequest_timeout_s = 0.01");
+    let text = world_text(1, 5, 100, &sizes, &endpoint).replace(
+        "max_attempts = 1000",
+        "max_attempts = 3\nbase = 0.001\ncap = 0.001",
+    );
+    let result = run(&load(&text), "wait", 5, false);
+    let m = result.metrics.expect("finishes");
+    assert_eq!(m.get(Metric::JobsFailed), 5.0);
+    assert_eq!(m.get(Metric::TokensWasted), 15.0 * 1000.0);
+    within(
+        m.get(Metric::Cost),
+        15.0 * 1000.0 * 2.0 / 1e6,
+        1e-9,
+        "billed timeouts",
+    );
+    assert_eq!(
+        m.value(Metric::CostPerCompletedJob),
+        None,
+        "no job completed"
+    );
+    assert_eq!(result.error_classes, [("timeout", 15)].into());
+}
+
+#[test]
+fn requests_larger_than_a_limit_fail_at_once_as_fatal() {
+    let endpoint =
+        format!("{FAST}\nlimits = [{{ unit = \"tokens\", limit = 1000, per = \"minute\" }}]");
+    let w = world(2, 10, 10, CONSTANT_SIZES, &endpoint);
+    let result = run(&w, "wait", w.seed(), false);
+    let m = result.metrics.expect("finishes");
+    assert_eq!(m.get(Metric::JobsFailed), 10.0);
+    assert_eq!(result.error_classes, [("fatal", 10)].into());
+}
