@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::client::budget::Budget;
 use crate::client::pool::{Filter, Pool, Scope, Signal, State};
-use crate::client::retry::{self, Decision, ErrorClass, GiveUp};
+use crate::client::retry::{self, Decision, ErrorClass, Failure, GiveUp, RetryLoop};
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,
 };
@@ -508,6 +508,8 @@ struct Sim<'w, R: RandomSource> {
     feedback: bool,
     /// Some endpoint has a reuse cache, so workers remember where their job was served.
     caches: bool,
+    /// The strategy's own retry loop, used instead of `[retry]`'s decision when it has one.
+    own_retry: Option<&'w dyn RetryLoop>,
     /// The retry policy's budget and client-side throttle, when the world has them.
     budget: Option<Budget>,
     throttle: Option<Throttle>,
@@ -563,6 +565,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             timed_waiters: 0,
             feedback: strategy.uses_feedback(),
             caches: world.has_cache(),
+            own_retry: strategy.retry_loop(),
             budget: world.retry().budget.map(Budget::new),
             throttle: world
                 .retry()
@@ -1339,14 +1342,26 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         worker.failed_at = now;
         let (job, step, attempt) = (worker.job, worker.step, worker.attempt);
         let rng = self.rng;
-        let decision = retry::decide(
-            self.world.retry(),
-            class,
-            retry_after_s,
-            attempt,
-            now - worker.step_start,
-            || rng.retry(job, step, attempt).uniform(),
-        );
+        let elapsed_s = now - worker.step_start;
+        let decision = match self.own_retry {
+            None => retry::decide(
+                self.world.retry(),
+                class,
+                retry_after_s,
+                attempt,
+                elapsed_s,
+                || rng.retry(job, step, attempt).uniform(),
+            ),
+            Some(own) => own.decide(
+                &Failure {
+                    class,
+                    retry_after_s,
+                    attempts_used: attempt,
+                    elapsed_s,
+                },
+                &mut || rng.retry(job, step, attempt).uniform(),
+            ),
+        };
         let denied = matches!(decision, Decision::Retry(_))
             && self.budget.as_mut().is_some_and(|b| !b.try_withdraw(now));
         let decision = if denied {

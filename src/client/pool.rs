@@ -266,6 +266,11 @@ impl Pool {
         }
     }
 
+    /// The first endpoint of the primary pool (in file order).
+    pub fn primary_head(&self) -> ResourceId {
+        self.groups[0].members[0]
+    }
+
     /// Leases held now, over all resources.
     pub fn active_total(&self) -> u32 {
         self.active_total

@@ -3,7 +3,8 @@
 use crate::client::strategies::{
     aimd::Aimd, backoff::Backoff, failover::Failover, gradient::Gradient, hedged::Hedged,
     immediate::Immediate, least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
-    retry_after_aware::RetryAfterAware, sticky::Sticky, wait::Wait,
+    retry_after_aware::RetryAfterAware, sdk_retry::SdkClient, sticky::Sticky,
+    tenacity_exponential::TenacityExponential, wait::Wait,
 };
 use crate::client::strategy::Strategy;
 
@@ -328,6 +329,105 @@ const HEDGED_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+/// openai-python v3.3.1's retry constants (`_constants.py`) and behaviour (`_base_client.py`).
+const SDK_RETRY_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "max_retries",
+        unit: "retries",
+        default: 2.0,
+        min: 0.0,
+        max: 1000.0,
+        integer: true,
+        meaning: "Retries after the first attempt (`DEFAULT_MAX_RETRIES`): a call makes at most 1 + max_retries attempts.",
+    },
+    ParamInfo {
+        name: "initial_delay_s",
+        unit: "s",
+        default: 0.5,
+        min: 0.0,
+        max: 3600.0,
+        integer: false,
+        meaning: "Backoff before the first retry, before jitter (`INITIAL_RETRY_DELAY`); doubles per retry.",
+    },
+    ParamInfo {
+        name: "max_delay_s",
+        unit: "s",
+        default: 8.0,
+        min: 0.0,
+        max: 3600.0,
+        integer: false,
+        meaning: "Largest backoff before jitter (`MAX_RETRY_DELAY`).",
+    },
+    ParamInfo {
+        name: "jitter",
+        unit: "ratio",
+        default: 0.25,
+        min: 0.0,
+        max: 1.0,
+        integer: false,
+        meaning: "The backoff is multiplied by 1 - jitter * u, u uniform in [0, 1).",
+    },
+    ParamInfo {
+        name: "max_retry_after_s",
+        unit: "s",
+        default: 120.0,
+        min: 0.0,
+        max: 1e6,
+        integer: false,
+        meaning: "A Retry-After above 0 and at most this long is slept as sent (`MAX_RETRY_AFTER_DELAY`; 60 before v2.52.0).",
+    },
+    ParamInfo {
+        name: "over_cap_gives_up",
+        unit: "flag",
+        default: 1.0,
+        min: 0.0,
+        max: 1.0,
+        integer: true,
+        meaning: "1: a Retry-After above max_retry_after_s ends the retries (v2.52.0 on); 0: it is ignored and the backoff applies (earlier versions).",
+    },
+];
+
+/// tenacity 9.1.4's `wait_random_exponential` and `stop_after_attempt`, with the OpenAI
+/// cookbook's arguments (`min=1, max=60`, 6 attempts).
+const TENACITY_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "min_s",
+        unit: "s",
+        default: 1.0,
+        min: 0.0,
+        max: 3600.0,
+        integer: false,
+        meaning: "`min`: the shortest wait, and the floor of the window's top.",
+    },
+    ParamInfo {
+        name: "max_s",
+        unit: "s",
+        default: 60.0,
+        min: 0.0,
+        max: 1e6,
+        integer: false,
+        meaning: "`max`: the largest top of the wait window.",
+    },
+    ParamInfo {
+        name: "multiplier",
+        unit: "s",
+        default: 1.0,
+        min: 0.0,
+        max: 3600.0,
+        integer: false,
+        meaning: "`multiplier`: the window's top after attempt n fails is multiplier * 2^(n-1), within [min_s, max_s].",
+    },
+    ParamInfo {
+        name: "attempts",
+        unit: "attempts",
+        default: 6.0,
+        min: 1.0,
+        max: 1000.0,
+        integer: true,
+        meaning: "`stop_after_attempt`: attempts in all, the first included.",
+    },
+];
+
 /// Every strategy, in registry order.
 pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
@@ -425,6 +525,22 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         ordered: &[],
         poll_delay: &[],
         make: |p| Box::new(Hedged::new(p)),
+    },
+    AlgorithmInfo {
+        name: "sdk_retry",
+        summary: "The OpenAI Python SDK's own retries on one endpoint: Retry-After up to 120 s, else 0.5 s doubling to 8 s, jittered; 2 retries.",
+        params: SDK_RETRY_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(SdkClient::new(p)),
+    },
+    AlgorithmInfo {
+        name: "tenacity_exponential",
+        summary: "The cookbook's tenacity decorator on one endpoint: uniform wait in [1 s, min(60 s, 2^(n-1) s)], 6 attempts, every error, no Retry-After.",
+        params: TENACITY_PARAMS,
+        ordered: &[["min_s", "max_s"]],
+        poll_delay: &[],
+        make: |p| Box::new(TenacityExponential::new(p)),
     },
 ];
 

@@ -79,6 +79,32 @@ pub enum GiveUp {
     RetryBudget,
 }
 
+/// A failed attempt, as a retry loop sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Failure {
+    /// The error's class.
+    pub class: ErrorClass,
+    /// The Retry-After the answer carried \[s\] (only a 429 carries one).
+    pub retry_after_s: Option<f64>,
+    /// Attempts of the step made so far, the failed one included (1-based).
+    pub attempts_used: u32,
+    /// Time since the step started \[s\].
+    pub elapsed_s: f64,
+}
+
+/// A retry loop a strategy carries itself (a client library's own retries), used instead of
+/// the world's `[retry]` decision for that strategy (see [`crate::client::strategy::Strategy::retry_loop`]).
+///
+/// The world's retry budget and client-side throttle (`[retry.budget]`, `[retry.throttle]`)
+/// still apply around it: the harness asks the budget after a `Retry` decision, as it does for
+/// `[retry]`.
+pub trait RetryLoop: std::fmt::Debug + Send + Sync {
+    /// Decides after `failure`. `draw` yields the attempt's keyed retry stream's uniform draw
+    /// in `[0, 1)` (the same stream `[retry]` jitter draws from, so strategies share their
+    /// random numbers); call it only when the delay is random.
+    fn decide(&self, failure: &Failure, draw: &mut dyn FnMut() -> f64) -> Decision;
+}
+
 /// Decides after attempt `attempts_used` (1-based) failed with `class`, `elapsed_s` after the
 /// step started. `draw` yields the retry stream's uniform draw, only called for a jittered
 /// backoff or a spread Retry-After (so a policy without either draws nothing, as the reference).

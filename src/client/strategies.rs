@@ -10,5 +10,7 @@ pub mod least_busy;
 pub mod p2c;
 pub mod quota_aware;
 pub mod retry_after_aware;
+pub mod sdk_retry;
 pub mod sticky;
+pub mod tenacity_exponential;
 pub mod wait;

@@ -9,8 +9,8 @@
 //! answer through [`Strategy::observe`]. The hook defaults to doing nothing, so a strategy that
 //! does not adapt behaves exactly as if it did not exist.
 
-use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score};
-use crate::client::retry::ErrorClass;
+use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score, State};
+use crate::client::retry::{ErrorClass, RetryLoop};
 
 /// What a strategy asks the harness to do next for this call.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -131,6 +131,13 @@ pub trait Strategy: std::fmt::Debug + Send {
         None
     }
 
+    /// The retry loop this strategy carries itself (a client library's built-in retries), or
+    /// `None` (the default) to leave retries to the world's `[retry]` policy. Asked once per
+    /// run; a strategy that returns `None` runs exactly as if this hook did not exist.
+    fn retry_loop(&self) -> Option<&dyn RetryLoop> {
+        None
+    }
+
     /// Leases a resource other than `primary` for the hedge of a request in flight there,
     /// without waiting; `None` sends no hedge.
     fn hedge(&self, _pool: &mut Pool, _now: f64, _primary: ResourceId) -> Option<ResourceId> {
@@ -143,6 +150,30 @@ pub fn select_or_wait(pool: &mut Pool, now: f64, call: &mut CallState) -> Acquir
     match pool.select(Filter::All, Score::None, now) {
         Some(r) => Acquire::Leased(r),
         None => {
+            call.waiting = true;
+            Acquire::Wait
+        }
+    }
+}
+
+/// A client bound to one endpoint (an SDK client built with one base URL): the first endpoint
+/// of the primary pool, leased when free, else waited for. When the client's breaker has it
+/// DEAD or REVOKED the call fails at once as unavailable (class `unknown`): there is no other
+/// endpoint to go to.
+///
+/// The wait is on the primary pool, not on the endpoint alone: the pool wakes its waiters when
+/// the endpoint goes DEAD, and a waiter of the one resource would only re-check that resource
+/// and sleep on, for ever once nothing is in flight. Waiting on the pool, it is driven again
+/// while another endpoint of the pool is free, sees the endpoint DEAD and fails; in a pool of
+/// that one endpoint the harness reports the stall, as for `wait`.
+pub fn single_endpoint(pool: &mut Pool, now: f64, call: &mut CallState) -> Acquire {
+    let r = pool.primary_head();
+    if let Some(leased) = pool.select(Filter::Only(r), Score::None, now) {
+        return Acquire::Leased(leased);
+    }
+    match pool.state(r, now) {
+        State::Dead | State::Revoked => Acquire::Unavailable,
+        State::Ready | State::Degraded => {
             call.waiting = true;
             Acquire::Wait
         }

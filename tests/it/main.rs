@@ -14,6 +14,7 @@ mod no_network;
 mod open_loop;
 #[cfg(unix)]
 mod outputs;
+mod own_retry;
 mod replay;
 mod report;
 mod report_cli;
