@@ -218,3 +218,39 @@ fn requests_larger_than_a_limit_fail_at_once_as_fatal() {
     assert_eq!(m.get(Metric::JobsFailed), 10.0);
     assert_eq!(result.error_classes, [("fatal", 10)].into());
 }
+
+#[test]
+fn a_token_world_no_code_was_written_for_runs_every_strategy_deterministically() {
+    use crate::support::{simbench, without_wall_times};
+    let file = "tests/data/worlds/llm_eval_harness.toml";
+    let run = |threads: &str| {
+        let out = simbench(&[
+            "run",
+            file,
+            "--seeds",
+            "2",
+            "--quiet",
+            "--threads",
+            threads,
+            "--json",
+            "-",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let one = run("1");
+    assert_eq!(without_wall_times(&one), without_wall_times(&run("2")));
+    let json: serde_json::Value = serde_json::from_str(&one).expect("JSON");
+    assert!(json["not_applicable"].get("ttft_p50_ms").is_none());
+    for r in json["runs"].as_array().expect("runs") {
+        let m = &r["metrics"];
+        assert!(m["output_goodput_tps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(m["cost"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(m["ttft_p99_ms"].as_f64().unwrap() >= m["ttft_p50_ms"].as_f64().unwrap());
+    }
+}
