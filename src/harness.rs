@@ -1173,7 +1173,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.unused_busy_s[r] += pending.latency_s - pending.answer_s;
         }
         self.provider.finish(r, pending.failure.is_some());
-        self.account_tokens(r, &pending, self.now - self.workers[w].dispatched_at);
+        self.account_tokens(w, r, &pending);
         self.record_clocks(w);
         let response = match pending.failure {
             None => Response::Success,
@@ -1234,23 +1234,22 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             .map(|t| t.call_size(self.rng, worker.job, worker.step, worker.call))
     }
 
-    /// Settles the token limits of `r` for a request that ended `elapsed_s` after it was sent,
-    /// and counts its tokens, time to first token and cost: goodput and the bill on success,
+    /// Settles the token limits of `r` for the request of `w` that just ended, and counts its tokens, time to first token and cost: goodput and the bill on success,
     /// waste on anything else (a client timeout is billed for what was written by then).
-    fn account_tokens(&mut self, r: usize, pending: &Pending, elapsed_s: f64) {
-        let Some(usage) = pending.usage else {
+    fn account_tokens(&mut self, w: usize, r: usize, pending: &Pending) {
+        let (Some(usage), Some(size)) = (pending.usage, self.call_size(w)) else {
             return;
         };
         let written = if pending.gave_up() {
-            usage.written_by(elapsed_s, pending.latency_s)
+            usage.written_by(size.output, pending.answer_s, pending.latency_s)
         } else {
-            usage.size.output
+            size.output
         };
-        self.provider.settle(r, &usage.size, written, self.now);
+        self.provider.settle(r, &size, written, self.now);
         let price = self.world.endpoints()[r].price;
         let cost = |input, output| price.map_or(0.0, |p| p.cost(input, usage.cached, output));
         let t = &mut self.tally;
-        let input = usage.size.input;
+        let input = size.input;
         if pending.failure.is_none() {
             t.input_tokens_ok += input;
             t.output_tokens_ok += written;

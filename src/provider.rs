@@ -82,11 +82,10 @@ pub enum Arrival {
     },
 }
 
-/// What an admitted request of a token world processes.
+/// How an admitted request of a token world is served (its sizes stay with the caller, which
+/// drew them).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Usage {
-    /// The call's sizes.
-    pub size: CallSize,
     /// Time to first token \[s\].
     pub ttft_s: f64,
     /// Whether the prompt was served from the reuse cache (priced as cached input).
@@ -94,17 +93,17 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Output tokens written by `elapsed_s` after admission, for a request whose whole service
-    /// takes `latency_s` (all of them at the end; none before the first token).
-    pub fn written_by(&self, elapsed_s: f64, latency_s: f64) -> f64 {
+    /// Of `output` tokens, those written by `elapsed_s` after admission, for a request whose
+    /// whole service takes `latency_s` (all of them at the end; none before the first token).
+    pub fn written_by(&self, output: f64, elapsed_s: f64, latency_s: f64) -> f64 {
         if elapsed_s >= latency_s {
-            return self.size.output;
+            return output;
         }
         let decode_s = latency_s - self.ttft_s;
         if elapsed_s <= self.ttft_s || decode_s <= 0.0 {
             return 0.0;
         }
-        (self.size.output * (elapsed_s - self.ttft_s) / decode_s).floor()
+        (output * (elapsed_s - self.ttft_s) / decode_s).floor()
     }
 }
 
@@ -342,7 +341,6 @@ impl<'w> Provider<'w> {
                 let (ttft, per_token) = model.timing(size.input, load);
                 let tail = tail_multiplier(endpoint, &mut stream);
                 let usage = Usage {
-                    size: *size,
                     ttft_s: ttft * tail,
                     cached: hit.is_some(),
                 };
@@ -351,8 +349,7 @@ impl<'w> Provider<'w> {
             _ => (sample_latency(endpoint, &mut stream), None),
         };
         if size.is_some() && usage.is_none() {
-            usage = size.map(|&size| Usage {
-                size,
+            usage = size.map(|_| Usage {
                 ttft_s: latency_s,
                 cached: hit.is_some(),
             });
