@@ -848,10 +848,10 @@ pub struct Latency {
     pub ttft_load: Option<f64>,
 
     /// `"tokens"` shape: output tokens per second of one stream on an idle endpoint. Required
-    /// by it; must be > 0.
+    /// by it; range 0.001 to 1000000000 (slower would put requests past the end of simulated
+    /// time).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("exclusiveMinimum" = 0))]
-    #[schemars(range(max = 1e9))]
+    #[schemars(range(min = 0.001, max = 1e9))]
     pub decode_tokens_per_s: Option<f64>,
 
     /// `"tokens"` shape: how much each stream slows at full load (0.5 = a stream runs at 2/3

@@ -140,10 +140,10 @@ pub struct Limit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per: Option<Per>,
 
-    /// The window in seconds, for any other length. Must be > 0.
+    /// The window in seconds, for any other length. Range 0.001 to 1000000000 (Retry-After is
+    /// given in whole milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("exclusiveMinimum" = 0))]
-    #[schemars(range(max = 1e9))]
+    #[schemars(range(min = 0.001, max = 1e9))]
     pub window_s: Option<f64>,
 
     /// How the allowance comes back: `"rolling"` (continuously, limit / window per second, up
