@@ -254,3 +254,22 @@ fn a_token_world_no_code_was_written_for_runs_every_strategy_deterministically()
         assert!(m["ttft_p99_ms"].as_f64().unwrap() >= m["ttft_p50_ms"].as_f64().unwrap());
     }
 }
+
+#[test]
+fn the_slowest_decode_and_the_shortest_window_stay_inside_simulated_time() {
+    // The extremes the schema allows: a huge prompt, the slowest decode, the largest load
+    // factors and tail, a 1 ms fixed window. Once an event landed past the end of time here.
+    let sizes = r#"input = { distribution = "lognormal", median = 1e8, sigma = 5 }
+output = { distribution = "constant", value = 1e7 }
+max_tokens = 10000000"#;
+    let endpoint = r#"latency = { distribution = "tokens", ttft_s = 1e6, ttft_per_1k_input_s = 1e6, ttft_load = 1e6, decode_tokens_per_s = 0.001, load_slowdown = 1e6, tail_rate = 1, tail_factor = 1e6 }
+limits = [{ unit = "requests", limit = 1, window_s = 0.001, reset = "fixed" }]"#;
+    let w = world(3, 6, 1, sizes, endpoint);
+    for algorithm in ["wait", "immediate", "sdk_retry"] {
+        let result = run(&w, algorithm, w.seed(), false);
+        let m = result.metrics.expect("finishes");
+        for (info, v) in m.iter() {
+            assert!(v.is_finite(), "{algorithm}: {} = {v}", info.name);
+        }
+    }
+}
