@@ -17,7 +17,7 @@ use crate::client::budget::Budget;
 use crate::client::pool::{Filter, Pool, Scope, Signal, State};
 use crate::client::retry::{self, Decision, ErrorClass, Failure, GiveUp, RetryLoop};
 use crate::client::strategy::{
-    Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,
+    Acquire, AttemptState, CallState, Demand, Dice, Feedback, Response, Strategy,
 };
 use crate::client::throttle::Throttle;
 use crate::metrics::recovery::RecoveryRule;
@@ -25,7 +25,7 @@ use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection, Usage};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
-use crate::tokens::CallSize;
+use crate::tokens::{CallSize, LimitHeader};
 use crate::world::{Load, World};
 use queue::{Event, EventQueue};
 
@@ -193,6 +193,8 @@ pub struct TraceRecord {
     pub after_report: Option<(u32, State)>,
     /// The pool's round-robin counter after the selection.
     pub round_robin: u64,
+    /// The call's sizes (zero in a world without `[tokens]`).
+    pub size: CallSize,
 }
 
 /// Everything one run produced.
@@ -372,6 +374,8 @@ struct Worker<S> {
     pending: Pending,
     attempt_state: AttemptState,
     call_state: CallState,
+    /// The current call's sizes, drawn when it starts (zero in a world without `[tokens]`).
+    size: CallSize,
     /// The deadline of the wait the worker is in, if it has one.
     wait_deadline: Option<f64>,
     dice: Option<S>,
@@ -405,6 +409,7 @@ impl<S> Worker<S> {
             },
             attempt_state: AttemptState::default(),
             call_state: CallState::default(),
+            size: CallSize::default(),
             wait_deadline: None,
             dice: None,
             hedging: hedge::Hedging::default(),
@@ -506,6 +511,10 @@ struct Sim<'w, R: RandomSource> {
     timed_waiters: u32,
     /// The strategy wants answers reported and may hedge ([`Strategy::uses_feedback`]).
     feedback: bool,
+    /// The strategy reads the rate-limit headers ([`Strategy::wants_headers`]).
+    wants_headers: bool,
+    /// Scratch for the headers of one answer, kept to avoid an allocation per answer.
+    headers: Vec<LimitHeader>,
     /// Some endpoint has a reuse cache, so workers remember where their job was served.
     caches: bool,
     /// The strategy's own retry loop, used instead of `[retry]`'s decision when it has one.
@@ -564,6 +573,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             blocked_in_acquire: 0,
             timed_waiters: 0,
             feedback: strategy.uses_feedback(),
+            wants_headers: strategy.uses_feedback() && strategy.wants_headers(),
+            headers: Vec::new(),
             caches: world.has_cache(),
             own_retry: strategy.retry_loop(),
             budget: world.retry().budget.map(Budget::new),
@@ -987,8 +998,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             _ => self.now,
         };
         worker.acquire_start = self.now;
+        let mut demand = Demand::default();
+        if let Some(tokens) = self.world.tokens() {
+            worker.size = tokens.call_size(self.rng, worker.job, worker.step, worker.call);
+            demand = Demand {
+                input: worker.size.input,
+                max_tokens: worker.size.max_tokens,
+            };
+        }
         worker.call_state = CallState {
             started_at: self.now,
+            demand,
             ..CallState::default()
         };
         Next::Acquire
@@ -1073,7 +1093,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 ..
             } => {
                 // "Overloaded": an error without Retry-After, not a rate limit.
-                self.observe(r, now, Response::Refused);
+                self.observe(r, now, Response::Refused, None);
                 self.pool.report_failure(r, now);
                 self.pool.release(r);
                 self.flush_signals();
@@ -1084,7 +1104,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 retry_after_s,
             } => {
                 self.pool.note_retry_after(r, now + retry_after_s);
-                self.observe(r, now, Response::Refused);
+                self.observe(r, now, Response::Refused, Some(retry_after_s));
                 self.pool.report_failure(r, now);
                 self.pool.release(r);
                 self.flush_signals();
@@ -1155,6 +1175,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             result,
             after_report,
             round_robin: self.pool.round_robin(),
+            size: worker.size,
         };
         if let Some(trace) = &mut self.trace {
             trace.push(record);
@@ -1179,7 +1200,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             None => Response::Success,
             Some(kind) => Response::Failed(error_class(kind)),
         };
-        self.observe(r, self.workers[w].dispatched_at, response);
+        self.observe(r, self.workers[w].dispatched_at, response, None);
         match pending.failure {
             None => {
                 if self.caches {
@@ -1226,12 +1247,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
-    /// The tokens of the call `w` is about to send, in a world with `[tokens]`.
+    /// The tokens of the call `w` is sending, in a world with `[tokens]`.
     fn call_size(&self, w: usize) -> Option<CallSize> {
-        let worker = &self.workers[w];
-        self.world
-            .tokens()
-            .map(|t| t.call_size(self.rng, worker.job, worker.step, worker.call))
+        self.world.tokens().map(|_| self.workers[w].size)
     }
 
     /// Settles the token limits of `r` for the request of `w` that just ended, and counts its tokens, time to first token and cost: goodput and the bill on success,
@@ -1292,15 +1310,19 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             // A 400: no endpoint of this size limit would take it; resending cannot help.
             Rejection::TooLarge => ErrorClass::Fatal,
         };
-        self.observe(r, now, Response::Failed(class));
+        self.observe(r, now, Response::Failed(class), None);
         self.pool.release(r);
         self.flush_signals();
         class
     }
 
-    fn observe(&self, r: usize, sent_at: f64, response: Response) {
+    fn observe(&mut self, r: usize, sent_at: f64, response: Response, retry_after_s: Option<f64>) {
         if !self.feedback {
             return;
+        }
+        self.headers.clear();
+        if self.wants_headers {
+            self.provider.limit_headers(r, self.now, &mut self.headers);
         }
         self.strategy.observe(&Feedback {
             resource: r,
@@ -1308,6 +1330,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             at: self.now,
             response,
             in_flight: self.pool.active_total(),
+            retry_after_s,
+            headers: &self.headers,
         });
     }
 

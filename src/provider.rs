@@ -11,7 +11,7 @@ pub mod timeline;
 use std::cell::Cell;
 
 use crate::rng::{RandomSource, Stream};
-use crate::tokens::{CallSize, Saturation};
+use crate::tokens::{CallSize, LimitHeader, Saturation};
 use crate::world::{Distribution, Endpoint, World};
 use limits::{Blocked, Limits};
 use timeline::Timeline;
@@ -434,11 +434,11 @@ impl<'w> Provider<'w> {
         }
     }
 
-    /// `(remaining, seconds until full)` of every published limit of endpoint `e` at `now`:
-    /// what the `x-ratelimit-remaining-*` / `x-ratelimit-reset-*` headers carry.
-    pub fn limit_headers(&mut self, e: usize, now: f64) -> Vec<(f64, f64)> {
+    /// Appends the state of every published limit of endpoint `e` at `now` to `out`: what the
+    /// `x-ratelimit-*` headers of an answer from it carry.
+    pub fn limit_headers(&mut self, e: usize, now: f64, out: &mut Vec<LimitHeader>) {
         let endpoint = &self.world.endpoints()[e];
-        self.endpoints[e].limits.headers(&endpoint.limits, now)
+        self.endpoints[e].limits.headers(&endpoint.limits, now, out);
     }
 
     /// Requests in flight at endpoint `e`.

@@ -26,6 +26,13 @@ pub fn round(x: f64, digits: u8) -> f64 {
         .expect("a formatted finite float parses")
 }
 
+/// `seconds` rounded up to whole milliseconds, at least one: the resolution of a
+/// `retry-after-ms` header, and the shortest sleep of a pacing client. Waiting that long never
+/// falls a rounding error short of what was meant.
+pub fn ceil_ms(seconds: f64) -> f64 {
+    ((seconds * 1000.0).ceil() / 1000.0).max(0.001)
+}
+
 #[cfg(test)]
 mod tests {
     use super::round;
@@ -60,5 +67,12 @@ mod tests {
         assert_eq!(round(0.0, 6), 0.0);
         assert!(round(f64::NAN, 6).is_nan());
         assert_eq!(round(f64::INFINITY, 4), f64::INFINITY);
+    }
+
+    #[test]
+    fn ceil_ms_rounds_up_to_whole_milliseconds_at_least_one() {
+        assert_eq!(super::ceil_ms(0.0), 0.001);
+        assert_eq!(super::ceil_ms(0.0101), 0.011);
+        assert_eq!(super::ceil_ms(2.0), 2.0);
     }
 }

@@ -210,6 +210,33 @@ impl Limit {
     }
 }
 
+/// One limit's state as a response's `x-ratelimit-*` headers carry it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LimitHeader {
+    /// What the limit counts.
+    pub unit: Unit,
+    /// `x-ratelimit-limit-*`: the whole allowance per window.
+    pub limit: f64,
+    /// `x-ratelimit-remaining-*`: what is left now.
+    pub remaining: f64,
+    /// `x-ratelimit-reset-*`: seconds until the allowance is whole again \[s\].
+    pub reset_s: f64,
+}
+
+impl Unit {
+    /// What a client expects a request of `input` prompt tokens asking `max_tokens` to take
+    /// from a limit counting this unit, before it knows the output: the vendors' admission
+    /// charge (prompt plus `max_tokens`), the most any charge takes.
+    pub fn demand(self, input: f64, max_tokens: f64) -> f64 {
+        match self {
+            Unit::Requests => 1.0,
+            Unit::InputTokens => input,
+            Unit::OutputTokens => max_tokens,
+            Unit::Tokens => input + max_tokens,
+        }
+    }
+}
+
 /// When an endpoint charges tokens against its token limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Charge {

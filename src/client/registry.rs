@@ -1,8 +1,9 @@
 //! The algorithm registry: the single list of strategies the CLI, schema, docs and reports read.
 
 use crate::client::strategies::{
-    aimd::Aimd, backoff::Backoff, failover::Failover, gradient::Gradient, hedged::Hedged,
-    immediate::Immediate, least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
+    aimd::Aimd, backoff::Backoff, budget_pacer::BudgetPacer, failover::Failover,
+    gradient::Gradient, header_pacer::HeaderPacer, hedged::Hedged, immediate::Immediate,
+    least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
     retry_after_aware::RetryAfterAware, sdk_retry::SdkClient, sticky::Sticky,
     tenacity_exponential::TenacityExponential, wait::Wait,
 };
@@ -428,6 +429,55 @@ const TENACITY_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+const BUDGET_PACER_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "requests_per_minute",
+        unit: "requests/min",
+        default: 1500.0,
+        min: 1e-3,
+        max: 1e9,
+        integer: false,
+        meaning: "`max_requests_per_minute`: the request budget (the script's default is half of 3,000).",
+    },
+    ParamInfo {
+        name: "tokens_per_minute",
+        unit: "tokens/min",
+        default: 125_000.0,
+        min: 1.0,
+        max: 1e12,
+        integer: false,
+        meaning: "`max_tokens_per_minute`: the token budget, charged prompt + max_tokens per request (the script's default is half of 250,000).",
+    },
+    ParamInfo {
+        name: "pause_s",
+        unit: "s",
+        default: 15.0,
+        min: 0.0,
+        max: 86_400.0,
+        integer: false,
+        meaning: "`seconds_to_pause_after_rate_limit_error`: every request waits this long after a 429.",
+    },
+    ParamInfo {
+        name: "max_attempts",
+        unit: "attempts",
+        default: 5.0,
+        min: 1.0,
+        max: 1000.0,
+        integer: true,
+        meaning: "`max_attempts`: attempts in all per request, retried at once on any error.",
+    },
+];
+
+const HEADER_PACER_PARAMS: &[ParamInfo] = &[ParamInfo {
+    name: "reserve",
+    unit: "ratio",
+    default: 0.0,
+    min: 0.0,
+    max: 0.99,
+    integer: false,
+    meaning: "Share of every limit the client leaves unused, against requests it cannot see.",
+}];
+
 /// Every strategy, in registry order.
 pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
@@ -541,6 +591,22 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         ordered: &[["min_s", "max_s"]],
         poll_delay: &[],
         make: |p| Box::new(TenacityExponential::new(p)),
+    },
+    AlgorithmInfo {
+        name: "budget_pacer",
+        summary: "The cookbook's parallel request processor: paces to RPM and TPM budgets (prompt + max_tokens), pauses 15 s after a 429, retries at once, 5 attempts.",
+        params: BUDGET_PACER_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(BudgetPacer::new(p)),
+    },
+    AlgorithmInfo {
+        name: "header_pacer",
+        summary: "Paces from the x-ratelimit remaining/reset headers of every limit and waits out each 429's Retry-After.",
+        params: HEADER_PACER_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(HeaderPacer::new(p)),
     },
 ];
 

@@ -2,8 +2,10 @@
 
 pub mod aimd;
 pub mod backoff;
+pub mod budget_pacer;
 pub mod failover;
 pub mod gradient;
+pub mod header_pacer;
 pub mod hedged;
 pub mod immediate;
 pub mod least_busy;

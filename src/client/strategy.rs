@@ -11,6 +11,7 @@
 
 use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score, State};
 use crate::client::retry::{ErrorClass, RetryLoop};
+use crate::tokens::{LimitHeader, Unit};
 
 /// What a strategy asks the harness to do next for this call.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,6 +55,28 @@ pub struct CallState {
     pub waiting: bool,
     /// A [`Acquire::WaitUntil`] reached its deadline (set by the harness).
     pub timed_out: bool,
+    /// What the call's request asks, as the client knows it before sending (set by the
+    /// harness; zero in a world without `[tokens]`).
+    pub demand: Demand,
+    /// The send time a pacing strategy reserved for the call \[s\], once it has.
+    pub not_before: Option<f64>,
+}
+
+/// A request's size as its client knows it before sending: the prompt and the `max_tokens`
+/// it asks for, not the output the model will write.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Demand {
+    /// Prompt tokens.
+    pub input: f64,
+    /// The `max_tokens` asked for.
+    pub max_tokens: f64,
+}
+
+impl Demand {
+    /// What the request takes from a limit counting `unit`, at most (see [`Unit::demand`]).
+    pub fn of(&self, unit: Unit) -> f64 {
+        unit.demand(self.input, self.max_tokens)
+    }
 }
 
 /// The attempt's acquire stream, created on first use.
@@ -75,7 +98,7 @@ pub enum Response {
 
 /// The answer to one request, reported to the strategy when it arrives.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Feedback {
+pub struct Feedback<'a> {
     /// The resource the request was sent on.
     pub resource: ResourceId,
     /// When it was sent \[s\].
@@ -86,9 +109,15 @@ pub struct Feedback {
     pub response: Response,
     /// Leases held over the whole pool just before this request's lease is given back.
     pub in_flight: u32,
+    /// The Retry-After of a 429 \[s\] (`None` for any other answer, "overloaded" included).
+    pub retry_after_s: Option<f64>,
+    /// The `x-ratelimit-*` headers of the answer, one per published limit of the endpoint in
+    /// its order; empty unless [`Strategy::wants_headers`] (and for an endpoint without
+    /// published limits, or an answer that never reached it).
+    pub headers: &'a [LimitHeader],
 }
 
-impl Feedback {
+impl Feedback<'_> {
     /// Time from sending to the answer \[s\].
     pub fn latency_s(&self) -> f64 {
         self.at - self.sent_at
@@ -124,6 +153,12 @@ pub trait Strategy: std::fmt::Debug + Send {
     /// A request's answer arrived (a refusal arrives when it is sent). A hedged request that
     /// lost the race is cancelled and never answers.
     fn observe(&self, _feedback: &Feedback) {}
+
+    /// Whether [`Feedback::headers`] should carry the rate-limit headers (asked once per run;
+    /// reading them costs a little per answer, so only pacers that use them ask).
+    fn wants_headers(&self) -> bool {
+        false
+    }
 
     /// How long after a request was sent to send a second copy on another resource if it has
     /// not answered \[s\]; `None` (the default) never hedges. Asked once per request sent.

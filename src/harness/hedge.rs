@@ -17,7 +17,7 @@
 
 use super::{Pending, Phase, Sim};
 use crate::client::strategy::Response;
-use crate::provider::Arrival;
+use crate::provider::{Arrival, Refusal};
 use crate::rng::RandomSource;
 
 use super::queue::Event;
@@ -90,9 +90,16 @@ impl<R: RandomSource> Sim<'_, R> {
                 // The copy failed at once; the primary keeps racing alone.
                 self.rejected(r, rejection);
             }
-            Arrival::Refused { retry_after_s, .. } => {
-                self.pool.note_retry_after(r, now + retry_after_s);
-                self.observe(r, now, Response::Refused);
+            Arrival::Refused {
+                refusal,
+                retry_after_s,
+            } => {
+                // "Overloaded" carries no Retry-After.
+                let retry_after = (refusal != Refusal::Overloaded).then_some(retry_after_s);
+                if let Some(after) = retry_after {
+                    self.pool.note_retry_after(r, now + after);
+                }
+                self.observe(r, now, Response::Refused, retry_after);
                 self.pool.report_failure(r, now);
                 self.pool.release(r);
                 self.flush_signals();

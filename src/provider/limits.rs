@@ -1,7 +1,8 @@
 //! An endpoint's published limits at run time: one allowance per limit, charged at admission
 //! and settled when the request ends (see [`crate::tokens::Charge`]).
 
-use crate::tokens::{CallSize, Charge, Limit, Reset, Unit};
+use crate::rounding::ceil_ms;
+use crate::tokens::{CallSize, Charge, Limit, LimitHeader, Reset, Unit};
 
 /// The state of one limit.
 #[derive(Clone, Copy, Debug)]
@@ -102,18 +103,18 @@ impl Limits {
         }
     }
 
-    /// `(remaining, seconds until full)` of every limit at `now`, as the
-    /// `x-ratelimit-remaining-*` and `x-ratelimit-reset-*` headers say.
-    pub fn headers(&mut self, limits: &[Limit], now: f64) -> Vec<(f64, f64)> {
-        limits
-            .iter()
-            .zip(&mut self.allowances)
-            .map(|(limit, allowance)| {
-                allowance.catch_up(limit, now);
-                let reset = allowance.time_to(limit, limit.limit, now);
-                (allowance.level.max(0.0), reset)
-            })
-            .collect()
+    /// Appends the state of every limit at `now` to `out`, as the `x-ratelimit-limit-*`,
+    /// `-remaining-*` and `-reset-*` headers say.
+    pub fn headers(&mut self, limits: &[Limit], now: f64, out: &mut Vec<LimitHeader>) {
+        for (limit, allowance) in limits.iter().zip(&mut self.allowances) {
+            allowance.catch_up(limit, now);
+            out.push(LimitHeader {
+                unit: limit.unit,
+                limit: limit.limit,
+                remaining: allowance.level.max(0.0),
+                reset_s: allowance.time_to(limit, limit.limit, now),
+            });
+        }
     }
 }
 
@@ -149,7 +150,7 @@ impl Allowance {
             Reset::Rolling => (need - self.level) * limit.window_s / limit.limit,
             Reset::Fixed => ((now / limit.window_s).floor() + 1.0) * limit.window_s - now,
         };
-        ((exact * 1000.0).ceil() / 1000.0).max(0.001)
+        ceil_ms(exact)
     }
 }
 
@@ -190,11 +191,13 @@ mod tests {
         assert!((retry_after_s - 30.0).abs() < 1e-9);
         // The first request ends having written 100 of its 400: 300 come back at once.
         state.settle(&limits, charge, &SIZE, 100.0, 0.0);
-        let [(remaining, reset)] = state.headers(&limits, 0.0)[..] else {
+        let mut headers = Vec::new();
+        state.headers(&limits, 0.0, &mut headers);
+        let [header] = headers[..] else {
             panic!("one limit")
         };
-        assert_eq!(remaining, 300.0);
-        assert!((reset - 51.0).abs() < 1e-9);
+        assert_eq!((header.limit, header.remaining), (2000.0, 300.0));
+        assert!((header.reset_s - 51.0).abs() < 1e-9);
         assert!(state.admit(&limits, charge, &SIZE, 21.0).is_ok());
     }
 

@@ -15,6 +15,7 @@ mod open_loop;
 #[cfg(unix)]
 mod outputs;
 mod own_retry;
+mod pacers;
 mod replay;
 mod report;
 mod report_cli;

@@ -145,13 +145,15 @@ mod tests {
     use super::*;
     use crate::client::registry;
 
-    fn answer(sent_at: f64, at: f64, response: Response, in_flight: u32) -> Feedback {
+    fn answer(sent_at: f64, at: f64, response: Response, in_flight: u32) -> Feedback<'static> {
         Feedback {
             resource: 0,
             sent_at,
             at,
             response,
             in_flight,
+            retry_after_s: None,
+            headers: &[],
         }
     }
 

@@ -112,13 +112,15 @@ mod tests {
     use super::*;
     use crate::client::registry;
 
-    fn success(latency_s: f64) -> Feedback {
+    fn success(latency_s: f64) -> Feedback<'static> {
         Feedback {
             resource: 0,
             sent_at: 0.0,
             at: latency_s,
             response: Response::Success,
             in_flight: 1,
+            retry_after_s: None,
+            headers: &[],
         }
     }
 
