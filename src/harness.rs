@@ -363,6 +363,8 @@ struct Worker<S> {
     ready_at: f64,
     /// When the current attempt failed (a retry's intended clock starts there).
     failed_at: f64,
+    /// The Retry-After that failure carried \[s\].
+    failed_retry_after_s: Option<f64>,
     /// When the request in flight was sent (a winning hedge copy's send time once it wins).
     dispatched_at: f64,
     /// When the call's first request was sent: the call is in service from then on, whichever
@@ -395,6 +397,7 @@ impl<S> Worker<S> {
             job_start: 0.0,
             ready_at: 0.0,
             failed_at: 0.0,
+            failed_retry_after_s: None,
             dispatched_at: 0.0,
             first_sent_at: 0.0,
             step_start: 0.0,
@@ -974,7 +977,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         worker.phase = Phase::Idle;
         worker.attempt += 1;
         worker.call = 0;
-        worker.attempt_state = AttemptState::default();
+        let carried = if worker.attempt > 1 {
+            (worker.attempt_state.route, worker.failed_retry_after_s)
+        } else {
+            Default::default()
+        };
+        worker.attempt_state = AttemptState {
+            attempt: worker.attempt,
+            route: carried.0,
+            previous_retry_after_s: carried.1,
+            ..AttemptState::default()
+        };
         worker.dice = None;
         self.tally.attempts += 1;
         if worker.attempt == 1
@@ -1200,7 +1213,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             None => Response::Success,
             Some(kind) => Response::Failed(error_class(kind)),
         };
-        self.observe(r, self.workers[w].dispatched_at, response, None);
+        let usage = match (pending.failure, pending.usage) {
+            (None, Some(_)) => (self.workers[w].size.input, self.workers[w].size.output),
+            _ => (0.0, 0.0),
+        };
+        self.observe_with_usage(r, self.workers[w].dispatched_at, response, None, usage);
         match pending.failure {
             None => {
                 if self.caches {
@@ -1317,6 +1334,18 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     fn observe(&mut self, r: usize, sent_at: f64, response: Response, retry_after_s: Option<f64>) {
+        self.observe_with_usage(r, sent_at, response, retry_after_s, (0.0, 0.0));
+    }
+
+    /// [`Sim::observe`] of an answer that reports `(input, output)` tokens of usage.
+    fn observe_with_usage(
+        &mut self,
+        r: usize,
+        sent_at: f64,
+        response: Response,
+        retry_after_s: Option<f64>,
+        (input_tokens, output_tokens): (f64, f64),
+    ) {
         if !self.feedback {
             return;
         }
@@ -1331,6 +1360,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             response,
             in_flight: self.pool.active_total(),
             retry_after_s,
+            input_tokens,
+            output_tokens,
             headers: &self.headers,
         });
     }
@@ -1363,6 +1394,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let now = self.now;
         let worker = &mut self.workers[w];
         worker.failed_at = now;
+        worker.failed_retry_after_s = retry_after_s;
         let (job, step, attempt) = (worker.job, worker.step, worker.attempt);
         let rng = self.rng;
         let elapsed_s = now - worker.step_start;

@@ -10,6 +10,7 @@ pub mod waiters;
 pub use waiters::BatchId;
 use waiters::Waiters;
 
+use crate::tokens::{Limit, Unit};
 use crate::world::{Breaker, Selection, World};
 
 /// Index of a resource (same as its endpoint's index in the world).
@@ -58,6 +59,13 @@ pub struct Resource {
     pub usage_tokens: f64,
     /// The end of the latest Retry-After a refusal from this resource carried \[s\].
     pub retry_after_until: f64,
+    /// The requests per minute the client was told the endpoint allows (its published request
+    /// limit under a day, per minute), as a router's deployment list declares `rpm`.
+    pub declared_rpm: Option<f64>,
+    /// Likewise the tokens per minute (`tpm`), from its published token limit.
+    pub declared_tpm: Option<f64>,
+    /// The strategy keeps off this resource until then \[s\] (a router's cooldown).
+    pub avoided_until: f64,
 }
 
 impl Resource {
@@ -89,6 +97,14 @@ impl Resource {
     }
 }
 
+/// The first published limit under a day whose unit passes `unit`, per minute.
+fn per_minute(limits: &[Limit], unit: impl Fn(Unit) -> bool) -> Option<f64> {
+    limits
+        .iter()
+        .find(|l| unit(l.unit) && !l.is_daily())
+        .map(|l| l.limit * 60.0 / l.window_s)
+}
+
 /// Whether resource `r` passes `filter` and can take a lease at `now`.
 fn is_candidate(resource: &mut Resource, r: ResourceId, filter: Filter, now: f64) -> bool {
     if resource.state == State::Revoked {
@@ -97,6 +113,7 @@ fn is_candidate(resource: &mut Resource, r: ResourceId, filter: Filter, now: f64
     match filter {
         Filter::Only(only) if only != r => return false,
         Filter::NotRetryAfter if resource.retry_after_until > now => return false,
+        Filter::NotAvoided if resource.avoided_until > now => return false,
         _ => {}
     }
     resource.state_at(now) == State::Ready && resource.active < resource.capacity
@@ -111,6 +128,8 @@ pub enum Filter {
     Only(ResourceId),
     /// Every resource whose last 429's Retry-After has passed.
     NotRetryAfter,
+    /// Every resource the strategy is not keeping off ([`Pool::avoid`]).
+    NotAvoided,
 }
 
 /// How candidates are ranked before the least-busy rule.
@@ -197,6 +216,9 @@ impl Pool {
                 recovered_count: 0,
                 usage_tokens: 0.0,
                 retry_after_until: 0.0,
+                declared_rpm: per_minute(&endpoint.limits, |u| u == Unit::Requests),
+                declared_tpm: per_minute(&endpoint.limits, |u| u != Unit::Requests),
+                avoided_until: 0.0,
             })
             .collect();
         let groups: Vec<Group> = world
@@ -332,6 +354,23 @@ impl Pool {
             }
         }
         earliest
+    }
+
+    /// The strategy keeps off `r` until `until` (never earlier than it already did): selections
+    /// with [`Filter::NotAvoided`] pass it over until then.
+    pub fn avoid(&mut self, r: ResourceId, until: f64) {
+        let resource = &mut self.resources[r];
+        resource.avoided_until = resource.avoided_until.max(until);
+    }
+
+    /// The resources of `scope`, in pool order.
+    pub fn members_in(&self, scope: Scope) -> &[ResourceId] {
+        self.members(scope)
+    }
+
+    /// Whether `r` can take a lease at `now` (its breaker lets it, and it is below capacity).
+    pub fn available(&mut self, r: ResourceId, now: f64) -> bool {
+        self.is_candidate(r, Filter::All, now)
     }
 
     /// Whether any resource of the primary pool passing `filter` is available now.

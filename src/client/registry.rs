@@ -1,11 +1,23 @@
 //! The algorithm registry: the single list of strategies the CLI, schema, docs and reports read.
 
 use crate::client::strategies::{
-    aimd::Aimd, backoff::Backoff, budget_pacer::BudgetPacer, failover::Failover,
-    gradient::Gradient, header_pacer::HeaderPacer, hedged::Hedged, immediate::Immediate,
-    least_busy::LeastBusy, p2c::PowerOfTwo, quota_aware::QuotaAware,
-    retry_after_aware::RetryAfterAware, sdk_retry::SdkClient, sticky::Sticky,
-    tenacity_exponential::TenacityExponential, wait::Wait,
+    aimd::Aimd,
+    backoff::Backoff,
+    budget_pacer::BudgetPacer,
+    failover::Failover,
+    gradient::Gradient,
+    header_pacer::HeaderPacer,
+    hedged::Hedged,
+    immediate::Immediate,
+    least_busy::LeastBusy,
+    p2c::PowerOfTwo,
+    quota_aware::QuotaAware,
+    retry_after_aware::RetryAfterAware,
+    router::{Router, Routing},
+    sdk_retry::SdkClient,
+    sticky::Sticky,
+    tenacity_exponential::TenacityExponential,
+    wait::Wait,
 };
 use crate::client::strategy::Strategy;
 
@@ -429,6 +441,27 @@ const TENACITY_PARAMS: &[ParamInfo] = &[
     },
 ];
 
+const FAILOVER_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "leave_refused",
+        unit: "flag",
+        default: 0.0,
+        min: 0.0,
+        max: 1.0,
+        integer: true,
+        meaning: "1: keep off an endpoint that answered 429 until its Retry-After has passed, or \"overloaded\" for overloaded_s; 0: the reference's failover, which does not.",
+    },
+    ParamInfo {
+        name: "overloaded_s",
+        unit: "s",
+        default: 5.0,
+        min: 0.0,
+        max: 86_400.0,
+        integer: false,
+        meaning: "With leave_refused = 1: how long an \"overloaded\" answer (no Retry-After) keeps calls off its endpoint.",
+    },
+];
+
 const BUDGET_PACER_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "requests_per_minute",
@@ -478,6 +511,45 @@ const HEADER_PACER_PARAMS: &[ParamInfo] = &[ParamInfo {
     meaning: "Share of every limit the client leaves unused, against requests it cannot see.",
 }];
 
+const ROUTER_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "num_retries",
+        unit: "retries",
+        default: 2.0,
+        min: 0.0,
+        max: 100.0,
+        integer: true,
+        meaning: "`num_retries`: retries inside a pool before falling back (LiteLLM takes the OpenAI SDK's 2).",
+    },
+    ParamInfo {
+        name: "cooldown_s",
+        unit: "s",
+        default: 5.0,
+        min: 0.0,
+        max: 86_400.0,
+        integer: false,
+        meaning: "`cooldown_time`: how long a deployment stays out after it is cooled down (a 429's Retry-After instead, when it carries one).",
+    },
+    ParamInfo {
+        name: "allowed_fails",
+        unit: "failures",
+        default: 0.0,
+        min: 0.0,
+        max: 1e6,
+        integer: true,
+        meaning: "`allowed_fails` set explicitly: cool a deployment once more than this many answers failed within cooldown_s; 0: LiteLLM's default rule (429 at once, or over half failing).",
+    },
+    ParamInfo {
+        name: "max_fallbacks",
+        unit: "pools",
+        default: 5.0,
+        min: 0.0,
+        max: 1000.0,
+        integer: true,
+        meaning: "`max_fallbacks`: pools after the primary, in file order, that a call falls back to.",
+    },
+];
+
 /// Every strategy, in registry order.
 pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
@@ -514,11 +586,11 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
     },
     AlgorithmInfo {
         name: "failover",
-        summary: "Try each pool in order at once, then wait on the primary.",
-        params: &[],
+        summary: "Try each pool in order at once, then wait on the primary; with leave_refused = 1, keep off an endpoint after its 429 or \"overloaded\".",
+        params: FAILOVER_PARAMS,
         ordered: &[],
         poll_delay: &[],
-        make: |_| Box::new(Failover),
+        make: |p| Box::new(Failover::new(p)),
     },
     AlgorithmInfo {
         name: "sticky",
@@ -607,6 +679,38 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         ordered: &[],
         poll_delay: &[],
         make: |p| Box::new(HeaderPacer::new(p)),
+    },
+    AlgorithmInfo {
+        name: "router",
+        summary: "LiteLLM's Router, simple-shuffle: random deployment weighted by rpm/tpm, cooldowns, 2 retries per pool, then fallback pools.",
+        params: ROUTER_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(Router::new(Routing::SimpleShuffle, p)),
+    },
+    AlgorithmInfo {
+        name: "router_least_busy",
+        summary: "`router` routing to the deployment with the fewest requests in flight.",
+        params: ROUTER_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(Router::new(Routing::LeastBusy, p)),
+    },
+    AlgorithmInfo {
+        name: "router_usage_based",
+        summary: "`router` routing to the lowest tokens used this minute, within each deployment's rpm/tpm.",
+        params: ROUTER_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(Router::new(Routing::UsageBased, p)),
+    },
+    AlgorithmInfo {
+        name: "router_latency_based",
+        summary: "`router` routing to the lowest recent latency per output token.",
+        params: ROUTER_PARAMS,
+        ordered: &[],
+        poll_delay: &[],
+        make: |p| Box::new(Router::new(Routing::LatencyBased, p)),
     },
 ];
 

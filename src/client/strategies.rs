@@ -12,6 +12,7 @@ pub mod least_busy;
 pub mod p2c;
 pub mod quota_aware;
 pub mod retry_after_aware;
+pub mod router;
 pub mod sdk_retry;
 pub mod sticky;
 pub mod tenacity_exponential;

@@ -37,11 +37,31 @@ pub enum Acquire {
     Unavailable,
 }
 
-/// Scratch state that lives for one step attempt (a retry starts afresh).
+/// Scratch state that lives for one step attempt (a retry starts afresh, but for what the
+/// harness tells it of the attempts before and the [`Route`] it carries over).
 #[derive(Clone, Debug, Default)]
 pub struct AttemptState {
     /// `sticky`'s preferred resource for the rest of the attempt.
     pub affinity: Option<ResourceId>,
+    /// Which attempt of the step this is, from 1 (set by the harness).
+    pub attempt: u32,
+    /// The Retry-After the previous attempt's failure carried \[s\] (set by the harness).
+    pub previous_retry_after_s: Option<f64>,
+    /// The strategy has begun this attempt (its first acquire has run).
+    pub begun: bool,
+    /// Where the step's attempts have gone so far: carried from each attempt to the next,
+    /// fresh at each step.
+    pub route: Route,
+}
+
+/// Where a step's attempts have gone: the pool they are in and how many were made there (a
+/// router's position in its fallback list).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    /// Index of the pool in the world's pool list.
+    pub pool: usize,
+    /// Attempts made in that pool.
+    pub tries: u32,
 }
 
 /// Scratch state that lives for one call's acquire.
@@ -111,6 +131,11 @@ pub struct Feedback<'a> {
     pub in_flight: u32,
     /// The Retry-After of a 429 \[s\] (`None` for any other answer, "overloaded" included).
     pub retry_after_s: Option<f64>,
+    /// The usage a success reports: prompt and output tokens (0 without `[tokens]`, and for
+    /// any answer but a success).
+    pub input_tokens: f64,
+    /// See `input_tokens`.
+    pub output_tokens: f64,
     /// The `x-ratelimit-*` headers of the answer, one per published limit of the endpoint in
     /// its order; empty unless [`Strategy::wants_headers`] (and for an endpoint without
     /// published limits, or an answer that never reached it).

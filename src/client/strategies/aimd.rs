@@ -153,6 +153,8 @@ mod tests {
             response,
             in_flight,
             retry_after_s: None,
+            input_tokens: 0.0,
+            output_tokens: 0.0,
             headers: &[],
         }
     }

@@ -120,6 +120,8 @@ mod tests {
             response: Response::Success,
             in_flight: 1,
             retry_after_s: None,
+            input_tokens: 0.0,
+            output_tokens: 0.0,
             headers: &[],
         }
     }

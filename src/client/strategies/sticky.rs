@@ -95,7 +95,10 @@ mod tests {
 
     #[test]
     fn falls_back_at_once_by_default_and_after_the_wait_when_asked() {
-        let mut attempt = AttemptState { affinity: Some(0) };
+        let mut attempt = AttemptState {
+            affinity: Some(0),
+            ..AttemptState::default()
+        };
         let fresh = || CallState {
             started_at: 1.0,
             ..CallState::default()
