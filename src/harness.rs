@@ -1085,10 +1085,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.flush_signals();
             return self.attempt_failed(w, ErrorClass::Throttled, None);
         }
-        let size = self.call_size(w);
-        let arrival = self
-            .provider
-            .arrive(r, now, self.rng, self.reuses(w, r), size.as_ref());
+        let reuse = self.reuses(w, r);
+        let size = self.world.tokens().map(|_| &self.workers[w].size);
+        let arrival = self.provider.arrive(r, now, self.rng, reuse, size);
         if let (Some(throttle), Arrival::Admitted { .. }) = (&mut self.throttle, arrival) {
             throttle.note_accept(r, now);
         }
@@ -1166,6 +1165,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 < p
     }
 
+    #[inline(never)]
     fn record(&mut self, w: usize, r: usize, active_after_lease: u32, arrival: Arrival) {
         let worker = &self.workers[w];
         let resource = &self.pool.resources()[r];
@@ -1275,6 +1275,13 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let (Some(usage), Some(size)) = (pending.usage, self.call_size(w)) else {
             return;
         };
+        self.settle_tokens(r, pending, usage, size);
+    }
+
+    /// [`Sim::account_tokens`] of a token request; out of line so that worlds without
+    /// `[tokens]` keep a small loop.
+    #[inline(never)]
+    fn settle_tokens(&mut self, r: usize, pending: &Pending, usage: Usage, size: CallSize) {
         let written = if pending.gave_up() {
             usage.written_by(size.output, pending.answer_s, pending.latency_s)
         } else {

@@ -279,42 +279,12 @@ impl<'w> Provider<'w> {
                 retry_after_s: world.capacity_retry_after_s(),
             };
         }
-        if !endpoint.limits.is_empty() {
-            let one = CallSize {
-                input: 0.0,
-                output: 0.0,
-                max_tokens: 0.0,
-            };
-            let size = size.unwrap_or(&one);
-            match state
-                .limits
-                .admit(&endpoint.limits, endpoint.charge, size, now)
-            {
-                Ok(()) => {}
-                Err(Blocked::TooLarge { .. }) => {
-                    state.stats.rejected += 1;
-                    return Arrival::Rejected(Rejection::TooLarge);
-                }
-                Err(Blocked::Wait {
-                    index,
-                    retry_after_s,
-                }) => {
-                    let limit = &endpoint.limits[index];
-                    let stats = &mut state.stats;
-                    *if limit.is_daily() {
-                        &mut stats.refused_daily_limit
-                    } else if limit.unit == crate::tokens::Unit::Requests {
-                        &mut stats.refused_request_limit
-                    } else {
-                        &mut stats.refused_token_limit
-                    } += 1;
-                    return Arrival::Refused {
-                        refusal: Refusal::Limit { index },
-                        retry_after_s,
-                    };
-                }
-            }
+        if !endpoint.limits.is_empty()
+            && let Some(refused) = self.admit_limits(e, now, size)
+        {
+            return refused;
         }
+        let state = &mut self.endpoints[e];
         if let Some(bucket) = &endpoint.rate_limit {
             let refill_s = if touched {
                 self.timeline.refill_seconds(e, state.refilled_at, now)
@@ -335,25 +305,20 @@ impl<'w> Provider<'w> {
         state.stats.admitted += 1;
         state.in_flight += 1;
         state.stats.peak_in_flight = state.stats.peak_in_flight.max(state.in_flight);
-        let (mut latency_s, mut usage) = match (&endpoint.latency.tokens, size) {
-            (Some(model), Some(size)) => {
+        let (mut latency_s, mut usage) = match size {
+            None => (sample_latency(endpoint, &mut stream), None),
+            Some(size) => {
                 let load = f64::from(state.in_flight - 1) / f64::from(capacity);
-                let (ttft, per_token) = model.timing(size.input, load);
-                let tail = tail_multiplier(endpoint, &mut stream);
-                let usage = Usage {
-                    ttft_s: ttft * tail,
-                    cached: hit.is_some(),
-                };
-                ((ttft + size.output * per_token) * tail, Some(usage))
+                let (latency_s, usage) = token_latency(endpoint, size, load, &mut stream);
+                (
+                    latency_s,
+                    Some(Usage {
+                        cached: hit.is_some(),
+                        ..usage
+                    }),
+                )
             }
-            _ => (sample_latency(endpoint, &mut stream), None),
         };
-        if size.is_some() && usage.is_none() {
-            usage = size.map(|_| Usage {
-                ttft_s: latency_s,
-                cached: hit.is_some(),
-            });
-        }
         if let Some(cache) = hit {
             latency_s *= cache.latency_factor;
             if let Some(u) = &mut usage {
@@ -411,6 +376,49 @@ impl<'w> Provider<'w> {
         }
     }
 
+    /// Charges the published limits of endpoint `e` for a request of `size` (a request limit
+    /// only, without `[tokens]`); the refusal or rejection when one has no room. Kept out of
+    /// [`Provider::arrive`] so that worlds without published limits pay one branch for them.
+    #[inline(never)]
+    fn admit_limits(&mut self, e: usize, now: f64, size: Option<&CallSize>) -> Option<Arrival> {
+        const NONE: CallSize = CallSize {
+            input: 0.0,
+            output: 0.0,
+            max_tokens: 0.0,
+        };
+        let endpoint = &self.world.endpoints()[e];
+        let state = &mut self.endpoints[e];
+        let size = size.unwrap_or(&NONE);
+        match state
+            .limits
+            .admit(&endpoint.limits, endpoint.charge, size, now)
+        {
+            Ok(()) => None,
+            Err(Blocked::TooLarge { .. }) => {
+                state.stats.rejected += 1;
+                Some(Arrival::Rejected(Rejection::TooLarge))
+            }
+            Err(Blocked::Wait {
+                index,
+                retry_after_s,
+            }) => {
+                let limit = &endpoint.limits[index];
+                let stats = &mut state.stats;
+                *if limit.is_daily() {
+                    &mut stats.refused_daily_limit
+                } else if limit.unit == crate::tokens::Unit::Requests {
+                    &mut stats.refused_request_limit
+                } else {
+                    &mut stats.refused_token_limit
+                } += 1;
+                Some(Arrival::Refused {
+                    refusal: Refusal::Limit { index },
+                    retry_after_s,
+                })
+            }
+        }
+    }
+
     /// An admitted request at endpoint `e` has finished (its latency elapsed, or the client
     /// gave up on it).
     pub fn finish(&mut self, e: usize, failed: bool) {
@@ -457,10 +465,15 @@ impl<'w> Provider<'w> {
         let d = failures.storm_duration_s;
         let k_hi = (t / c).floor() as u64;
         let k_lo = ((t - d) / c).floor().max(0.0) as u64;
-        (k_lo..=k_hi).rev().any(|k| {
+        // Newest first, as overlapping storms chain (a plain loop: the closure of `any` was
+        // not inlined once `arrive` grew).
+        for k in (k_lo..=k_hi).rev() {
             let start = k as f64 * c;
-            start <= t && t < start + d && self.storm_starts(e, k, rng)
-        })
+            if start <= t && t < start + d && self.storm_starts(e, k, rng) {
+                return true;
+            }
+        }
+        false
     }
 
     fn storm_starts<R: RandomSource>(&mut self, e: usize, k: u64, rng: &R) -> bool {
@@ -546,6 +559,35 @@ impl EndpointState {
             self.allowance = (self.allowance * bucket.tightening).max(bucket.tightening_floor);
         }
     }
+}
+
+/// The latency and time to first token of a call of `size` admitted at `load` (in flight
+/// before it over capacity): the token formula for a `"tokens"` latency, else the sampled
+/// latency, all of it before the first token. `cached` is left false for the caller to set.
+#[inline(never)]
+fn token_latency(
+    endpoint: &Endpoint,
+    size: &CallSize,
+    load: f64,
+    stream: &mut impl Stream,
+) -> (f64, Usage) {
+    let latency_s = match &endpoint.latency.tokens {
+        Some(model) => {
+            let (ttft, per_token) = model.timing(size.input, load);
+            let tail = tail_multiplier(endpoint, stream);
+            let usage = Usage {
+                ttft_s: ttft * tail,
+                cached: false,
+            };
+            return ((ttft + size.output * per_token) * tail, usage);
+        }
+        None => sample_latency(endpoint, stream),
+    };
+    let usage = Usage {
+        ttft_s: latency_s,
+        cached: false,
+    };
+    (latency_s, usage)
 }
 
 /// The body of the distribution, then the tail multiplier (§1.3). A lognormal body draws one

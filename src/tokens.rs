@@ -99,6 +99,7 @@ pub struct CallSize {
 impl Tokens {
     /// The sizes of call `call` of step `step` of job `job`: its own draw, plus, when the
     /// context grows, the outputs of the same call at every earlier step.
+    #[inline(never)]
     pub fn call_size<R: RandomSource>(&self, rng: &R, job: u32, step: u32, call: u32) -> CallSize {
         let (input, output) = self.draw(rng, job, step, call);
         let grown: f64 = if self.context_grows {

@@ -108,6 +108,7 @@ pub trait RetryLoop: std::fmt::Debug + Send + Sync {
 /// Decides after attempt `attempts_used` (1-based) failed with `class`, `elapsed_s` after the
 /// step started. `draw` yields the retry stream's uniform draw, only called for a jittered
 /// backoff or a spread Retry-After (so a policy without either draws nothing, as the reference).
+#[inline]
 pub fn decide(
     policy: &RetryPolicy,
     class: ErrorClass,
