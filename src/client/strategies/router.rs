@@ -1,5 +1,6 @@
-//! `router`: a multi-deployment router in the manner of LiteLLM's `Router` (litellm 1.109.3,
-//! `litellm/router.py` and `litellm/router_strategy/`, `litellm/router_utils/cooldown_handlers.py`).
+//! `router`: a multi-deployment router in the manner of LiteLLM's `Router` (litellm 1.109.3:
+//! `litellm/router_python_core.py`, the Router's logic, of which `router.py` is the facade in
+//! this release; `litellm/router_strategy/`; `litellm/router_utils/cooldown_handlers.py`).
 //!
 //! Deployments are the endpoints; a model group is a pool. A call goes to the primary pool, its
 //! retries stay there, and once they are spent (or the pool has no deployment out of cooldown)
@@ -241,7 +242,7 @@ impl Router {
         now: f64,
         dice: &mut dyn Dice,
     ) -> Pick {
-        let minute = (now / 60.0).floor() as i64;
+        let minute = calendar_minute(now);
         let mut candidates: Vec<ResourceId> = Vec::new();
         let mut full = false;
         for i in 0..pool.members_in(Scope::Pool(g)).len() {
@@ -250,9 +251,7 @@ impl Router {
             if d.cooled_until > now {
                 continue;
             }
-            if d.minute != minute {
-                (d.minute, d.requests, d.tokens) = (minute, 0.0, 0.0);
-            }
+            d.enter(minute);
             if self.routing == Routing::UsageBased {
                 let resource = &pool.resources()[r];
                 let over_tpm = resource
@@ -302,6 +301,8 @@ impl Router {
         let failed = match feedback.response {
             Response::Success => {
                 d.successes += 1;
+                // Counted in the minute the answer arrives, as LiteLLM's success callback does.
+                d.enter(calendar_minute(now));
                 d.tokens += feedback.input_tokens + feedback.output_tokens;
                 let per_token = if feedback.output_tokens > 0.0 {
                     feedback.latency_s() / feedback.output_tokens
@@ -350,6 +351,13 @@ impl Router {
 }
 
 impl Deployment {
+    /// Starts the counts of `minute` when they belong to an earlier one.
+    fn enter(&mut self, minute: i64) {
+        if self.minute != minute {
+            (self.minute, self.requests, self.tokens) = (minute, 0.0, 0.0);
+        }
+    }
+
     fn sample(&mut self, value: f64) {
         if self.latencies.len() < LATENCY_SAMPLES {
             self.latencies.push(value);
@@ -358,6 +366,11 @@ impl Deployment {
         }
         self.next_latency = (self.next_latency + 1) % LATENCY_SAMPLES;
     }
+}
+
+/// The calendar minute of `now` \[s\] (usage-based routing counts per calendar minute).
+fn calendar_minute(now: f64) -> i64 {
+    (now / 60.0).floor() as i64
 }
 
 /// The sleep before a retry in a pool of one deployment (or none out of cooldown) after `k`
@@ -822,6 +835,32 @@ latency = { median_s = 0.1 }
             leased(Step::new().acquire(&router, &mut pool, 60.0, 0.0)),
             0,
             "a new minute"
+        );
+    }
+
+    #[test]
+    fn usage_based_counts_a_success_in_the_minute_it_arrives() {
+        let router = router(Routing::UsageBased);
+        let mut pool = pool(TWO_POOLS);
+        // Sent at 59 s on a (least tokens, first among equals with u = 0), answered at 61 s.
+        let r = leased(Step::new().acquire(&router, &mut pool, 59.0, 0.0));
+        assert_eq!(r, 0);
+        router.observe(&Feedback {
+            resource: r,
+            sent_at: 59.0,
+            at: 61.0,
+            response: Response::Success,
+            in_flight: pool.active_total(),
+            retry_after_s: None,
+            input_tokens: 800.0,
+            output_tokens: 200.0,
+            headers: &[],
+        });
+        pool.release(r);
+        // Minute 1 holds a's 1,000 tokens, so the next call goes to b.
+        assert_eq!(
+            leased(Step::new().acquire(&router, &mut pool, 62.0, 0.0)),
+            1
         );
     }
 }
