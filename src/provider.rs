@@ -320,9 +320,17 @@ impl<'w> Provider<'w> {
             }
         };
         if let Some(cache) = hit {
-            latency_s *= cache.latency_factor;
-            if let Some(u) = &mut usage {
+            if endpoint.latency.tokens.is_some() && size.is_some() {
+                // A prompt cache saves the prefill, not the decode: only the time to first
+                // token shrinks.
+                let u = usage.as_mut().expect("a token request has a usage");
+                latency_s -= u.ttft_s * (1.0 - cache.latency_factor);
                 u.ttft_s *= cache.latency_factor;
+            } else {
+                latency_s *= cache.latency_factor;
+                if let Some(u) = &mut usage {
+                    u.ttft_s *= cache.latency_factor;
+                }
             }
             state.stats.cache_hits += 1;
         }

@@ -22,7 +22,7 @@ pub struct Tokens {
     pub max_tokens: u32,
 
     /// `"fixed"` (default): every step sends its own prompt. `"grows"`: an agent loop, where
-    /// step k of a job also sends the outputs of its steps 0..k again.
+    /// step k of a job also sends the outputs of its steps 0 to k − 1 again.
     #[serde(default)]
     pub context: Context,
 

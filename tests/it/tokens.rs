@@ -126,6 +126,35 @@ max_tokens = 1000"#;
 }
 
 #[test]
+fn a_prompt_cache_hit_shortens_the_time_to_first_token_not_the_decode() {
+    // Two steps a job, one worker: the second step lands where the first was served and hits
+    // the cache. A miss takes 0.2 + 0.1 · 2 = 0.4 s to the first token, a hit a quarter of
+    // that; both decode 300 tokens at 50 per second. Mean latency (0.4 + 0.1) / 2 + 6 s.
+    let constant = r#"input = { distribution = "constant", value = 2000 }
+output = { distribution = "constant", value = 300 }
+max_tokens = 1000"#;
+    let endpoint = r#"latency = { distribution = "tokens", ttft_s = 0.2, ttft_per_1k_input_s = 0.1, decode_tokens_per_s = 50, tail_rate = 0.0 }
+cache = { ttl_s = 1e9, latency_factor = 0.25, token_cost = 1.0 }"#;
+    let text = world_text(1, 2_000, 10, constant, endpoint)
+        .replace("steps_per_job = 1", "steps_per_job = 2");
+    let w = load(&text);
+    let m = metrics(&w, "wait");
+    within(m.get(Metric::CacheHitRate), 0.5, 0.01, "cache hit rate");
+    within(
+        m.get(Metric::MakespanS) / m.get(Metric::Requests),
+        0.25 + 6.0,
+        0.01,
+        "mean latency",
+    );
+    within(
+        m.get(Metric::TimePerOutputTokenMs),
+        20.0,
+        0.01,
+        "time per output token, hits and misses alike",
+    );
+}
+
+#[test]
 fn with_two_limits_the_tighter_one_binds() {
     // Requests: 60 a minute (1/s). Tokens: 600,000 a minute (500 jobs a minute). Requests bind.
     let tight_requests = format!(
