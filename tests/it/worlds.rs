@@ -192,3 +192,97 @@ fn worlds_pool_selection_rules_are_data() {
     assert_eq!(least_busy.iter().sum::<u64>(), 200);
     assert!(least_busy.iter().all(|&n| n >= 80), "{least_busy:?}");
 }
+
+/// The clients of `llm_two_vendors` that use only the primary vendor (`least_busy` and `hedged`
+/// look at every pool; `failover` and the routers fall back to the secondary).
+const PRIMARY_ONLY: [&str; 12] = [
+    "wait",
+    "backoff",
+    "sticky",
+    "quota_aware",
+    "p2c",
+    "retry_after_aware",
+    "aimd",
+    "gradient",
+    "sdk_retry",
+    "tenacity_exponential",
+    "budget_pacer",
+    "header_pacer",
+];
+
+#[test]
+fn worlds_llm_two_vendors_router_and_failover_beat_every_primary_only_client() {
+    let report = run_json("scenarios/llm_two_vendors.toml", &["--seeds", "3"]);
+    let best_primary_only = PRIMARY_ONLY
+        .iter()
+        .map(|a| mean(&report, a, "throughput_rps"))
+        .fold(0.0, f64::max);
+    for algorithm in ["router", "failover"] {
+        let throughput = mean(&report, algorithm, "throughput_rps");
+        assert!(
+            throughput > best_primary_only,
+            "{algorithm}: {throughput} jobs/s against {best_primary_only}"
+        );
+        assert!(
+            mean(&report, algorithm, "jobs_done") > 0.99 * 4000.0,
+            "{algorithm}"
+        );
+        // The secondary is dearer: the batch costs more than with the primary alone.
+        assert!(
+            mean(&report, algorithm, "cost") > mean(&report, "retry_after_aware", "cost"),
+            "{algorithm}"
+        );
+    }
+    // failover leaves a refusing endpoint (leave_refused = 1, set in the file) and finishes the
+    // batch; the reference's failover returns to the primary after each 429 and gives up jobs.
+    assert_eq!(mean(&report, "failover", "jobs_done"), 4000.0);
+    let reference = run_json(
+        "scenarios/llm_two_vendors.toml",
+        &[
+            "--seeds",
+            "3",
+            "--algorithms",
+            "failover",
+            "--set",
+            "algorithms.failover.leave_refused=0",
+        ],
+    );
+    assert!(mean(&reference, "failover", "jobs_done") < 3900.0);
+}
+
+#[test]
+fn worlds_llm_daily_quota_loses_prompts_to_clients_that_give_up_and_none_to_pacing() {
+    let report = run_json("scenarios/llm_daily_quota.toml", &["--seeds", "2"]);
+    // The cookbook's pacer, at the quota spread over the day, is never refused and finishes.
+    assert_eq!(mean(&report, "budget_pacer", "jobs_done"), 44_000.0);
+    assert_eq!(
+        mean(&report, "budget_pacer", "refusals_by_daily_limit"),
+        0.0
+    );
+    // Waiting out the quota's Retry-After loses only the prompt that met it.
+    for algorithm in ["retry_after_aware", "header_pacer"] {
+        assert!(
+            mean(&report, algorithm, "jobs_failed") <= 2.0,
+            "{algorithm}"
+        );
+    }
+    // The SDK gives up on a Retry-After of hours, LiteLLM's router on an endpoint it cannot use.
+    assert!(mean(&report, "sdk_retry", "jobs_failed") > 1000.0);
+    assert!(mean(&report, "router", "jobs_failed") > 20_000.0);
+    assert!(mean(&report, "wait", "refusals_by_daily_limit") > 1000.0);
+}
+
+#[test]
+fn worlds_llm_agent_loop_compounds_step_failures_into_lost_tasks() {
+    let report = run_json("scenarios/llm_agent_loop.toml", &["--seeds", "2"]);
+    for algorithm in ["retry_after_aware", "aimd", "budget_pacer"] {
+        assert_eq!(mean(&report, algorithm, "jobs_done"), 300.0, "{algorithm}");
+    }
+    // A step lost now and then loses most 12-step tasks, and the lost tasks' steps were billed.
+    assert!(mean(&report, "wait", "jobs_done") < 150.0);
+    assert!(
+        mean(&report, "wait", "cost_per_completed_job")
+            > 1.5 * mean(&report, "aimd", "cost_per_completed_job")
+    );
+    assert!(mean(&report, "wait", "cache_hit_rate") > 0.5);
+}
