@@ -1,5 +1,5 @@
 //! Engine benchmarks (divan): the event queue alone, one bursty run, the default comparison,
-//! a 1,000,000-job run, and simulated requests per second. `cargo bench`; CI does not run them
+//! a 1,000,000-job run, simulated requests per second, and a token world beside bursty. `cargo bench`; CI does not run them
 //! and no test asserts a time. Whole-command timings against the reference: scripts/bench.sh.
 
 use divan::counter::ItemsCount;
@@ -40,6 +40,16 @@ fn long_bursty(jobs: u64) -> World {
         .replace("horizon_s = 600.0", "horizon_s = 1e12")
         .replace("dead_after = 8", "dead_after = 1000000");
     compile::load("long-bursty", text.as_bytes()).expect("valid world")
+}
+
+/// The test-only LLM world (two vendors, request and token limits, latency from tokens, price)
+/// with `jobs` jobs, an unbounded horizon and a breaker that never retires an endpoint.
+fn long_token_world(jobs: u64) -> World {
+    let text = include_str!("../tests/data/worlds/llm_eval_harness.toml")
+        .replace("jobs = 1500", &format!("jobs = {jobs}"))
+        .replace("horizon_s = 3600", "horizon_s = 1e12");
+    let text = format!("{text}\n[breaker]\ndead_after = 1000000\n");
+    compile::load("long-llm", text.as_bytes()).expect("valid world")
 }
 
 fn requests(result: &RunResult) -> u64 {
@@ -128,5 +138,19 @@ fn open_loop_scaling(bencher: Bencher, jobs: u64) {
     let world = compile::load("open-bursty", text.as_bytes()).expect("valid world");
     bencher
         .counter(ItemsCount::new(jobs))
+        .bench(|| run(&world, "wait", world.seed(), RngScheme::Native));
+}
+
+/// Simulated requests per second of `wait` over 100,000 jobs, the token world beside bursty in
+/// one run, so that their ratio is measured on the same machine at the same time.
+#[divan::bench(args = ["bursty", "llm_eval_harness"], sample_count = 5, sample_size = 1)]
+fn token_world_against_bursty(bencher: Bencher, world: &str) {
+    let world = match world {
+        "bursty" => long_bursty(100_000),
+        _ => long_token_world(100_000),
+    };
+    let n = requests(&run(&world, "wait", world.seed(), RngScheme::Native));
+    bencher
+        .counter(ItemsCount::new(n))
         .bench(|| run(&world, "wait", world.seed(), RngScheme::Native));
 }
