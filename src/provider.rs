@@ -157,6 +157,9 @@ struct EndpointState {
     /// Decisions are a pure function of the window, so the cache only saves draws, and its size
     /// stays fixed however long the run.
     storms: Box<[(u64, bool); STORM_CACHE]>,
+    /// `[from, until)`: a span with no storm, as the last scan found (empty at first). No window
+    /// that could storm starts inside it, so a request arriving there needs no scan.
+    calm: (f64, f64),
     limits: Limits,
     stats: EndpointStats,
 }
@@ -189,6 +192,7 @@ impl<'w> Provider<'w> {
                 allowance: 1.0,
                 refilled_at: 0.0,
                 storms: Box::new([(0, false); STORM_CACHE]),
+                calm: (0.0, 0.0),
                 limits: Limits::new(&endpoint.limits),
                 stats: EndpointStats::default(),
             })
@@ -469,6 +473,10 @@ impl<'w> Provider<'w> {
         if !failures.storms_enabled() || t < 0.0 {
             return false;
         }
+        let (from, until) = self.endpoints[e].calm;
+        if from <= t && t < until {
+            return false;
+        }
         let c = failures.check_s();
         let d = failures.storm_duration_s;
         let k_hi = (t / c).floor() as u64;
@@ -481,6 +489,16 @@ impl<'w> Provider<'w> {
                 return true;
             }
         }
+        // Calm until the next window starts: the windows scanned stay calm or end, the range
+        // only moves up, and a later window starts no earlier (`k_hi`'s own start may lie just
+        // above `t` when `t / c` rounded up).
+        let next = k_hi as f64 * c;
+        let until = if next > t {
+            next
+        } else {
+            (k_hi + 1) as f64 * c
+        };
+        self.endpoints[e].calm = (t, until);
         false
     }
 
@@ -622,5 +640,43 @@ fn tail_multiplier(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
         latency.tail_factor
     } else {
         1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Native;
+
+    /// The calm span a scan leaves behind never changes an answer: a provider asked at rising
+    /// times (window boundaries among them) agrees with a fresh one asked each time alone.
+    #[test]
+    fn the_calm_span_gives_the_same_storms_as_a_fresh_scan() {
+        for (check_s, duration_s) in [(10.0f64, 30.0f64), (0.3, 0.7), (7.0, 7.0), (2.5, 0.1)] {
+            let text = format!(
+                "name = \"storms\"\nsummary = \"storms\"\n[[endpoints]]\nid = \"a\"\ncapacity = 4\nlatency = {{ median_s = 0.1 }}\n\
+                 failures = {{ storm_rate = 0.2, storm_check_s = {check_s}, storm_duration_s = {duration_s} }}\n"
+            );
+            let world = crate::compile::load("storms.toml", text.as_bytes()).expect("valid");
+            let rng = Native::new(7, ["a"]);
+            let mut asked = Provider::new(&world);
+            let (mut t, mut x, mut storms) = (0.0f64, 1u64, 0);
+            for i in 0..20_000u64 {
+                x = crate::rng::mix64(x);
+                t += if i % 7 == 0 {
+                    // Land exactly on a window's start now and then.
+                    ((t / check_s).floor() + 1.0) * check_s - t
+                } else {
+                    (x >> 11) as f64 / (1u64 << 53) as f64 * check_s / 3.0
+                };
+                let fresh = Provider::new(&world).in_storm(0, t, &rng);
+                assert_eq!(asked.in_storm(0, t, &rng), fresh, "t = {t}");
+                storms += usize::from(fresh);
+            }
+            assert!(
+                storms > 0 && storms < 20_000,
+                "{check_s}/{duration_s}: {storms}"
+            );
+        }
     }
 }
