@@ -29,6 +29,7 @@ use crate::world::{
     Latency, Load, RateLimit, Recovery, RetryPolicy, Validity, Variant, World,
 };
 
+mod objective;
 mod tokens;
 mod topology;
 pub use topology::DEFAULT_POOL;
@@ -137,7 +138,13 @@ pub fn load_with(
     drop_knock_ons(&mut problems, reported);
     if problems.is_empty() && findings.is_empty() {
         match doc::to_toml(&root).try_into::<Scenario>() {
-            Ok(scenario) => return Ok(build(&scenario, &algorithm_order(&root))),
+            Ok(scenario) => {
+                let world = build(&scenario, &algorithm_order(&root));
+                objective::check_applies(&world, &mut problems);
+                if problems.is_empty() {
+                    return Ok(world);
+                }
+            }
             Err(e) => problems.push(Problem {
                 path: Vec::new(),
                 target: Target::Value,
@@ -350,6 +357,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     check_algorithms(json, out);
     topology::check(json, &written, out);
     tokens::check(json, &written, &stray, out);
+    objective::check(json, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
         check_distribution(json, i, &written, &stray, out);
@@ -877,6 +885,7 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             knee_concurrency: s.validity.knee_concurrency,
         },
         tokens: token_sizes,
+        objective: s.objective.as_ref().map(objective::build),
     }
 }
 

@@ -24,6 +24,7 @@ pub mod harness;
 pub mod knee;
 pub mod memory;
 pub mod metrics;
+pub mod objective;
 pub mod provider;
 pub mod report;
 pub mod rng;

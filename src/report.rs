@@ -9,6 +9,7 @@
 //! Runs that did not finish are carried through and shown; they never reach the ranking.
 
 pub mod csv;
+pub mod decision;
 pub mod fingerprint;
 pub(crate) mod format;
 pub mod json;
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 
 use crate::metrics::{CATALOGUE, Metric, MetricInfo, MetricValues, undefined_reason};
 use crate::world::{Feature, Variant, World};
+use decision::Decision;
 use rank::{Contestant, Gate, Standing, Verdict};
 use stats::Summary;
 
@@ -233,6 +235,8 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// The completion gate shared by the gated rows.
     pub gate: Gate,
+    /// The verdict for the world's objective.
+    pub decision: Decision,
 }
 
 impl Report {
@@ -376,13 +380,34 @@ pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
                 .map(Feature::absence),
         })
         .collect();
+    let decision = decision::decide(&world.objective(), &contestants, |c| {
+        let column = columns.iter().find(|col| col.algorithm == c.name);
+        column.map_or_else(String::new, left_out_reason)
+    });
     Report {
         world: WorldInfo::of(world),
         sweep,
         columns,
         rows,
         gate,
+        decision,
         runs,
+    }
+}
+
+/// Why a column is not judged by the verdict.
+fn left_out_reason(column: &Column) -> String {
+    if !column.unfinished.is_empty() {
+        format!(
+            "{} on {} of {} runs",
+            column.unfinished_word(),
+            column.unfinished.len(),
+            column.runs
+        )
+    } else if let Some(reason) = &column.unsuited {
+        format!("unsuited: {reason}")
+    } else {
+        "no run finished".to_owned()
     }
 }
 

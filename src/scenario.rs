@@ -13,6 +13,7 @@
 //! an open-loop `[load]`) must be optional with a default that reproduces today's behaviour, so a
 //! file that is valid today stays valid and means the same thing.
 
+pub mod objective;
 pub mod tokens;
 
 use std::collections::BTreeMap;
@@ -131,6 +132,11 @@ pub struct Scenario {
     /// queue (the validity gate).
     #[serde(default)]
     pub validity: Validity,
+
+    /// What the verdict optimises: a metric, limits on others and tie-breaks. Default: absent
+    /// (most `jobs_done`, then lower `successful_job_latency_p99_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<objective::Objective>,
 
     /// The client's pools (vendors), in failover order: each endpoint belongs to one pool, jobs
     /// draw from the first (the primary), and `failover` tries the pools in this order. Default:

@@ -768,6 +768,10 @@ fn table_section(out: &mut String, title: &str, path: &[Seg], node: &Value) {
         let kind = type_cell(target);
         let default = match raw.get("default") {
             _ if required.contains(&name.as_str()) => "**required**".to_owned(),
+            // A list of plain values reads well inline; tables are described below.
+            Some(Value::Array(items)) if items.iter().all(|i| !i.is_object()) => {
+                format!("`{}`", Value::Array(items.clone()))
+            }
             Some(Value::Object(_)) | Some(Value::Array(_)) => "see below".to_owned(),
             Some(v) => format!("`{v}`"),
             None => "absent".to_owned(),
@@ -809,7 +813,16 @@ fn type_cell(schema: &Value) -> String {
             Some(Value::String(t)) if t == "object" => "table of tables".into(),
             _ => "table of strings".into(),
         },
-        Some("array") => "array of tables".into(),
+        Some("array") => {
+            let items = schema.get("items");
+            let kind = items.and_then(|i| i.get("type")).and_then(Value::as_str);
+            match (kind, items.is_some_and(|i| i.get("enum").is_some())) {
+                (Some("string"), _) | (_, true) => "array of strings".into(),
+                (Some("number" | "integer"), _) => "array of numbers".into(),
+                (Some("array"), _) => "array of arrays".into(),
+                _ => "array of tables".into(),
+            }
+        }
         Some("number") => "number".into(),
         Some(other) => other.into(),
         None => "any".into(),
@@ -817,7 +830,11 @@ fn type_cell(schema: &Value) -> String {
 }
 
 fn allowed_cell(path: &[Seg], schema: &Value) -> String {
-    if let Some(choices) = schema.get("enum").and_then(Value::as_array) {
+    let choices = schema
+        .get("enum")
+        .or_else(|| schema.pointer("/items/enum"))
+        .and_then(Value::as_array);
+    if let Some(choices) = choices {
         let names: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
         return names.join(", ");
     }

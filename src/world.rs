@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
+use crate::objective::Objective;
+
 pub use crate::tokens::{Charge, Limit, Price, Saturation, TokenLatency, Tokens};
 
 /// One scenario, compiled. Construct it with [`crate::compile`].
@@ -38,6 +40,7 @@ pub struct World {
     pub(crate) incidents: Vec<Incident>,
     pub(crate) recovery: Recovery,
     pub(crate) tokens: Option<Tokens>,
+    pub(crate) objective: Option<Objective>,
 }
 
 impl World {
@@ -121,6 +124,10 @@ impl World {
     /// The validity gate's thresholds.
     pub fn validity(&self) -> &Validity {
         &self.validity
+    }
+    /// What the verdict optimises: the world's `[objective]`, or the default.
+    pub fn objective(&self) -> Objective {
+        self.objective.clone().unwrap_or_default()
     }
     /// The client's pools in failover order; the first is the primary. Never empty: a file
     /// without `[[pools]]` has one pool holding every endpoint.

@@ -142,7 +142,12 @@ impl<K: Copy> Plan<K> {
                 failure = console::write_stdout(|out| render(slot.kind, out)).err();
             }
         }
-        if !quiet || self.is_empty() {
+        if self.writes_stdout() {
+            // Standard output carries that format alone, so a pipe gets clean data.
+            if !quiet {
+                console::stderr(&table());
+            }
+        } else if !quiet || self.is_empty() {
             let printed = console::print(&table());
             failure = failure.or(printed.err());
         }
@@ -182,12 +187,21 @@ impl<K: Copy> Plan<K> {
         for slot in self.slots.iter().filter(|s| matches!(s.dest, Dest::Stdout)) {
             printed = printed.and_then(|()| console::write_stdout(|out| render(slot.kind, out)));
         }
-        if !quiet || self.is_empty() {
+        if self.writes_stdout() {
+            if !quiet {
+                console::stderr(&table());
+            }
+        } else if !quiet || self.is_empty() {
             printed = printed.and_then(|()| console::print(&table()));
         }
         if let Err(message) = printed {
             errln!("error: {message}");
         }
+    }
+
+    /// Whether some output goes to standard output (`-`).
+    fn writes_stdout(&self) -> bool {
+        self.slots.iter().any(|s| matches!(s.dest, Dest::Stdout))
     }
 
     /// Streams the replaced files into their temporaries, then the written-through ones.

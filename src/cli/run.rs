@@ -97,6 +97,98 @@ pub struct ExecArgs {
     /// No header, progress or "wrote" lines; no table when a file output is requested.
     #[arg(long)]
     pub quiet: bool,
+    /// What the verdict optimises (overrides the world's `[objective]`).
+    #[command(flatten)]
+    pub objective: ObjectiveArgs,
+}
+
+/// The command-line form of `[objective]`; each flag replaces one of its keys, checked like the
+/// file.
+#[derive(Debug, Args)]
+pub struct ObjectiveArgs {
+    /// The metric the verdict optimises, in its catalogue direction (`objective.metric`).
+    #[arg(long, value_name = "METRIC")]
+    pub objective: Option<String>,
+    /// A limit the pick must meet, e.g. `refusal_rate<=0.05` or `jobs_done>=2900` (`<` and
+    /// `>` read as `<=` and `>=`: means are compared); repeatable, replaces
+    /// `objective.constraints`.
+    #[arg(long, value_name = "METRIC<=X", value_parser = parse_constraint)]
+    pub constraint: Vec<(String, &'static str, f64)>,
+    /// Comma-separated metrics that decide between strategies the objective cannot separate
+    /// (`objective.tie_break`; `none` for none).
+    #[arg(long, value_name = "METRICS")]
+    pub tie_break: Option<String>,
+    /// Confidence of the verdict's intervals, e.g. 0.99 (`objective.confidence`).
+    #[arg(long, value_name = "LEVEL", allow_hyphen_values = true)]
+    pub confidence: Option<String>,
+}
+
+impl ObjectiveArgs {
+    /// The flags as overrides of `[objective]`'s keys.
+    pub fn overrides(&self) -> Vec<Override> {
+        let quoted = |text: &str| toml::Value::String(text.to_owned()).to_string();
+        let mut out = Vec::new();
+        let mut push = |flag: &str, text: String| {
+            out.push(Override {
+                origin: flag.to_owned(),
+                text,
+            })
+        };
+        if let Some(metric) = &self.objective {
+            push(
+                "--objective",
+                format!("objective.metric={}", quoted(metric)),
+            );
+        }
+        if !self.constraint.is_empty() {
+            let items: Vec<String> = self
+                .constraint
+                .iter()
+                .map(|(metric, bound, x)| {
+                    format!("{{ metric = {}, {bound} = {x:?} }}", quoted(metric))
+                })
+                .collect();
+            push(
+                "--constraint",
+                format!("objective.constraints=[{}]", items.join(", ")),
+            );
+        }
+        if let Some(list) = &self.tie_break {
+            let names: Vec<String> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty() && *n != "none")
+                .map(quoted)
+                .collect();
+            push(
+                "--tie-break",
+                format!("objective.tie_break=[{}]", names.join(", ")),
+            );
+        }
+        if let Some(level) = &self.confidence {
+            push("--confidence", format!("objective.confidence={level}"));
+        }
+        out
+    }
+}
+
+/// `refusal_rate<=0.05` → (`refusal_rate`, `max`, 0.05).
+fn parse_constraint(text: &str) -> Result<(String, &'static str, f64), String> {
+    let at = text
+        .find(['<', '>'])
+        .ok_or("expected METRIC<=X or METRIC>=X, e.g. refusal_rate<=0.05")?;
+    let (metric, rest) = text.split_at(at);
+    let bound = if rest.starts_with('<') { "max" } else { "min" };
+    let number = rest[1..].strip_prefix('=').unwrap_or(&rest[1..]).trim();
+    let metric = metric.trim();
+    if metric.is_empty() {
+        return Err("no metric before the comparison".into());
+    }
+    match number.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok((metric.to_owned(), bound, x)),
+        Ok(_) => Err("the limit must be a finite number".into()),
+        Err(_) => Err(format!("`{number}` is not a number")),
+    }
 }
 
 /// The `--rng` choices.
@@ -324,6 +416,7 @@ fn overrides(args: &RunArgs) -> Vec<Override> {
         out.push(shorthand("--horizon", format!("horizon_s={horizon}")));
     }
     out.extend(validate::overrides(&args.exec.set));
+    out.extend(args.exec.objective.overrides());
     out
 }
 

@@ -129,7 +129,8 @@ pub fn main(args: &SweepArgs) -> u8 {
         Ok(source) => source,
         Err(message) => return usage_error(&message),
     };
-    let user = validate::overrides(&args.exec.set);
+    let mut user = validate::overrides(&args.exec.set);
+    user.extend(args.exec.objective.overrides());
     let base = match source.load(&user, &inputs) {
         Ok(world) => world,
         Err(errors) => return invalid(&errors),

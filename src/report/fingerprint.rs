@@ -6,7 +6,8 @@
 //! split, the unsuited list and the `[algorithms]` parameters and variants — and nothing about the
 //! file it came from: key order, comments, whitespace, number spelling (`1.0` vs `1`) and
 //! defaulted-versus-written values do not change it. It does not cover which algorithms ran, the
-//! seeds or the random-number scheme; the JSON names those separately. Never reads a file.
+//! seeds, the random-number scheme or the `[objective]` (which judges runs and never changes
+//! one); the JSON names those separately. Never reads a file.
 //!
 //! Method: a canonical text (one `key=value` line per field; floats by their exact bit pattern)
 //! hashed with 64-bit FNV-1a and printed as 16 hex digits. FNV-1a is not collision-resistant
@@ -52,6 +53,8 @@ pub fn canonical_text(world: &World) -> String {
         incidents,
         recovery,
         tokens,
+        // The objective judges runs and never changes one; the JSON states it separately.
+        objective: _,
     } = world;
     let mut out = Text::default();
     out.str("name", name);

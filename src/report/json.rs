@@ -18,9 +18,11 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
+use super::decision::{self, Comparison, Decision};
 use super::format::round6;
 use super::{Column, Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, undefined_reason};
+use crate::objective::{Bound, Objective, Source};
 
 /// Renders the JSON report, ending with a newline.
 pub fn render(report: &Report) -> String {
@@ -32,6 +34,7 @@ pub fn render(report: &Report) -> String {
 /// Writes the JSON report, ending with a newline.
 pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let doc = Document {
+        schema_version: SCHEMA_VERSION,
         simbench_version: env!("CARGO_PKG_VERSION"),
         world_hash: &report.world.hash,
         scenario: &report.world.name,
@@ -41,6 +44,8 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         jobs: report.world.jobs,
         concurrency: report.world.concurrency,
         wall_s: (report.sweep.wall_s * 1e3).round() / 1e3,
+        objective: objective(&report.decision.objective),
+        verdict: verdict(&report.decision),
         runs: Runs(report),
         aggregates: aggregates(report),
         not_applicable: Ordered(
@@ -158,8 +163,13 @@ impl<K: Serialize, V: Serialize> Serialize for Ordered<K, V> {
     }
 }
 
+/// The version of this JSON shape: raised whenever a field changes meaning or goes away
+/// (added fields do not raise it). `schema/report.schema.json` describes it.
+pub const SCHEMA_VERSION: u32 = 1;
+
 #[derive(Serialize)]
 struct Document<'a> {
+    schema_version: u32,
     simbench_version: &'static str,
     world_hash: &'a str,
     scenario: &'a str,
@@ -169,6 +179,8 @@ struct Document<'a> {
     jobs: u32,
     concurrency: u32,
     wall_s: f64,
+    objective: JsonObjective,
+    verdict: JsonVerdict<'a>,
     runs: Runs<'a>,
     aggregates: Ordered<&'a str, Ordered<&'static str, Aggregate>>,
     not_applicable: Ordered<&'static str, &'static str>,
@@ -331,4 +343,189 @@ fn unfinished(column: &Column) -> Vec<Unfinished<'_>> {
             reason,
         })
         .collect()
+}
+
+/// The objective as data.
+#[derive(Serialize)]
+struct JsonObjective {
+    metric: &'static str,
+    direction: &'static str,
+    constraints: Vec<JsonConstraint>,
+    tie_break: Vec<&'static str>,
+    confidence: f64,
+    source: &'static str,
+}
+
+#[derive(Serialize)]
+struct JsonConstraint {
+    metric: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min: Option<f64>,
+    /// The algorithm's mean, in a breach.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean: Option<Option<f64>>,
+}
+
+fn constraint(metric: &'static str, bound: Bound, mean: Option<Option<f64>>) -> JsonConstraint {
+    let (max, min) = match bound {
+        Bound::AtMost(x) => (Some(x), None),
+        Bound::AtLeast(x) => (None, Some(x)),
+    };
+    JsonConstraint {
+        metric,
+        max,
+        min,
+        mean: mean.map(|m| m.map(round6)),
+    }
+}
+
+fn objective(o: &Objective) -> JsonObjective {
+    JsonObjective {
+        metric: o.metric.info().name,
+        direction: o.metric.info().direction.name(),
+        constraints: o
+            .constraints
+            .iter()
+            .map(|c| constraint(c.metric.info().name, c.bound, None))
+            .collect(),
+        tie_break: o.tie_break.iter().map(|m| m.info().name).collect(),
+        confidence: o.confidence,
+        source: match o.source {
+            Source::Default => "default",
+            Source::World => "world",
+        },
+    }
+}
+
+/// The verdict: `decision` is `pick` (decided), `only_feasible` (the one strategy meeting every
+/// constraint), `no_decision` (the leaders cannot be separated) or `none` (nothing to pick).
+#[derive(Serialize)]
+struct JsonVerdict<'a> {
+    decision: &'static str,
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pick: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runner_up: Option<&'a str>,
+    /// With no decision: the candidates still in contention after the last level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inseparable: Option<Vec<&'a str>>,
+    /// The comparisons with the runner-up (or between the two inseparable leaders), one per
+    /// level of the objective that was reached, the deciding one last.
+    comparisons: Vec<JsonComparison<'a>>,
+    breaches: Ordered<&'a str, Vec<JsonConstraint>>,
+    not_judged: Ordered<&'a str, &'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonComparison<'a> {
+    metric: &'static str,
+    /// The pick, or the level's leader.
+    first: &'a str,
+    /// The runner-up, or the candidate closest to the leader.
+    second: &'a str,
+    /// With no decision: every candidate the leader could not be told from on this level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tied: Option<&'a [String]>,
+    mean: f64,
+    other_mean: f64,
+    difference: f64,
+    /// `[low, high]`, or null for fewer than two seeds.
+    interval: Option<[f64; 2]>,
+    seeds: usize,
+    seeds_won: usize,
+    separated: bool,
+}
+
+fn comparison<'a>(
+    c: &Comparison,
+    (first, second): (&'a str, &'a str),
+    tied: Option<&'a [String]>,
+    separated: bool,
+) -> JsonComparison<'a> {
+    JsonComparison {
+        metric: c.metric.info().name,
+        first,
+        second,
+        tied,
+        mean: round6(c.mean),
+        other_mean: round6(c.other_mean),
+        difference: round6(c.difference.mean),
+        interval: c
+            .difference
+            .interval
+            .map(|(low, high)| [round6(low), round6(high)]),
+        seeds: c.difference.n,
+        seeds_won: c.seeds_won,
+        separated,
+    }
+}
+
+fn verdict(d: &Decision) -> JsonVerdict<'_> {
+    let mut inseparable = None;
+    let (decision, pick, runner_up, comparisons) = match &d.outcome {
+        decision::Outcome::Decided {
+            pick,
+            runner_up,
+            decided,
+            tied,
+        } => {
+            let names = (pick.as_str(), runner_up.as_str());
+            let mut all: Vec<JsonComparison<'_>> = tied
+                .iter()
+                .map(|c| comparison(c, names, None, false))
+                .collect();
+            all.push(comparison(decided, names, None, true));
+            ("pick", Some(pick.as_str()), Some(runner_up.as_str()), all)
+        }
+        decision::Outcome::Alone { pick } => {
+            ("only_feasible", Some(pick.as_str()), None, Vec::new())
+        }
+        decision::Outcome::Undecided { levels } => {
+            inseparable = levels.last().map(|l| {
+                let tied = l.tied.iter().map(String::as_str);
+                std::iter::once(l.leader.as_str()).chain(tied).collect()
+            });
+            let all = levels
+                .iter()
+                .map(|l| {
+                    let names = (l.leader.as_str(), l.tied[0].as_str());
+                    comparison(&l.closest, names, Some(&l.tied), false)
+                })
+                .collect();
+            ("no_decision", None, None, all)
+        }
+        decision::Outcome::Nothing => ("none", None, None, Vec::new()),
+    };
+    JsonVerdict {
+        decision,
+        text: d.headline(),
+        pick,
+        runner_up,
+        inseparable,
+        comparisons,
+        breaches: Ordered(
+            d.breaches
+                .iter()
+                .map(|(name, broken)| {
+                    let list = broken
+                        .iter()
+                        .map(|b| {
+                            let name = b.constraint.metric.info().name;
+                            constraint(name, b.constraint.bound, Some(b.mean))
+                        })
+                        .collect();
+                    (name.as_str(), list)
+                })
+                .collect(),
+        ),
+        not_judged: Ordered(
+            d.left_out
+                .iter()
+                .map(|(name, why)| (name.as_str(), why.as_str()))
+                .collect(),
+        ),
+    }
 }

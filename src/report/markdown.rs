@@ -9,6 +9,27 @@ use super::{Column, Report, Row};
 use crate::metrics::Direction;
 
 /// Renders the markdown report.
+/// The verdict paragraph: the decision in bold, then the objective and what others break.
+fn verdict_paragraph(out: &mut String, report: &Report) {
+    let d = &report.decision;
+    out.push_str(&format!(
+        "**Verdict:** {}.\n\n",
+        crate::text::escape(&d.headline())
+    ));
+    out.push_str(&format!("- {}\n", capitalised(&d.objective_line())));
+    for line in d.notes() {
+        out.push_str(&format!("- {}\n", crate::text::escape(&line)));
+    }
+    out.push('\n');
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let w = &report.world;
@@ -29,6 +50,7 @@ pub fn render(report: &Report) -> String {
         fixed(report.sweep.wall_s, 1),
         w.hash
     ));
+    verdict_paragraph(&mut out, report);
     metric_table(&mut out, report);
     endpoint_table(&mut out, report);
     error_class_table(&mut out, report);

@@ -20,6 +20,23 @@ pub const SIGNIFICANCE_K: f64 = 2.0;
 /// Below this |best| the tie tolerance is absolute (0.01) instead of relative.
 const NEAR_ZERO: f64 = 1e-12;
 
+/// What the reference's rule amounts to at `seeds` seeds, e.g. `; at 3 seeds its confidence is 82 %,
+/// not 95 %: …`; empty from the seed count at which "within k
+/// standard errors" is at least a 95 % interval.
+pub fn rule_confidence_note(seeds: usize) -> String {
+    if seeds < 2 {
+        return "; one seed has no standard error, so only the 1 % tie applies".into();
+    }
+    let coverage = super::stats::t_coverage(SIGNIFICANCE_K, (seeds - 1) as f64);
+    if coverage >= 0.95 {
+        return String::new();
+    }
+    format!(
+        "; at {seeds} seeds its confidence is {}, not 95 %: the verdict uses Student-t intervals",
+        super::format::whole_percent(coverage)
+    )
+}
+
 /// Whether an algorithm takes part in the ranking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Standing {
@@ -45,7 +62,7 @@ pub struct Contestant<'a> {
 }
 
 impl Contestant<'_> {
-    fn has_values(&self) -> bool {
+    pub(super) fn has_values(&self) -> bool {
         !self.runs.is_empty()
     }
 
@@ -66,7 +83,7 @@ impl Contestant<'_> {
     }
 
     /// One value per seed that defines `metric`; on a duplicate seed the last run wins.
-    fn series(&self, metric: Metric) -> BTreeMap<u64, f64> {
+    pub(super) fn series(&self, metric: Metric) -> BTreeMap<u64, f64> {
         self.runs
             .iter()
             .filter_map(|(seed, v)| v.value(metric).map(|x| (*seed, x)))

@@ -25,6 +25,31 @@ const LEAD: usize = 2;
 
 /// Renders the table and its notes.
 pub fn render(report: &Report, options: &TerminalOptions) -> String {
+    let mut out = verdict(report);
+    out.push_str(&table(report, options));
+    out
+}
+
+/// The verdict block printed above the table.
+pub fn verdict(report: &Report) -> String {
+    let d = &report.decision;
+    let mut out = format!(
+        "verdict: {}
+",
+        crate::text::escape(&d.headline())
+    );
+    out.push_str(&format!(
+        "  {}
+",
+        d.objective_line()
+    ));
+    for line in d.notes() {
+        out.push_str(&format!("  {}\n", crate::text::escape(&line)));
+    }
+    out
+}
+
+fn table(report: &Report, options: &TerminalOptions) -> String {
     let mut builder = Builder::default();
     builder.push_record(header(report));
     for row in report.shown_rows() {
@@ -183,9 +208,10 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
             w.hash
         ),
         format!(
-            "mean ± sample stdev over seeds. {winner} = best mean, or not separable from the leader: within {} of it, or within {} paired standard errors of the per-seed differences.",
+            "mean ± sample stdev over seeds. {winner} = best mean, or not separable from the leader: within {} of it, or within {} paired standard errors of the per-seed differences (the reference's winner rule{}).",
             whole_percent(TIE_TOLERANCE),
             fixed(SIGNIFICANCE_K, 0),
+            super::rank::rule_confidence_note(report.sweep.seeds.len()),
         ),
         format!(
             "† gated: only algorithms whose mean jobs_done reaches {} of the best compete; (brackets) = excluded by that gate.",

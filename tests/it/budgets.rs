@@ -309,7 +309,8 @@ fn a_run_that_outgrows_its_share_stops_as_out_of_memory_through_the_binary() {
     let again = run("2");
     assert_eq!(outcome_column(&again), "out_of_memory");
     let reason = |o: &Output| {
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        // With the CSV on standard output, the table and its notes go to standard error.
+        let text = String::from_utf8_lossy(&o.stderr).into_owned();
         text.lines()
             .find(|l| l.contains("memory budget exhausted"))
             .map(str::to_owned)

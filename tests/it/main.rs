@@ -28,4 +28,5 @@ mod sim;
 mod support;
 mod sweep_cli;
 mod tokens;
+mod verdict;
 mod worlds;

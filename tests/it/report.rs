@@ -119,6 +119,9 @@ fn report_terminal_table_snapshot() {
 
 // snapshot table begin
 const _: &str = r#"
+verdict: no decision on 3 seeds: sticky leads jobs_done but cannot be separated from wait, backoff, immediate (+2.3 over wait, 95 % CI -7.7 to +12.4); of those, immediate has the lowest successful_job_latency_p99_ms but cannot be separated from backoff, sticky, wait (-761.23 over backoff, 95 % CI -4,122.81 to +2,600.35); run more seeds
+  objective: most jobs_done; then lowest successful_job_latency_p99_ms (the default; [objective] in the world changes it)
+  not judged: failover (unsuited: single pool: nothing to fail over to)
 ╭─────────────────────────────────────────┬────────┬────────────────────┬──────────────────────┬───────────────────┬────────────────────┬──────────────────────┬───────────────────────────────────────╮
 │              metric [unit]              │ better │     immediate      │         wait         │      backoff      │       sticky       │    failover (n/a)    │                verdict                │
 ├─────────────────────────────────────────┼────────┼────────────────────┼──────────────────────┼───────────────────┼────────────────────┼──────────────────────┼───────────────────────────────────────┤
@@ -161,7 +164,7 @@ const _: &str = r#"
 │ wall_s [s]                              │ —      │       0.00 ± 0.00  │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ —                                     │
 ╰─────────────────────────────────────────┴────────┴────────────────────┴──────────────────────┴───────────────────┴────────────────────┴──────────────────────┴───────────────────────────────────────╯
 tiny · 3 seeds 7…9 · 60 jobs × 3 steps × 2 calls, 4 workers · horizon 20 s · wall 0.0 s · world e216ddb5918bc872
-mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within 1 % of it, or within 2 paired standard errors of the per-seed differences.
+mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within 1 % of it, or within 2 paired standard errors of the per-seed differences (the reference's winner rule; at 3 seeds its confidence is 82 %, not 95 %: the verdict uses Student-t intervals).
 † gated: only algorithms whose mean jobs_done reaches 90 % of the best compete; (brackets) = excluded by that gate.
 excluded from † rows (completion vs the best): immediate 72.8 %
 ‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under 5 % of p99 observed); (brackets) = INVALID.

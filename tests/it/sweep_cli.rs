@@ -31,8 +31,8 @@ fn bursty_sweep_names_a_knee_a_recommendation_and_the_reasons() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let json_end = stdout.find("\n}\n").expect("the JSON document comes first") + 3;
-    let doc: serde_json::Value = serde_json::from_str(&stdout[..json_end]).expect("valid JSON");
+    // Standard output holds the JSON alone, so it parses whole.
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("valid JSON alone");
     assert_eq!(doc["knob"], "concurrency");
     assert_eq!(doc["algorithm"], "wait");
     assert_eq!(doc["seeds"].as_array().unwrap().len(), 3);
@@ -69,8 +69,8 @@ fn bursty_sweep_names_a_knee_a_recommendation_and_the_reasons() {
     for test in ["(a)", "(b)", "(c)"] {
         assert!(reasons.iter().any(|r| r.contains(test)), "{reasons:?}");
     }
-    // The table follows the JSON on stdout (no --quiet), with the knee row marked.
-    let table = &stdout[json_end..];
+    // The table goes to standard error (no --quiet), with the knee row marked.
+    let table = &text(&out.stderr);
     assert!(table.contains("◀ knee"), "{table}");
     assert!(table.contains("recommended concurrency:"), "{table}");
 }

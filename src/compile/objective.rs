@@ -1,0 +1,153 @@
+//! `[objective]`: the rules the schema cannot express (a constraint has one bound; every metric
+//! it names applies to the world) and its compiled form ([`crate::objective`]).
+
+use serde_json::Value;
+
+use super::key;
+use crate::diagnostics::Seg;
+use crate::metrics::{Direction, Metric};
+use crate::objective::{Bound, Constraint, Objective, Source};
+use crate::scenario::objective as spec;
+use crate::schema::{Problem, Target};
+use crate::world::World;
+
+/// The optimised metrics have a direction; each constraint gives exactly one of `max` and `min`.
+pub(super) fn check(json: &Value, out: &mut Vec<Problem>) {
+    check_directions(json, out);
+    let Some(constraints) = json
+        .pointer("/objective/constraints")
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for (i, constraint) in constraints.iter().enumerate() {
+        let Some(table) = constraint.as_object() else {
+            continue; // The schema reports it.
+        };
+        let path = vec![key("objective"), key("constraints"), Seg::Index(i)];
+        let (max, min) = (table.contains_key("max"), table.contains_key("min"));
+        let (message, label) = match (max, min) {
+            (true, true) => ("a constraint gives both `max` and `min`", "two bounds"),
+            (false, false) => ("a constraint needs `max` or `min`", "no bound"),
+            _ => continue,
+        };
+        out.push(Problem {
+            path,
+            target: Target::Value,
+            message: message.into(),
+            label: label.into(),
+            help: Some(
+                "write one bound per constraint, e.g. `{ metric = \"refusal_rate\", max = 0.05 }`; \
+                 for a range, write two constraints on the same metric"
+                    .into(),
+            ),
+        });
+    }
+}
+
+/// The objective and its tie-breaks must say which way is better: a neutral metric does not.
+fn check_directions(json: &Value, out: &mut Vec<Problem>) {
+    let mut named: Vec<(Vec<Seg>, &str)> = Vec::new();
+    if let Some(name) = json.pointer("/objective/metric").and_then(Value::as_str) {
+        named.push((vec![key("objective"), key("metric")], name));
+    }
+    let ties = json
+        .pointer("/objective/tie_break")
+        .and_then(Value::as_array);
+    for (i, name) in ties.into_iter().flatten().enumerate() {
+        if let Some(name) = name.as_str() {
+            named.push((
+                vec![key("objective"), key("tie_break"), Seg::Index(i)],
+                name,
+            ));
+        }
+    }
+    for (path, name) in named {
+        let Some(metric) = Metric::from_name(name) else {
+            continue; // The schema reports an unknown name.
+        };
+        if metric.info().direction != Direction::Neutral {
+            continue;
+        }
+        out.push(Problem {
+            path,
+            target: Target::Value,
+            message: format!("`{name}` is neutral: it has no better direction to optimise"),
+            label: "neutral metric".into(),
+            help: Some(format!(
+                "neutral metrics are context only; optimise one with a direction (e.g. \
+                 `jobs_done`, `throughput_rps`, `cost`), or limit `{name}` with a constraint \
+                 (`constraints = [{{ metric = \"{name}\", max = … }}]`)"
+            )),
+        });
+    }
+}
+
+/// Every metric the objective names must apply to the world: a verdict on `cost` in a world
+/// without a price would rest on nothing.
+pub(super) fn check_applies(world: &World, out: &mut Vec<Problem>) {
+    let Some(objective) = &world.objective else {
+        return;
+    };
+    let mut named: Vec<(Vec<Seg>, Metric)> =
+        vec![(vec![key("objective"), key("metric")], objective.metric)];
+    for (i, c) in objective.constraints.iter().enumerate() {
+        let path = vec![
+            key("objective"),
+            key("constraints"),
+            Seg::Index(i),
+            key("metric"),
+        ];
+        named.push((path, c.metric));
+    }
+    for (i, metric) in objective.tie_break.iter().enumerate() {
+        named.push((
+            vec![key("objective"), key("tie_break"), Seg::Index(i)],
+            *metric,
+        ));
+    }
+    for (path, metric) in named {
+        let info = metric.info();
+        let Some(feature) = info.needs.filter(|f| !world.has(*f)) else {
+            continue;
+        };
+        out.push(Problem {
+            path,
+            target: Target::Value,
+            message: format!(
+                "`{}` does not apply to this world ({})",
+                info.name,
+                feature.absence()
+            ),
+            label: "not measured in this world".into(),
+            help: Some(
+                "an objective reads only what the world measures: add what the metric needs, \
+                 or pick another metric (`simbench list` says what each needs)"
+                    .into(),
+            ),
+        });
+    }
+}
+
+/// `[objective]` with its names resolved (the schema admits only catalogue names).
+pub(super) fn build(o: &spec::Objective) -> Objective {
+    let metric = |name: &str| Metric::from_name(name).expect("checked: a catalogue name");
+    Objective {
+        metric: metric(&o.metric),
+        constraints: o
+            .constraints
+            .iter()
+            .map(|c| Constraint {
+                metric: metric(&c.metric),
+                bound: match (c.max, c.min) {
+                    (Some(max), _) => Bound::AtMost(max),
+                    (None, Some(min)) => Bound::AtLeast(min),
+                    (None, None) => unreachable!("checked: a constraint has a bound"),
+                },
+            })
+            .collect(),
+        tie_break: o.tie_break.iter().map(|n| metric(n)).collect(),
+        confidence: o.confidence,
+        source: Source::World,
+    }
+}

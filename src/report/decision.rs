@@ -1,0 +1,617 @@
+//! The verdict: which strategy to pick for the world's objective, by how much, and how sure.
+//!
+//! The rule, in order:
+//! 1. Every ranked strategy's mean over seeds is checked against each constraint; one that
+//!    breaks a constraint (or leaves its metric undefined) is not picked, and the verdict says
+//!    what it breaks.
+//! 2. The rest are ordered by the objective's mean. The leader is decided on that metric when
+//!    the Student-t interval of its paired per-seed difference to *every* other candidate lies
+//!    wholly on its side of zero (at the objective's confidence).
+//! 3. Otherwise the candidates the leader cannot be told from go on to the first tie-break,
+//!    and so on; when the tie-breaks run out, there is no decision: run more seeds.
+//!
+//! Pairing by seed cancels the luck both strategies share (common random numbers). The
+//! interval is over seeds, the unit of replication; it says nothing about worlds other than
+//! this one.
+
+use std::collections::BTreeMap;
+
+use crate::metrics::{Direction, Metric};
+use crate::objective::{Constraint, Objective};
+
+use super::rank::{Contestant, Standing};
+use super::stats::{Paired, mean};
+
+/// A constraint an algorithm breaks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Breach {
+    /// The constraint.
+    pub constraint: Constraint,
+    /// The algorithm's mean of the metric; `None` when no finished run defines it.
+    pub mean: Option<f64>,
+}
+
+/// Two algorithms compared on one metric, the pick's side first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The metric.
+    pub metric: Metric,
+    /// The pick's (or leader's) mean.
+    pub mean: f64,
+    /// The other's mean.
+    pub other_mean: f64,
+    /// Per-seed differences `pick − other`, summarised with their interval.
+    pub difference: Paired,
+    /// Seeds on which the pick is strictly better.
+    pub seeds_won: usize,
+}
+
+/// One level of an undecided verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Level {
+    /// The candidate with the best mean among those still in contention.
+    pub leader: String,
+    /// The candidates it cannot be told from, best mean first.
+    pub tied: Vec<String>,
+    /// The leader against the first of `tied`.
+    pub closest: Comparison,
+}
+
+/// What the verdict says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// `pick` beats every other candidate on `decided.metric`; on the metrics before it
+    /// (`tied`) it could not be told from `runner_up`.
+    Decided {
+        /// The strategy to pick.
+        pick: String,
+        /// The next best on the deciding metric.
+        runner_up: String,
+        /// The comparison on the deciding metric.
+        decided: Comparison,
+        /// The comparisons on the earlier levels, where they tied.
+        tied: Vec<Comparison>,
+    },
+    /// The only strategy that meets every constraint.
+    Alone {
+        /// The strategy to pick.
+        pick: String,
+    },
+    /// On every level the leader could not be told from some other candidate.
+    Undecided {
+        /// Per level, in order: who led, which candidates it could not be told from, and the
+        /// comparison with the closest of them.
+        levels: Vec<Level>,
+    },
+    /// No strategy meets every constraint (or none was ranked).
+    Nothing,
+}
+
+/// The verdict of a report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The objective judged.
+    pub objective: Objective,
+    /// What it says.
+    pub outcome: Outcome,
+    /// Per algorithm (column order), the constraints its means break.
+    pub breaches: Vec<(String, Vec<Breach>)>,
+    /// Algorithms not judged, with why.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// The verdict on `contestants` (column order) for `objective`; `left_out` says why a
+/// contestant that is not ranked was not judged.
+pub fn decide(
+    objective: &Objective,
+    contestants: &[Contestant<'_>],
+    left_out: impl Fn(&Contestant<'_>) -> String,
+) -> Decision {
+    let mut breaches = Vec::new();
+    let mut feasible: Vec<&Contestant<'_>> = Vec::new();
+    let mut skipped = Vec::new();
+    for c in contestants {
+        if c.standing != Standing::Ranked || !c.has_values() {
+            skipped.push((c.name.to_string(), left_out(c)));
+            continue;
+        }
+        let broken = breaches_of(objective, c);
+        if broken.is_empty() {
+            feasible.push(c);
+        } else {
+            breaches.push((c.name.to_string(), broken));
+        }
+    }
+    Decision {
+        objective: objective.clone(),
+        outcome: outcome(objective, feasible),
+        breaches,
+        left_out: skipped,
+    }
+}
+
+fn breaches_of(objective: &Objective, c: &Contestant<'_>) -> Vec<Breach> {
+    objective
+        .constraints
+        .iter()
+        .filter_map(|constraint| {
+            let values: Vec<f64> = c.series(constraint.metric).into_values().collect();
+            let mean = (!values.is_empty()).then(|| mean(&values));
+            let holds = mean.is_some_and(|m| constraint.bound.holds(m));
+            (!holds).then_some(Breach {
+                constraint: *constraint,
+                mean,
+            })
+        })
+        .collect()
+}
+
+fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
+    match feasible.len() {
+        0 => return Outcome::Nothing,
+        1 => {
+            return Outcome::Alone {
+                pick: feasible[0].name.to_string(),
+            };
+        }
+        _ => {}
+    }
+    let mut pool = feasible;
+    let mut history: Vec<Level> = Vec::new();
+    for metric in objective.levels() {
+        let series: Vec<BTreeMap<u64, f64>> = pool.iter().map(|c| c.series(metric)).collect();
+        let order = best_first(metric, &series);
+        let leader = order[0];
+        let compare = |other: usize| comparison(metric, &series[leader], &series[other], objective);
+        let tied: Vec<usize> = order[1..]
+            .iter()
+            .copied()
+            .filter(|&other| !separated(metric, &compare(other).difference))
+            .collect();
+        let Some(&closest) = tied.first() else {
+            let runner_up = order[1];
+            let pick = pool[leader].name.to_string();
+            let runner = pool[runner_up].name.to_string();
+            let tied = earlier_levels(objective, metric, pool[leader], pool[runner_up]);
+            return Outcome::Decided {
+                pick,
+                runner_up: runner,
+                decided: compare(runner_up),
+                tied,
+            };
+        };
+        history.push(Level {
+            leader: pool[leader].name.to_string(),
+            tied: tied.iter().map(|&i| pool[i].name.to_string()).collect(),
+            closest: compare(closest),
+        });
+        pool = std::iter::once(leader)
+            .chain(tied)
+            .map(|i| pool[i])
+            .collect();
+    }
+    Outcome::Undecided { levels: history }
+}
+
+/// The pick against the runner-up on the levels before `decided`.
+fn earlier_levels(
+    objective: &Objective,
+    decided: Metric,
+    pick: &Contestant<'_>,
+    runner_up: &Contestant<'_>,
+) -> Vec<Comparison> {
+    objective
+        .levels()
+        .take_while(|m| *m != decided)
+        .map(|m| comparison(m, &pick.series(m), &runner_up.series(m), objective))
+        .collect()
+}
+
+/// Indices best first by mean; a series with no value (the metric undefined in every run) and
+/// any non-finite mean come last; equal means keep column order.
+fn best_first(metric: Metric, series: &[BTreeMap<u64, f64>]) -> Vec<usize> {
+    let higher = metric.info().direction == Direction::Higher;
+    let key = |s: &BTreeMap<u64, f64>| {
+        let values: Vec<f64> = s.values().copied().collect();
+        let m = mean(&values);
+        if values.is_empty() || !m.is_finite() {
+            (1, 0.0)
+        } else {
+            (0, if higher { -m } else { m })
+        }
+    };
+    let keys: Vec<(u8, f64)> = series.iter().map(key).collect();
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by(|&a, &b| {
+        keys[a]
+            .0
+            .cmp(&keys[b].0)
+            .then(keys[a].1.total_cmp(&keys[b].1))
+    });
+    order
+}
+
+/// `a` against `b` over the seeds both define.
+fn comparison(
+    metric: Metric,
+    a: &BTreeMap<u64, f64>,
+    b: &BTreeMap<u64, f64>,
+    objective: &Objective,
+) -> Comparison {
+    let higher = metric.info().direction == Direction::Higher;
+    let pairs: Vec<(f64, f64)> = a
+        .iter()
+        .filter_map(|(seed, x)| b.get(seed).map(|y| (*x, *y)))
+        .collect();
+    let differences: Vec<f64> = pairs.iter().map(|(x, y)| x - y).collect();
+    let seeds_won = pairs
+        .iter()
+        .filter(|(x, y)| if higher { x > y } else { x < y })
+        .count();
+    Comparison {
+        metric,
+        mean: mean(&a.values().copied().collect::<Vec<_>>()),
+        other_mean: mean(&b.values().copied().collect::<Vec<_>>()),
+        difference: Paired::of(&differences, objective.confidence),
+        seeds_won,
+    }
+}
+
+/// Whether the interval of `pick − other` lies wholly on the better side of zero.
+fn separated(metric: Metric, difference: &Paired) -> bool {
+    let Some((low, high)) = difference.interval else {
+        return false;
+    };
+    match metric.info().direction {
+        Direction::Higher => low > 0.0,
+        _ => high < 0.0,
+    }
+}
+
+impl Decision {
+    /// The verdict in one sentence, e.g. `pick backoff for most jobs_done: …`.
+    pub fn headline(&self) -> String {
+        let level = pct(self.objective.confidence);
+        match &self.outcome {
+            Outcome::Decided {
+                pick,
+                runner_up,
+                decided,
+                tied,
+            } => {
+                let info = decided.metric.info();
+                let mut text = format!(
+                    "pick {pick} for {} {}: {} against {} for {runner_up}, {}, better on {} of {} seeds",
+                    aim(decided.metric),
+                    info.name,
+                    value(decided.metric, decided.mean, true),
+                    value(decided.metric, decided.other_mean, false),
+                    difference(decided, &level),
+                    decided.seeds_won,
+                    decided.difference.n
+                );
+                if !tied.is_empty() {
+                    let parts: Vec<String> = tied
+                        .iter()
+                        .map(|c| format!("{} {}", c.metric.info().name, difference(c, &level)))
+                        .collect();
+                    text.push_str(&format!("; before that they tie on {}", parts.join(", ")));
+                }
+                text
+            }
+            Outcome::Alone { pick } => {
+                format!("pick {pick}: the only strategy that meets every constraint")
+            }
+            Outcome::Undecided { levels } => undecided(levels, &level),
+            Outcome::Nothing if self.breaches.is_empty() => {
+                "no decision: no strategy finished every run to be judged".to_owned()
+            }
+            Outcome::Nothing => "no decision: no strategy meets every constraint".to_owned(),
+        }
+    }
+
+    /// What the objective is and where it came from.
+    pub fn objective_line(&self) -> String {
+        let origin = match self.objective.source {
+            crate::objective::Source::Default => {
+                " (the default; [objective] in the world changes it)"
+            }
+            crate::objective::Source::World => "",
+        };
+        format!("objective: {}{origin}", self.objective.describe())
+    }
+
+    /// One line per constraint some algorithm breaks (with each one's mean), then one for
+    /// those not judged.
+    pub fn notes(&self) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        for constraint in &self.objective.constraints {
+            let breakers: Vec<String> = self
+                .breaches
+                .iter()
+                .filter_map(|(name, broken)| {
+                    let b = broken.iter().find(|b| b.constraint == *constraint)?;
+                    let mean = b.mean.map_or_else(
+                        || "undefined".to_owned(),
+                        |m| value(constraint.metric, m, false),
+                    );
+                    Some(format!("{name} ({mean})"))
+                })
+                .collect();
+            if !breakers.is_empty() {
+                lines.push(format!(
+                    "breaks {}: {}",
+                    constraint.describe(),
+                    breakers.join(", ")
+                ));
+            }
+        }
+        if !self.left_out.is_empty() {
+            let parts: Vec<String> = self
+                .left_out
+                .iter()
+                .map(|(name, why)| format!("{name} ({why})"))
+                .collect();
+            lines.push(format!("not judged: {}", parts.join(", ")));
+        }
+        lines
+    }
+}
+
+/// `the highest` or `the lowest`, as the metric's direction says.
+fn aim(metric: Metric) -> &'static str {
+    match metric.info().direction {
+        Direction::Higher => "the highest",
+        _ => "the lowest",
+    }
+}
+
+/// `no decision on 3 seeds: backoff leads jobs_done but cannot be separated from sticky, wait
+/// (+4.0 over sticky, 95 % CI …); of those, …; run more seeds`.
+fn undecided(levels: &[Level], confidence: &str) -> String {
+    let n = levels.first().map_or(0, |l| l.closest.difference.n);
+    if n < 2 {
+        let leader = levels.first().map_or("", |l| l.leader.as_str());
+        return format!(
+            "no decision: {leader} leads, but {} gives no confidence interval; run more seeds \
+             (e.g. --seeds 10)",
+            super::format::count(n, "common seed")
+        );
+    }
+    let parts: Vec<String> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let name = l.closest.metric.info().name;
+            let lead = if i == 0 {
+                format!("{} leads {name}", l.leader)
+            } else {
+                format!(
+                    "of those, {} has {} {name}",
+                    l.leader,
+                    aim(l.closest.metric)
+                )
+            };
+            let (mean, interval) = signed_parts(&l.closest, confidence);
+            format!(
+                "{lead} but cannot be separated from {} ({mean} over {}, {})",
+                l.tied.join(", "),
+                l.tied[0],
+                interval.unwrap_or_default()
+            )
+        })
+        .collect();
+    format!(
+        "no decision on {n} seeds: {}; run more seeds",
+        parts.join("; ")
+    )
+}
+
+/// `95 %` for 0.95, `99.5 %` for 0.995.
+fn pct(confidence: f64) -> String {
+    let text = format!("{:.1}", confidence * 100.0);
+    format!("{} %", text.trim_end_matches(".0"))
+}
+
+/// A mean in the metric's precision, with the unit when asked.
+fn value(metric: Metric, x: f64, unit: bool) -> String {
+    let info = metric.info();
+    let text = super::format::thousands(x, super::format::decimals(info.unit));
+    if unit && info.unit != "ratio" {
+        format!("{text} {}", info.unit)
+    } else {
+        text
+    }
+}
+
+/// `+4.0 (95 % CI +1.2 to +6.8)`: the mean difference and its interval, signed.
+fn difference(c: &Comparison, level: &str) -> String {
+    let (mean, interval) = signed_parts(c, level);
+    match interval {
+        Some(interval) => format!("{mean} ({interval})"),
+        None => mean,
+    }
+}
+
+/// `+4.0` and `95 % CI +1.2 to +6.8` (none for fewer than two seeds).
+fn signed_parts(c: &Comparison, level: &str) -> (String, Option<String>) {
+    let signed = |x: f64| {
+        let text = value(c.metric, x, false);
+        if text.starts_with('-') || text.chars().all(|ch| "0.,".contains(ch)) {
+            text
+        } else {
+            format!("+{text}")
+        }
+    };
+    let interval = c
+        .difference
+        .interval
+        .map(|(low, high)| format!("{level} CI {} to {}", signed(low), signed(high)));
+    (signed(c.difference.mean), interval)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{self, MetricValues, Tally};
+    use crate::objective::Bound;
+
+    fn values(jobs: f64, p99: f64, refusals: f64) -> MetricValues {
+        let mut v = metrics::compute(&mut Tally::default(), &[]);
+        v.set(Metric::JobsDone, jobs);
+        v.set(Metric::SuccessfulJobLatencyP99Ms, p99);
+        v.set(Metric::RefusalRate, refusals);
+        v
+    }
+
+    /// `(jobs, p99, refusal rate)` of one seed.
+    type Seed = (f64, f64, f64);
+
+    /// `(name, values per seed)`.
+    fn field(spec: &[(&str, &[Seed])]) -> Vec<(String, Vec<MetricValues>)> {
+        spec.iter()
+            .map(|(name, seeds)| {
+                let runs = seeds.iter().map(|&(j, p, r)| values(j, p, r)).collect();
+                (name.to_string(), runs)
+            })
+            .collect()
+    }
+
+    fn judge(objective: &Objective, field: &[(String, Vec<MetricValues>)]) -> Decision {
+        let contestants: Vec<Contestant<'_>> = field
+            .iter()
+            .map(|(name, runs)| Contestant {
+                name,
+                standing: Standing::Ranked,
+                valid: true,
+                runs: runs
+                    .iter()
+                    .enumerate()
+                    .map(|(s, v)| (s as u64, v))
+                    .collect(),
+            })
+            .collect();
+        decide(objective, &contestants, |_| "never".into())
+    }
+
+    #[test]
+    fn a_clear_leader_is_decided_on_the_objective() {
+        let runs = field(&[
+            ("a", &[(90.0, 5.0, 0.0), (92.0, 5.0, 0.0), (91.0, 5.0, 0.0)]),
+            ("b", &[(80.0, 1.0, 0.0), (81.0, 1.0, 0.0), (83.0, 1.0, 0.0)]),
+            ("c", &[(70.0, 1.0, 0.0), (75.0, 1.0, 0.0), (72.0, 1.0, 0.0)]),
+        ]);
+        let d = judge(&Objective::default(), &runs);
+        let Outcome::Decided {
+            pick,
+            runner_up,
+            decided,
+            tied,
+        } = d.outcome
+        else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!((pick.as_str(), runner_up.as_str()), ("a", "b"));
+        assert_eq!(decided.metric, Metric::JobsDone);
+        assert_eq!(decided.seeds_won, 3);
+        assert!((decided.difference.mean - 9.666_666).abs() < 1e-5);
+        assert!(tied.is_empty());
+        let d = judge(&Objective::default(), &runs);
+        assert_eq!(
+            d.headline(),
+            "pick a for the highest jobs_done: 91.0 jobs against 81.3 for b, +9.7 (95 % CI +5.9 to \
+             +13.5), better on 3 of 3 seeds"
+        );
+    }
+
+    #[test]
+    fn equal_jobs_go_to_the_tie_break() {
+        let runs = field(&[
+            (
+                "a",
+                &[(100.0, 9.0, 0.0), (100.0, 9.5, 0.0), (100.0, 9.2, 0.0)],
+            ),
+            (
+                "b",
+                &[(100.0, 7.0, 0.0), (100.0, 7.1, 0.0), (100.0, 7.4, 0.0)],
+            ),
+        ]);
+        let d = judge(&Objective::default(), &runs);
+        let Outcome::Decided {
+            pick,
+            decided,
+            tied,
+            ..
+        } = d.outcome
+        else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!(pick, "b");
+        assert_eq!(decided.metric, Metric::SuccessfulJobLatencyP99Ms);
+        assert_eq!(tied.len(), 1);
+        assert_eq!(tied[0].difference.interval, Some((0.0, 0.0)));
+    }
+
+    #[test]
+    fn noise_gives_no_decision() {
+        let runs = field(&[
+            (
+                "a",
+                &[(100.0, 9.0, 0.0), (90.0, 5.0, 0.0), (95.0, 9.2, 0.0)],
+            ),
+            ("b", &[(92.0, 5.0, 0.0), (99.0, 9.1, 0.0), (93.0, 7.4, 0.0)]),
+        ]);
+        let d = judge(&Objective::default(), &runs);
+        let Outcome::Undecided { levels } = &d.outcome else {
+            panic!("undecided: {:?}", d.outcome)
+        };
+        assert_eq!(levels.len(), 2);
+        assert_eq!(
+            (levels[0].leader.as_str(), levels[0].tied.as_slice()),
+            ("a", &["b".to_string()][..])
+        );
+        assert_eq!(
+            (levels[1].leader.as_str(), levels[1].tied.as_slice()),
+            ("b", &["a".to_string()][..])
+        );
+        assert!(d.headline().starts_with(
+            "no decision on 3 seeds: a leads jobs_done but cannot be separated from b (+0.3 over b, 95 % CI"
+        ), "{}", d.headline());
+    }
+
+    #[test]
+    fn a_strategy_that_breaks_a_constraint_is_not_picked() {
+        let runs = field(&[
+            ("a", &[(90.0, 5.0, 0.2), (92.0, 5.0, 0.3), (91.0, 5.0, 0.2)]),
+            ("b", &[(80.0, 1.0, 0.0), (81.0, 1.0, 0.0), (83.0, 1.0, 0.0)]),
+        ]);
+        let objective = Objective {
+            constraints: vec![Constraint {
+                metric: Metric::RefusalRate,
+                bound: Bound::AtMost(0.05),
+            }],
+            ..Objective::default()
+        };
+        let d = judge(&objective, &runs);
+        assert_eq!(d.outcome, Outcome::Alone { pick: "b".into() });
+        assert_eq!(d.breaches.len(), 1);
+        let (name, broken) = &d.breaches[0];
+        assert_eq!(name, "a");
+        assert!((broken[0].mean.unwrap() - 0.233_333).abs() < 1e-5);
+        let none = Objective {
+            constraints: vec![Constraint {
+                metric: Metric::JobsDone,
+                bound: Bound::AtLeast(1000.0),
+            }],
+            ..Objective::default()
+        };
+        assert_eq!(judge(&none, &runs).outcome, Outcome::Nothing);
+    }
+
+    #[test]
+    fn one_seed_decides_nothing() {
+        let runs = field(&[("a", &[(100.0, 1.0, 0.0)]), ("b", &[(50.0, 2.0, 0.0)])]);
+        let d = judge(&Objective::default(), &runs);
+        assert!(matches!(d.outcome, Outcome::Undecided { .. }), "{d:?}");
+    }
+}

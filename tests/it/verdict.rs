@@ -1,0 +1,146 @@
+//! The verdict on shipped worlds, through the binary: a decision on the objective, one on the
+//! tie-break, "no decision", and a pick that is not the best because the best breaks a
+//! constraint. The headlines are snapshots: the runs are deterministic, so any change in them
+//! is a change in the simulation or in the rule, to be looked at.
+
+use crate::support::simbench;
+
+/// The JSON verdict of `simbench run ARGS --quiet --json -` (standard output holds the JSON
+/// alone).
+fn verdict(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run"];
+    all.extend(args);
+    all.extend(["--quiet", "--json", "-"]);
+    let out = simbench(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("standard output is the JSON alone");
+    assert_eq!(doc["schema_version"], 1);
+    doc["verdict"].clone()
+}
+
+const DEAD: [&str; 5] = [
+    "scenarios/dead_endpoint.toml",
+    "--seeds",
+    "10",
+    "--algorithms",
+    "backoff,aimd,wait,sticky",
+];
+
+#[test]
+fn verdict_picks_the_clear_leader_on_the_objective() {
+    let v = verdict(&DEAD);
+    assert_eq!(v["decision"], "pick");
+    assert_eq!(v["pick"], "backoff");
+    assert_eq!(
+        v["text"],
+        "pick backoff for the highest jobs_done: 1,999.9 jobs against 1,991.4 for aimd, +8.5 \
+         (95 % CI +6.5 to +10.5), better on 10 of 10 seeds"
+    );
+    let decided = &v["comparisons"][0];
+    assert_eq!(decided["separated"], true);
+    assert!(decided["interval"][0].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn verdict_goes_to_the_tie_break_when_every_strategy_finishes() {
+    let v = verdict(&[
+        "scenarios/cache_reuse.toml",
+        "--seeds",
+        "10",
+        "--algorithms",
+        "sticky,router_least_busy,wait",
+    ]);
+    assert_eq!(v["pick"], "router_least_busy");
+    assert_eq!(
+        v["text"],
+        "pick router_least_busy for the lowest successful_job_latency_p99_ms: 5,366.73 ms \
+         against 6,010.52 for sticky, -643.79 (95 % CI -880.04 to -407.53), better on 9 of 10 \
+         seeds; before that they tie on jobs_done -0.1 (95 % CI -0.3 to +0.1)"
+    );
+    let levels: Vec<&str> = v["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(levels, ["jobs_done", "successful_job_latency_p99_ms"]);
+}
+
+#[test]
+fn verdict_says_no_decision_on_three_noisy_seeds() {
+    let v = verdict(&[
+        "scenarios/bursty.toml",
+        "--algorithms",
+        "backoff,sticky,wait",
+    ]);
+    assert_eq!(v["decision"], "no_decision");
+    assert!(v.get("pick").is_none(), "{v}");
+    assert_eq!(v["inseparable"], serde_json::json!(["sticky", "wait"]));
+    assert_eq!(
+        v["text"],
+        "no decision on 3 seeds: backoff leads jobs_done but cannot be separated from sticky, \
+         wait (+4.0 over sticky, 95 % CI -230.8 to +238.8); of those, sticky has the lowest \
+         successful_job_latency_p99_ms but cannot be separated from wait (-2,833.90 over wait, \
+         95 % CI -10,615.45 to +4,947.65); run more seeds"
+    );
+}
+
+#[test]
+fn verdict_passes_over_the_best_strategy_when_it_breaks_a_constraint() {
+    let mut args = DEAD.to_vec();
+    args.extend([
+        "--objective",
+        "successful_job_latency_p99_ms",
+        "--constraint",
+        "jobs_done>=1991",
+        "--tie-break",
+        "none",
+    ]);
+    let v = verdict(&args);
+    // wait has the lowest p99 of the four but completes 1,990.5 jobs on average.
+    assert_eq!(v["pick"], "aimd");
+    assert_eq!(v["breaches"]["wait"][0]["metric"], "jobs_done");
+    assert_eq!(v["breaches"]["wait"][0]["mean"], 1990.5);
+    assert_eq!(
+        v["breaches"]["sticky"][0]["min"], 1991.0,
+        "the bound is stated with the breach"
+    );
+    assert_eq!(
+        v["text"],
+        "pick aimd for the lowest successful_job_latency_p99_ms: 21,455.70 ms against 35,279.32 \
+         for backoff, -13,823.62 (95 % CI -14,990.10 to -12,657.13), better on 10 of 10 seeds"
+    );
+}
+
+#[test]
+fn verdict_comes_first_in_the_table_and_the_markdown() {
+    let small = |extra: &[&'static str]| {
+        let mut args = vec![
+            "run",
+            DEAD[0],
+            "--seeds",
+            "4",
+            "--algorithms",
+            "backoff,wait",
+        ];
+        args.extend(extra);
+        String::from_utf8_lossy(&simbench(&args).stdout).into_owned()
+    };
+    let table = small(&[]);
+    assert!(table.starts_with("verdict: "), "{table}");
+    assert!(
+        table.contains("objective: most jobs_done; then lowest"),
+        "{table}"
+    );
+    let markdown = small(&["--quiet", "--markdown", "-"]);
+    let verdict_at = markdown.find("**Verdict:** ").expect("a verdict paragraph");
+    assert!(
+        verdict_at < markdown.find("| metric |").unwrap(),
+        "{markdown}"
+    );
+}
