@@ -144,3 +144,88 @@ fn verdict_comes_first_in_the_table_and_the_markdown() {
         "{markdown}"
     );
 }
+
+/// A world where two "strategies" are one strategy on disjoint seeds: their true difference is
+/// zero, so a 95 % interval of the paired differences must cover 0 in about 95 % of batches.
+const TWIN: &str = r#"
+name = "twin"
+summary = "One endpoint with a slow tail and failures; the same client twice."
+seed = 1000
+jobs = 400
+concurrency = 4
+horizon_s = 1000.0
+
+[breaker]
+dead_after = 1000000
+
+[objective]
+metric = "throughput_rps"
+tie_break = []
+
+[[endpoints]]
+id = "only"
+capacity = 3
+latency = { median_s = 0.2, sigma = 0.5 }
+failures = { error_rate = 0.05, storm_rate = 0.0 }
+"#;
+
+#[test]
+fn verdict_intervals_cover_a_zero_difference_in_about_95_percent_of_batches() {
+    use simbench::compile;
+    use simbench::harness::RngScheme;
+    use simbench::report::decision::Outcome;
+    use simbench::report::{self, SweepInfo};
+    use simbench::sweep::{self, SweepConfig};
+
+    let world = compile::load("twin.toml", TWIN.as_bytes()).expect("valid");
+    const BATCHES: u64 = 1000;
+    const PAIRS: u64 = 5;
+    let seeds: Vec<u64> = (0..BATCHES * PAIRS * 2).map(|k| world.seed() + k).collect();
+    let plan: Vec<(&str, u64)> = seeds.iter().map(|s| ("backoff", *s)).collect();
+    let frozen = || 0.0;
+    let config = SweepConfig {
+        rng: RngScheme::Native,
+        threads: 2,
+        wall_budget_s: 600.0,
+        clock: &frozen,
+        on_run: &|_| {},
+    };
+    let all = sweep::sweep(&world, &plan, &config);
+    let mut covered = 0;
+    for batch in all.chunks((PAIRS * 2) as usize) {
+        // Runs k and k + PAIRS become "a" and "b" on the shared seed k.
+        let runs = batch
+            .iter()
+            .enumerate()
+            .map(|(k, run)| {
+                let mut run = run.clone();
+                let k = k as u64;
+                run.algorithm = if k < PAIRS { "a" } else { "b" }.into();
+                run.seed = k % PAIRS;
+                run
+            })
+            .collect();
+        let info = SweepInfo {
+            seeds: (0..PAIRS).collect(),
+            rng: "native",
+            wall_s: 0.0,
+        };
+        let report = report::analyse(&world, info, runs);
+        match &report.decision.outcome {
+            Outcome::Undecided { levels } => {
+                let (low, high) = levels[0].closest.difference.interval.expect("5 seeds");
+                assert!(low <= 0.0 && 0.0 <= high);
+                covered += 1;
+            }
+            Outcome::Decided { .. } => {}
+            other => panic!("two finished strategies: {other:?}"),
+        }
+    }
+    let share = f64::from(covered) / BATCHES as f64;
+    eprintln!("intervals covering 0: {covered} of {BATCHES}");
+    // The binomial spread over 1,000 batches is 0.7 points: 93–97 % is about ±3 of them.
+    assert!(
+        (0.93..=0.97).contains(&share),
+        "covered 0 in {share:.3} of batches"
+    );
+}
