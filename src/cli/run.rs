@@ -23,8 +23,8 @@ use crate::client::registry;
 use crate::compile;
 use crate::diagnostics::RenderOptions;
 use crate::harness::RngScheme;
-use crate::metrics::{CATALOGUE, Direction};
-use crate::report::terminal::TerminalOptions;
+use crate::metrics::{CATALOGUE, Direction, Metric};
+use crate::report::terminal::{MetricChoice, TerminalOptions};
 use crate::report::{self, Report, SweepInfo};
 use crate::sweep::{self, SweepConfig};
 use crate::world::World;
@@ -64,6 +64,17 @@ pub struct RunArgs {
     /// Write one CSV row per (algorithm, seed) to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Comma-separated metrics for the table [default: the objective's and a few key ones].
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "METRICS",
+        conflicts_with = "all_metrics"
+    )]
+    pub metrics: Option<Vec<String>>,
+    /// Show every metric in the table.
+    #[arg(long)]
+    pub all_metrics: bool,
     /// Seeds, overrides, threads, budget, random numbers, quietness.
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -231,6 +242,14 @@ pub fn main(args: &RunArgs) -> u8 {
         Ok(world) => world,
         Err(code) => return code,
     };
+    let choice = match metric_choice(args) {
+        Ok(choice) => choice,
+        Err(message) => {
+            errln!("error: {message}");
+            return super::EXIT_ERROR;
+        }
+    };
+    let table = |report: &Report| table(report, &choice);
     let algorithms = pick_algorithms(&world, args.algorithms.as_deref());
     // Outputs are checked and staged after the world (whose `extends` chain they must not
     // overwrite) and before any run.
@@ -257,9 +276,53 @@ pub fn main(args: &RunArgs) -> u8 {
         errln!("error: no run finished, so there is nothing to compare");
         return super::EXIT_ERROR;
     }
-    let code = emit(&report, args, plan);
+    let code = plan.finish(renderer(&report), || table(&report), args.exec.quiet);
     warn_unfinished(&report);
     code
+}
+
+/// The table's metrics from `--metrics` / `--all-metrics`, checked against the catalogue.
+fn metric_choice(args: &RunArgs) -> Result<MetricChoice, String> {
+    if args.all_metrics {
+        return Ok(MetricChoice::All);
+    }
+    let Some(names) = &args.metrics else {
+        return Ok(MetricChoice::Compact);
+    };
+    let mut metrics = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let Some(metric) = Metric::from_name(name) else {
+            let known: Vec<&str> = CATALOGUE.iter().map(|m| m.name).collect();
+            let near = known
+                .iter()
+                .min_by_key(|k| strsim::levenshtein(k, name))
+                .filter(|k| strsim::levenshtein(k, name) <= 3)
+                .map_or(String::new(), |k| format!(" (did you mean `{k}`?)"));
+            return Err(crate::text::escape(&format!(
+                "--metrics: unknown metric `{name}`{near}; `simbench list` shows the catalogue"
+            ))
+            .into_owned());
+        };
+        metrics.push(metric);
+    }
+    if metrics.is_empty() {
+        return Err("--metrics names no metric".into());
+    }
+    Ok(MetricChoice::Only(metrics))
+}
+
+/// Characters per line of the table: `COLUMNS` when set, else the terminal's width when
+/// standard output is one, else no limit (a file gets the whole table).
+fn table_width() -> Option<usize> {
+    let columns = std::env::var("COLUMNS").ok();
+    if let Some(width) = columns.and_then(|c| c.trim().parse::<usize>().ok()) {
+        return (width > 0).then_some(width.max(40));
+    }
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(&stdout).map(|(w, _)| usize::from(w.0).max(40))
 }
 
 /// Which rendering an output of `run` gets.
@@ -348,11 +411,6 @@ fn compare(
     Some(report::analyse(world, sweep, runs))
 }
 
-/// Streams the requested outputs and prints the table; returns the exit code.
-fn emit(report: &Report, args: &RunArgs, plan: Plan<Rendering>) -> u8 {
-    plan.finish(renderer(report), || table(report), args.exec.quiet)
-}
-
 /// Writes one rendering of the report.
 fn renderer(report: &Report) -> impl Fn(Rendering, &mut dyn Write) -> std::io::Result<()> {
     move |kind, out| match kind {
@@ -363,10 +421,12 @@ fn renderer(report: &Report) -> impl Fn(Rendering, &mut dyn Write) -> std::io::R
     }
 }
 
-/// The terminal table, coloured only on a terminal.
-fn table(report: &Report) -> String {
+/// The terminal table, coloured only on a terminal, fitted to its width.
+fn table(report: &Report, choice: &MetricChoice) -> String {
     let options = TerminalOptions {
         colour: std::io::stdout().is_terminal() && colour_allowed(),
+        metrics: choice.clone(),
+        width: table_width(),
     };
     report::terminal::render(report, &options)
 }

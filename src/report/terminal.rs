@@ -11,74 +11,245 @@ use tabled::settings::{Alignment, Color, Style};
 use super::format::{count, decimals, fixed, percent, seeds, whole_percent};
 use super::rank::{COMPLETION_FLOOR, Kind, SIGNIFICANCE_K, TIE_TOLERANCE, Verdict};
 use super::{Column, Report, Row};
-use crate::metrics::{Direction, MetricInfo};
+use crate::metrics::{Direction, Metric, MetricInfo};
 
 /// How to render the table.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TerminalOptions {
     /// Colour winners, excluded cells and unfinished columns with ANSI escapes.
     pub colour: bool,
+    /// Which metric rows to show.
+    pub metrics: MetricChoice,
+    /// Characters per line to fit in (the terminal's width); `None` for no limit.
+    pub width: Option<usize>,
 }
+
+impl TerminalOptions {
+    /// Every metric, no width limit: the whole table.
+    pub fn full(colour: bool) -> TerminalOptions {
+        TerminalOptions {
+            colour,
+            metrics: MetricChoice::All,
+            width: None,
+        }
+    }
+}
+
+/// Which metric rows the table shows (always only those that apply to the world).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum MetricChoice {
+    /// The objective's metrics and [`KEY_METRICS`].
+    #[default]
+    Compact,
+    /// Every metric of the catalogue.
+    All,
+    /// These, in catalogue order.
+    Only(Vec<Metric>),
+}
+
+/// The metrics the compact table shows besides the objective's: what a team reads first.
+pub const KEY_METRICS: &[Metric] = &[
+    Metric::JobsDone,
+    Metric::ThroughputRps,
+    Metric::AttemptsPerCompletedJob,
+    Metric::RefusalRate,
+    Metric::ErrorRate,
+    Metric::SuccessfulJobLatencyP99Ms,
+    Metric::ObservedP99Ms,
+    Metric::QueueShare,
+    Metric::TtftP99Ms,
+    Metric::TokensWasted,
+    Metric::Cost,
+];
 
 /// Columns before the first algorithm: metric (with its unit), better.
 const LEAD: usize = 2;
 
-/// Renders the table and its notes.
+/// Renders the verdict, the table and its notes.
 pub fn render(report: &Report, options: &TerminalOptions) -> String {
     let mut out = verdict(report);
     out.push_str(&table(report, options));
-    out
+    match options.width {
+        Some(width) => wrap_lines(&out, width),
+        None => out,
+    }
 }
 
 /// The verdict block printed above the table.
 pub fn verdict(report: &Report) -> String {
     let d = &report.decision;
-    let mut out = format!(
-        "verdict: {}
-",
-        crate::text::escape(&d.headline())
-    );
-    out.push_str(&format!(
-        "  {}
-",
-        d.objective_line()
-    ));
+    let mut out = format!("verdict: {}\n", crate::text::escape(&d.headline()));
+    out.push_str(&format!("  {}\n", d.objective_line()));
     for line in d.notes() {
         out.push_str(&format!("  {}\n", crate::text::escape(&line)));
     }
     out
 }
 
+/// The rows `choice` shows, in catalogue order (never the wall time: it is in the footer).
+fn chosen_rows<'a>(report: &'a Report, choice: &MetricChoice) -> Vec<&'a Row> {
+    let objective = report.decision.objective.metrics();
+    report
+        .shown_rows()
+        .filter(|r| r.info.metric != Metric::WallS)
+        .filter(|r| match choice {
+            MetricChoice::All => true,
+            MetricChoice::Compact => {
+                objective.contains(&r.info.metric) || KEY_METRICS.contains(&r.info.metric)
+            }
+            MetricChoice::Only(list) => list.contains(&r.info.metric),
+        })
+        .collect()
+}
+
+/// The table, split into blocks of algorithm columns that each fit `options.width`; the
+/// verdict column comes with the last block.
 fn table(report: &Report, options: &TerminalOptions) -> String {
-    let mut builder = Builder::default();
-    builder.push_record(header(report));
-    for row in report.shown_rows() {
-        builder.push_record(body_row(report, row));
+    let rows = chosen_rows(report, &options.metrics);
+    let columns: Vec<&Column> = report.columns.iter().collect();
+    let blocks = blocks(report, &rows, &columns, options.width);
+    let mut out = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let last = i + 1 == blocks.len();
+        out.push_str(&block_table(&rows, block, last, options.colour));
+        out.push('\n');
     }
-    let mut table = builder.build();
-    table.with(Style::rounded());
-    table.modify(
-        Columns::new(LEAD..LEAD + report.columns.len()),
-        Alignment::right(),
-    );
-    table.modify(Rows::first(), Alignment::center());
-    if options.colour {
-        colour(&mut table, report);
-    }
-    let mut out = table.to_string();
-    out.push('\n');
     for line in notes(report, "*") {
         out.push_str(&line);
         out.push('\n');
     }
+    let shown = rows.len();
+    let applicable = report
+        .shown_rows()
+        .filter(|r| r.info.metric != Metric::WallS)
+        .count();
+    if shown < applicable {
+        out.push_str(&format!(
+            "showing {shown} of {applicable} metrics: --all-metrics for every one, --metrics a,b,c for a choice.\n"
+        ));
+    }
     out
 }
 
-fn header(report: &Report) -> Vec<String> {
-    let mut cells = vec!["metric [unit]".to_string(), "better".into()];
-    cells.extend(report.columns.iter().map(column_title));
-    cells.push("verdict".into());
-    cells
+/// Algorithm columns grouped so that each block's table fits `width`.
+fn blocks<'a>(
+    report: &Report,
+    rows: &[&Row],
+    columns: &[&'a Column],
+    width: Option<usize>,
+) -> Vec<Vec<&'a Column>> {
+    let Some(width) = width else {
+        return vec![columns.to_vec()];
+    };
+    let widest = |cells: &mut dyn Iterator<Item = String>| {
+        cells.map(|c| c.chars().count()).max().unwrap_or(0) + 3
+    };
+    let lead = widest(&mut rows.iter().map(|r| body_row_lead(r)[0].clone()))
+        + widest(
+            &mut rows
+                .iter()
+                .map(|r| body_row_lead(r)[1].clone())
+                .chain(["better".into()]),
+        )
+        + 1;
+    let verdict = widest(
+        &mut rows
+            .iter()
+            .map(|r| verdict_text(&r.verdict, &|n| crate::text::escape(n).into_owned()))
+            .chain(["verdict".into()]),
+    );
+    let column_width = |c: &Column| {
+        widest(
+            &mut rows
+                .iter()
+                .map(|r| cell(r.info, &r.verdict, c))
+                .chain([column_title(c)]),
+        )
+    };
+    let mut out: Vec<Vec<&Column>> = vec![Vec::new()];
+    let mut used = lead;
+    for column in columns {
+        let w = column_width(column);
+        let current = out.last_mut().expect("a block");
+        if !current.is_empty() && used + w > width {
+            out.push(Vec::new());
+            used = lead;
+        }
+        out.last_mut().expect("a block").push(column);
+        used += w;
+    }
+    if used + verdict > width
+        && out.last().is_some_and(|b| !b.is_empty())
+        && report.columns.len() > 1
+    {
+        // The verdict column gets a block of its own rather than an overlong line.
+        out.push(Vec::new());
+    }
+    out
+}
+
+/// One block's table: the lead columns, `columns`, and the verdict column when `last`.
+fn block_table(rows: &[&Row], columns: &[&Column], last: bool, colour_on: bool) -> String {
+    let mut builder = Builder::default();
+    let mut head = vec!["metric [unit]".to_string(), "better".into()];
+    head.extend(columns.iter().map(|c| column_title(c)));
+    if last {
+        head.push("verdict".into());
+    }
+    builder.push_record(head);
+    for row in rows {
+        let mut cells = body_row_lead(row);
+        cells.extend(columns.iter().map(|c| cell(row.info, &row.verdict, c)));
+        if last {
+            cells.push(verdict_text(&row.verdict, &|n| {
+                crate::text::escape(n).into_owned()
+            }));
+        }
+        builder.push_record(cells);
+    }
+    let mut table = builder.build();
+    table.with(Style::rounded());
+    table.modify(Columns::new(LEAD..LEAD + columns.len()), Alignment::right());
+    table.modify(Rows::first(), Alignment::center());
+    if colour_on {
+        colour(&mut table, rows, columns, last);
+    }
+    table.to_string()
+}
+
+/// Greedy word wrap of every line longer than `width`, continuing with the line's indent
+/// plus two spaces; table lines (box drawing) are never wrapped.
+fn wrap_lines(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let boxed = line.starts_with(['╭', '│', '├', '╰']);
+        if boxed || line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let hanging = " ".repeat(indent + 2);
+        let mut current = line[..indent].to_string();
+        let mut fresh = true;
+        for word in line.split_whitespace() {
+            let needed = current.chars().count() + usize::from(!fresh) + word.chars().count();
+            if !fresh && needed > width {
+                out.push_str(&current);
+                out.push('\n');
+                current = hanging.clone();
+                fresh = true;
+            }
+            if !fresh {
+                current.push(' ');
+            }
+            current.push_str(word);
+            fresh = false;
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out
 }
 
 /// The algorithm's name, marked `(n/a)` if unsuited and with its unfinished-run count.
@@ -98,17 +269,13 @@ pub(super) fn column_title(column: &Column) -> String {
     title
 }
 
-fn body_row(report: &Report, row: &Row) -> Vec<String> {
+/// The metric's name with its unit and marks, and which way is better.
+fn body_row_lead(row: &Row) -> Vec<String> {
     let info = row.info;
     let gated = if info.gated { " †" } else { "" };
     let latency = if info.latency { "‡" } else { "" };
     let name = format!("{} [{}]{gated}{latency}", info.name, info.unit);
-    let mut cells = vec![name, better(info).to_string()];
-    cells.extend(report.columns.iter().map(|c| cell(info, &row.verdict, c)));
-    cells.push(verdict_text(&row.verdict, &|n| {
-        crate::text::escape(n).into_owned()
-    }));
-    cells
+    vec![name, better(info).to_string()]
 }
 
 fn better(info: &MetricInfo) -> &'static str {
@@ -166,13 +333,13 @@ pub(super) fn verdict_text(verdict: &Verdict, name: &dyn Fn(&str) -> String) -> 
     }
 }
 
-fn colour(table: &mut tabled::Table, report: &Report) {
-    for (c, column) in report.columns.iter().enumerate() {
+fn colour(table: &mut tabled::Table, rows: &[&Row], columns: &[&Column], with_verdict: bool) {
+    for (c, column) in columns.iter().enumerate() {
         let col = LEAD + c;
         if !column.unfinished.is_empty() {
             table.modify(Cell::new(0, col), Color::FG_RED);
         }
-        for (r, row) in report.shown_rows().enumerate() {
+        for (r, row) in rows.iter().enumerate() {
             let winner = row.verdict.winners.contains(&column.algorithm);
             if winner {
                 table.modify(Cell::new(r + 1, col), Color::FG_GREEN);
@@ -181,8 +348,11 @@ fn colour(table: &mut tabled::Table, report: &Report) {
             }
         }
     }
-    let verdict_col = LEAD + report.columns.len();
-    for (r, row) in report.shown_rows().enumerate() {
+    if !with_verdict {
+        return;
+    }
+    let verdict_col = LEAD + columns.len();
+    for (r, row) in rows.iter().enumerate() {
         if row.verdict.kind == Kind::Ranked {
             table.modify(Cell::new(r + 1, verdict_col), Color::FG_GREEN);
         }

@@ -396,7 +396,7 @@ fn run_and_render(text: &str) -> bool {
         }
     }
     let markdown = report::markdown::render(&report);
-    let table = report::terminal::render(&report, &TerminalOptions { colour: false });
+    let table = report::terminal::render(&report, &TerminalOptions::full(false));
     for (name, out) in [("csv", &csv), ("markdown", &markdown), ("table", &table)] {
         assert!(
             non_numbers(out).is_empty(),

@@ -27,6 +27,7 @@ mod scenario_fuzz;
 mod sim;
 mod support;
 mod sweep_cli;
+mod table_cli;
 mod tokens;
 mod verdict;
 mod worlds;

@@ -113,7 +113,7 @@ fn report_terminal_table_snapshot() {
         3,
         2,
     );
-    let table = report::terminal::render(&report, &TerminalOptions { colour: false });
+    let table = report::terminal::render(&report, &TerminalOptions::full(false));
     check_snapshot("table", &table);
 }
 
@@ -161,7 +161,6 @@ verdict: no decision on 3 seeds: sticky leads jobs_done but cannot be separated 
 │ retry_observed_p99_ms [ms]              │ —      │   897.79 ± 674.18  │ 14344.61 ± 14103.81  │ 1396.47 ± 973.72  │ 5209.75 ± 7614.95  │ 14344.61 ± 14103.81  │ —                                     │
 │ retry_queue_wait_p99_ms [ms]            │ —      │   760.95 ± 722.60  │ 14140.72 ± 14018.07  │ 1182.92 ± 891.40  │ 5046.47 ± 7667.38  │ 14140.72 ± 14018.07  │ —                                     │
 │ concurrency_used [jobs]                 │ —      │         4.0 ± 0.0  │           4.0 ± 0.0  │        4.0 ± 0.0  │         4.0 ± 0.0  │           4.0 ± 0.0  │ —                                     │
-│ wall_s [s]                              │ —      │       0.00 ± 0.00  │         0.00 ± 0.00  │      0.00 ± 0.00  │       0.00 ± 0.00  │         0.00 ± 0.00  │ —                                     │
 ╰─────────────────────────────────────────┴────────┴────────────────────┴──────────────────────┴───────────────────┴────────────────────┴──────────────────────┴───────────────────────────────────────╯
 tiny · 3 seeds 7…9 · 60 jobs × 3 steps × 2 calls, 4 workers · horizon 20 s · wall 0.0 s · world e216ddb5918bc872
 mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within 1 % of it, or within 2 paired standard errors of the per-seed differences (the reference's winner rule; at 3 seeds its confidence is 82 %, not 95 %: the verdict uses Student-t intervals).
@@ -179,8 +178,8 @@ n/a: failover is unsuited to this world and never ranked: single pool: nothing t
 fn report_colour_only_adds_escapes() {
     let world = load(TINY);
     let report = compare(&world, &["wait", "sticky"], 2, 1);
-    let plain = report::terminal::render(&report, &TerminalOptions { colour: false });
-    let coloured = report::terminal::render(&report, &TerminalOptions { colour: true });
+    let plain = report::terminal::render(&report, &TerminalOptions::full(false));
+    let coloured = report::terminal::render(&report, &TerminalOptions::full(true));
     assert!(coloured.contains("\u{1b}["));
     assert!(!plain.contains('\u{1b}'));
     let stripped = strip_ansi(&coloured);
@@ -243,7 +242,7 @@ fn report_stalled_algorithms_are_shown_and_left_out() {
             row.info.name
         );
     }
-    let table = report::terminal::render(&report, &TerminalOptions { colour: false });
+    let table = report::terminal::render(&report, &TerminalOptions::full(false));
     assert!(table.contains("wait (2/2 stalled)"), "{table}");
     assert!(
         table.contains("wait: 2 of 2 runs stalled; it is left out of every ranking."),

@@ -5,11 +5,19 @@ use std::process::{Command, Output};
 
 /// Runs the `simbench` binary from the crate root, without colour.
 pub fn simbench(args: &[&str]) -> Output {
+    simbench_with(args, &[])
+}
+
+/// [`simbench`] with extra environment variables (`COLUMNS` is otherwise unset, so the table's
+/// width never depends on the shell the tests run in).
+pub fn simbench_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_simbench"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("NO_COLOR", "1")
         .env_remove("CLICOLOR_FORCE")
+        .env_remove("COLUMNS")
+        .envs(env.iter().copied())
         .output()
         .expect("the simbench binary runs")
 }
