@@ -51,6 +51,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_INVALID: u8 = 1;
 /// Exit code: usage or I/O error, or a comparison in which no run finished.
 pub const EXIT_ERROR: u8 = 2;
+/// A CI gate failed: a threshold or assertion does not hold, or a metric regressed against the
+/// baseline.
+pub const EXIT_GATE: u8 = 3;
 
 /// Why a file operation failed, in words that do not depend on the platform ("no such file or
 /// folder" rather than "No such file or directory (os error 2)"), for messages about paths.

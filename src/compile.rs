@@ -24,6 +24,7 @@ pub use crate::compose::{MAX_EXTENDS_DEPTH, Override, Reader, check_shape};
 use crate::diagnostics::{ScenarioErrors, Seg, Source, show_number};
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
+use crate::threshold::Assertion;
 use crate::world::{
     self as world, Backoff, Breaker, Cycle, Distribution, Endpoint, FailureKinds, Failures, Jitter,
     Latency, Load, RateLimit, Recovery, RetryPolicy, Validity, Variant, World,
@@ -886,6 +887,12 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
         },
         tokens: token_sizes,
         objective: s.objective.as_ref().map(objective::build),
+        thresholds: s
+            .thresholds
+            .iter()
+            .flat_map(|t| &t.assert)
+            .map(|text| Assertion::parse(text).expect("checked: a valid assertion"))
+            .collect(),
     }
 }
 

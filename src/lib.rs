@@ -33,5 +33,6 @@ pub mod scenario;
 pub mod schema;
 pub mod sweep;
 pub mod text;
+pub mod threshold;
 pub mod tokens;
 pub mod world;

@@ -12,6 +12,7 @@ pub mod csv;
 pub mod decision;
 pub mod fingerprint;
 pub(crate) mod format;
+pub mod gates;
 pub mod json;
 pub mod markdown;
 pub mod rank;

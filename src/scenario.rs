@@ -138,6 +138,11 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objective: Option<objective::Objective>,
 
+    /// Assertions a CI job checks on the report (`simbench run` exits 3 when one fails).
+    /// Default: absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<objective::Thresholds>,
+
     /// The client's pools (vendors), in failover order: each endpoint belongs to one pool, jobs
     /// draw from the first (the primary), and `failover` tries the pools in this order. Default:
     /// absent, which means one pool holding every endpoint with least-busy selection (the

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
 use crate::objective::Objective;
+use crate::threshold::Assertion;
 
 pub use crate::tokens::{Charge, Limit, Price, Saturation, TokenLatency, Tokens};
 
@@ -41,6 +42,7 @@ pub struct World {
     pub(crate) recovery: Recovery,
     pub(crate) tokens: Option<Tokens>,
     pub(crate) objective: Option<Objective>,
+    pub(crate) thresholds: Vec<Assertion>,
 }
 
 impl World {
@@ -124,6 +126,10 @@ impl World {
     /// The validity gate's thresholds.
     pub fn validity(&self) -> &Validity {
         &self.validity
+    }
+    /// The world's `[thresholds]` assertions.
+    pub fn thresholds(&self) -> &[Assertion] {
+        &self.thresholds
     }
     /// What the verdict optimises: the world's `[objective]`, or the default.
     pub fn objective(&self) -> Objective {

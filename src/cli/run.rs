@@ -9,7 +9,8 @@
 //! `--json`/`--markdown`/`--csv` as [`super::output`] rules (checked before the runs, streamed,
 //! files replaced atomically). Wall time is read here and nowhere
 //! else. Exit codes: 0 done (even if some runs stalled — the report says so), 1 invalid scenario,
-//! 2 usage or I/O error, or every run stalled or timed out.
+//! 2 usage or I/O error, or every run stalled or timed out, 3 a CI gate failed (`[thresholds]`,
+//! `--assert`, `--baseline`).
 
 mod progress;
 
@@ -24,9 +25,11 @@ use crate::compile;
 use crate::diagnostics::RenderOptions;
 use crate::harness::RngScheme;
 use crate::metrics::{CATALOGUE, Direction, Metric};
+use crate::report::gates::{self, Baseline};
 use crate::report::terminal::{MetricChoice, TerminalOptions};
 use crate::report::{self, Report, SweepInfo};
 use crate::sweep::{self, SweepConfig};
+use crate::threshold::Assertion;
 use crate::world::World;
 use progress::Progress;
 
@@ -75,6 +78,19 @@ pub struct RunArgs {
     /// Show every metric in the table.
     #[arg(long)]
     pub all_metrics: bool,
+    /// Fail (exit 3) unless this holds: `ALGORITHM.METRIC OP NUMBER` on the mean over seeds,
+    /// e.g. `aimd.refusal_rate<0.02`, or `verdict==ALGORITHM`; repeatable, checked with the
+    /// world's `[thresholds]`.
+    #[arg(long = "assert", value_name = "EXPR", value_parser = parse_assertion)]
+    pub assertions: Vec<Assertion>,
+    /// A JSON report of an earlier run: fail (exit 3) on every metric of every algorithm whose
+    /// paired per-seed change against it is significantly worse (at the objective's confidence)
+    /// and larger than --tolerance.
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
+    /// Smallest change --baseline flags, as a share of the baseline mean.
+    #[arg(long, default_value_t = 0.05, value_parser = parse_share)]
+    pub tolerance: f64,
     /// Seeds, overrides, threads, budget, random numbers, quietness.
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -250,10 +266,21 @@ pub fn main(args: &RunArgs) -> u8 {
         }
     };
     let table = |report: &Report| table(report, &choice);
+    let baseline = match args.baseline.as_deref().map(read_baseline).transpose() {
+        Ok(baseline) => baseline,
+        Err(message) => {
+            errln!("error: {message}");
+            return super::EXIT_ERROR;
+        }
+    };
     let algorithms = pick_algorithms(&world, args.algorithms.as_deref());
     // Outputs are checked and staged after the world (whose `extends` chain they must not
     // overwrite) and before any run.
     let plan = algorithms.and_then(|names| Ok((names, Plan::prepare(requests(args), &inputs)?)));
+    let plan = plan.and_then(|(names, plan)| {
+        check_assertions(&args.assertions, &names)?;
+        Ok((names, plan))
+    });
     let (algorithms, plan) = match plan {
         Ok(ready) => ready,
         Err(message) => {
@@ -278,7 +305,90 @@ pub fn main(args: &RunArgs) -> u8 {
     }
     let code = plan.finish(renderer(&report), || table(&report), args.exec.quiet);
     warn_unfinished(&report);
-    code
+    if code != super::EXIT_OK {
+        return code;
+    }
+    gates(&report, &world, args, baseline.as_ref())
+}
+
+/// The CI gates: every assertion (the world's and `--assert`) and the baseline comparison;
+/// exit 3 with the list of what failed.
+fn gates(report: &Report, world: &World, args: &RunArgs, baseline: Option<&Baseline>) -> u8 {
+    let ran = |name: &str| report.columns.iter().any(|c| c.algorithm == name);
+    let mut failed: Vec<String> = Vec::new();
+    for assertion in world.thresholds() {
+        if !ran(assertion.algorithm()) {
+            errln!(
+                "warning: [thresholds] on `{}` not checked: it did not run",
+                crate::text::escape(assertion.algorithm())
+            );
+            continue;
+        }
+        failed.extend(gates::check(assertion, report).map(|why| format!("threshold {why}")));
+    }
+    for assertion in &args.assertions {
+        failed.extend(gates::check(assertion, report).map(|why| format!("--assert {why}")));
+    }
+    if let Some(baseline) = baseline {
+        if !baseline.world_hash.is_empty() && baseline.world_hash != report.world.hash {
+            errln!(
+                "warning: the baseline is of world {}, this run of {}: compared anyway",
+                crate::text::escape(&baseline.world_hash),
+                report.world.hash
+            );
+        }
+        let confidence = report.decision.objective.confidence;
+        let found = gates::regressions(report, baseline, confidence, args.tolerance);
+        failed.extend(
+            found
+                .iter()
+                .map(|r| format!("regression {}", r.describe(confidence))),
+        );
+    }
+    if failed.is_empty() {
+        return super::EXIT_OK;
+    }
+    errln!("error: {} failed:", plural(failed.len(), "gate"));
+    for line in &failed {
+        errln!("  {}", crate::text::escape(line));
+    }
+    super::EXIT_GATE
+}
+
+/// Every `--assert` names an algorithm that runs.
+fn check_assertions(assertions: &[Assertion], algorithms: &[String]) -> Result<(), String> {
+    for a in assertions {
+        if !algorithms.iter().any(|n| n == a.algorithm()) {
+            return Err(crate::text::escape(&format!(
+                "--assert names `{}`, which does not run (running: {})",
+                a.algorithm(),
+                algorithms.join(", ")
+            ))
+            .into_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Reads a baseline JSON report.
+fn read_baseline(path: &Path) -> Result<Baseline, String> {
+    let shown = path.display();
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read the baseline {shown}: {}", super::io_reason(&e)))?;
+    let doc: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the baseline {shown} is not JSON: {e}"))?;
+    Baseline::from_json(&doc).map_err(|e| format!("the baseline {shown}: {e}"))
+}
+
+fn parse_assertion(text: &str) -> Result<Assertion, String> {
+    Assertion::parse(text)
+}
+
+fn parse_share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err("must be a number >= 0 (a share of the baseline mean, e.g. 0.05)".into()),
+    }
 }
 
 /// The table's metrics from `--metrics` / `--all-metrics`, checked against the catalogue.

@@ -9,11 +9,13 @@ use crate::metrics::{Direction, Metric};
 use crate::objective::{Bound, Constraint, Objective, Source};
 use crate::scenario::objective as spec;
 use crate::schema::{Problem, Target};
+use crate::threshold::Assertion;
 use crate::world::World;
 
 /// The optimised metrics have a direction; each constraint gives exactly one of `max` and `min`.
 pub(super) fn check(json: &Value, out: &mut Vec<Problem>) {
     check_directions(json, out);
+    check_thresholds(json, out);
     let Some(constraints) = json
         .pointer("/objective/constraints")
         .and_then(Value::as_array)
@@ -42,6 +44,43 @@ pub(super) fn check(json: &Value, out: &mut Vec<Problem>) {
                     .into(),
             ),
         });
+    }
+}
+
+/// Each `[thresholds]` assertion parses and names an algorithm the world can run.
+fn check_thresholds(json: &Value, out: &mut Vec<Problem>) {
+    let Some(list) = json.pointer("/thresholds/assert").and_then(Value::as_array) else {
+        return;
+    };
+    let variants = json.get("algorithms").and_then(Value::as_object);
+    for (i, item) in list.iter().enumerate() {
+        let Some(text) = item.as_str() else {
+            continue; // The schema reports it.
+        };
+        let path = vec![key("thresholds"), key("assert"), Seg::Index(i)];
+        let problem = match Assertion::parse(text) {
+            Err(reason) => Some((reason, "not an assertion")),
+            Ok(a) => {
+                let name = a.algorithm();
+                let known = crate::client::registry::names().any(|n| n == name)
+                    || variants.is_some_and(|v| v.contains_key(name));
+                (!known).then(|| (format!("unknown algorithm `{name}`"), "unknown algorithm"))
+            }
+        };
+        if let Some((message, label)) = problem {
+            out.push(Problem {
+                path,
+                target: Target::Value,
+                message,
+                label: label.into(),
+                help: Some(
+                    "an assertion is `ALGORITHM.METRIC OP NUMBER` on the mean over seeds, e.g. \
+                     \"aimd.refusal_rate < 0.02\", or `verdict == ALGORITHM`; algorithms are \
+                     the registry's (`simbench list`) and the world's named variants"
+                        .into(),
+                ),
+            });
+        }
     }
 }
 

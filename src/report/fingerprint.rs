@@ -55,6 +55,7 @@ pub fn canonical_text(world: &World) -> String {
         tokens,
         // The objective judges runs and never changes one; the JSON states it separately.
         objective: _,
+        thresholds: _,
     } = world;
     let mut out = Text::default();
     out.str("name", name);

@@ -87,3 +87,14 @@ fn constrained_metrics_schema(_: &mut schemars::SchemaGenerator) -> schemars::Sc
 fn constrained_metric_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "string", "enum": constrained_metric_names() })
 }
+
+/// `[thresholds]`: what a CI job asserts on every run of this world; a violated one makes
+/// `simbench run` exit 3 with the list of what failed.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Assertions, each `ALGORITHM.METRIC OP NUMBER` on the mean over seeds (e.g.
+    /// `"aimd.refusal_rate < 0.02"`) or `verdict == ALGORITHM` / `verdict != ALGORITHM`; OP is
+    /// one of <, <=, >, >=, ==, !=. Required.
+    pub assert: Vec<String>,
+}

@@ -7,6 +7,7 @@ mod compose;
 mod controllers;
 mod extreme_worlds;
 mod fidelity;
+mod gates_cli;
 mod hostile_input;
 mod incidents;
 mod livelock;

@@ -1,0 +1,186 @@
+//! Thresholds a CI job asserts on a report: `aimd.refusal_rate < 0.02` (the mean over seeds of
+//! a metric of an algorithm) or `verdict == aimd` (the verdict's pick). Written in the world's
+//! `[thresholds]` or given with `--assert`; judged by [`crate::report::gates`].
+
+use crate::metrics::{CATALOGUE, Metric};
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `<`
+    Less,
+    /// `<=`
+    AtMost,
+    /// `>`
+    Greater,
+    /// `>=`
+    AtLeast,
+    /// `==`
+    Equal,
+    /// `!=`
+    NotEqual,
+}
+
+impl Op {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Less => "<",
+            Op::AtMost => "<=",
+            Op::Greater => ">",
+            Op::AtLeast => ">=",
+            Op::Equal => "==",
+            Op::NotEqual => "!=",
+        }
+    }
+
+    /// Whether `a OP b`.
+    pub fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Less => a < b,
+            Op::AtMost => a <= b,
+            Op::Greater => a > b,
+            Op::AtLeast => a >= b,
+            Op::Equal => a == b,
+            Op::NotEqual => a != b,
+        }
+    }
+}
+
+/// One assertion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Assertion {
+    /// The mean over seeds of `metric` for `algorithm`, against `value`.
+    Metric {
+        /// Algorithm (or variant) name.
+        algorithm: String,
+        /// The metric.
+        metric: Metric,
+        /// How it compares.
+        op: Op,
+        /// The limit.
+        value: f64,
+    },
+    /// The verdict's pick (`==`) is, or (`!=`) is not, `algorithm`.
+    Verdict {
+        /// `==` or `!=`.
+        equal: bool,
+        /// Algorithm name.
+        algorithm: String,
+    },
+}
+
+impl Assertion {
+    /// Parses `aimd.refusal_rate < 0.02` or `verdict == aimd`.
+    pub fn parse(text: &str) -> Result<Assertion, String> {
+        let (at, op) = find_op(text).ok_or(
+            "expected ALGORITHM.METRIC OP NUMBER (e.g. `aimd.refusal_rate < 0.02`) or \
+             `verdict == ALGORITHM`; OP is one of <, <=, >, >=, ==, !=",
+        )?;
+        let left = text[..at].trim();
+        let right = text[at + op.symbol().len()..].trim();
+        if left == "verdict" {
+            let equal = match op {
+                Op::Equal => true,
+                Op::NotEqual => false,
+                _ => return Err("the verdict compares with == or != only".into()),
+            };
+            if right.is_empty() {
+                return Err("no algorithm after the comparison".into());
+            }
+            return Ok(Assertion::Verdict {
+                equal,
+                algorithm: right.to_owned(),
+            });
+        }
+        let (algorithm, name) = left
+            .rsplit_once('.')
+            .ok_or_else(|| format!("`{left}` is not ALGORITHM.METRIC"))?;
+        let metric = Metric::from_name(name.trim())
+            .ok_or_else(|| format!("unknown metric `{}`{}", name.trim(), suggest(name.trim())))?;
+        let value = right
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("`{right}` is not a finite number"))?;
+        if algorithm.trim().is_empty() {
+            return Err("no algorithm before the metric".into());
+        }
+        Ok(Assertion::Metric {
+            algorithm: algorithm.trim().to_owned(),
+            metric,
+            op,
+            value,
+        })
+    }
+
+    /// The algorithm it names.
+    pub fn algorithm(&self) -> &str {
+        match self {
+            Assertion::Metric { algorithm, .. } | Assertion::Verdict { algorithm, .. } => algorithm,
+        }
+    }
+}
+
+/// The first operator in `text`, longest match first.
+fn find_op(text: &str) -> Option<(usize, Op)> {
+    let at = text.find(['<', '>', '=', '!'])?;
+    let rest = &text[at..];
+    let op = [
+        ("<=", Op::AtMost),
+        (">=", Op::AtLeast),
+        ("==", Op::Equal),
+        ("!=", Op::NotEqual),
+        ("<", Op::Less),
+        (">", Op::Greater),
+    ]
+    .into_iter()
+    .find(|(s, _)| rest.starts_with(s))?;
+    Some((at, op.1))
+}
+
+fn suggest(name: &str) -> String {
+    CATALOGUE
+        .iter()
+        .map(|m| (strsim::levenshtein(m.name, name), m.name))
+        .min()
+        .filter(|(d, _)| *d <= 3)
+        .map_or(String::new(), |(_, n)| format!(" (did you mean `{n}`?)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assertions_parse_metric_limits_and_verdicts() {
+        assert_eq!(
+            Assertion::parse("aimd.refusal_rate < 0.02"),
+            Ok(Assertion::Metric {
+                algorithm: "aimd".into(),
+                metric: Metric::RefusalRate,
+                op: Op::Less,
+                value: 0.02
+            })
+        );
+        assert_eq!(
+            Assertion::parse("verdict==router"),
+            Ok(Assertion::Verdict {
+                equal: true,
+                algorithm: "router".into()
+            })
+        );
+        assert!(matches!(
+            Assertion::parse("backoff_slow.jobs_done >= 2900"),
+            Ok(Assertion::Metric {
+                op: Op::AtLeast,
+                ..
+            })
+        ));
+        let typo = Assertion::parse("aimd.refusal_rat < 1").unwrap_err();
+        assert!(typo.contains("did you mean `refusal_rate`"), "{typo}");
+        assert!(Assertion::parse("verdict < aimd").is_err());
+        assert!(Assertion::parse("aimd.jobs_done > lots").is_err());
+        assert!(Assertion::parse("aimd jobs").is_err());
+    }
+}

@@ -1,0 +1,134 @@
+//! CI gates through the binary: `--assert`, the world's `[thresholds]` and `--baseline` exit 3
+//! with the list of what failed, and 0 when everything holds (a rerun of the same world against
+//! its own report).
+
+use crate::support::simbench;
+
+const DEAD: [&str; 7] = [
+    "run",
+    "scenarios/dead_endpoint.toml",
+    "--seeds",
+    "5",
+    "--algorithms",
+    "backoff,aimd,wait",
+    "--quiet",
+];
+
+fn run(extra: &[&str]) -> (Option<i32>, String) {
+    let out = simbench(&[&DEAD[..], extra].concat());
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn gates_assertions_pass_or_exit_3_with_what_failed() {
+    let (code, err) = run(&[
+        "--assert",
+        "aimd.refusal_rate<0.02",
+        "--assert",
+        "verdict==backoff",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run(&[
+        "--assert",
+        "aimd.jobs_done > 1995",
+        "--assert",
+        "verdict != backoff",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("2 gates failed"), "{err}");
+    assert!(
+        err.contains("--assert aimd.jobs_done > 1995: the mean is 1991.2"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--assert verdict != backoff: the verdict is `pick backoff"),
+        "{err}"
+    );
+    let (code, err) = run(&["--assert", "hedged.jobs_done > 1"]);
+    assert_eq!(
+        code,
+        Some(2),
+        "an algorithm that does not run is a usage error: {err}"
+    );
+    let (code, _) = run(&["--assert", "aimd.jobs_don > 1"]);
+    assert_eq!(code, Some(2));
+}
+
+#[test]
+fn gates_a_baseline_flags_a_planted_regression_and_passes_a_rerun() {
+    let dir = crate::support::scratch_dir("gates");
+    let base = dir.join("base.json").to_string_lossy().into_owned();
+    assert_eq!(run(&["--json", &base]).0, Some(0));
+    let (code, err) = run(&["--baseline", &base]);
+    assert_eq!(
+        code,
+        Some(0),
+        "the same world and seeds: no change at all: {err}"
+    );
+    // Fewer attempts per step: steps give up sooner, so fewer jobs finish.
+    let (code, err) = run(&["--baseline", &base, "--set", "retry.max_attempts=2"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("the baseline is of world"),
+        "the hash changed: {err}"
+    );
+    assert!(
+        err.contains("regression aimd jobs_done: 1,991.2 → 1,874.4 jobs (-116.8, 95 % CI"),
+        "{err}"
+    );
+    // A tolerance above the change lets it through.
+    let (code, _) = run(&[
+        "--baseline",
+        &base,
+        "--set",
+        "retry.max_attempts=2",
+        "--tolerance",
+        "100",
+    ]);
+    assert_eq!(code, Some(0));
+    let (code, err) = run(&["--baseline", "Cargo.toml"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("is not JSON"), "{err}");
+}
+
+#[test]
+fn gates_thresholds_in_the_world_are_checked_on_every_run() {
+    let dir = crate::support::scratch_dir("thresholds");
+    let file = dir.join("gated.toml");
+    let world = std::fs::read_to_string("scenarios/dead_endpoint.toml").unwrap();
+    let gated = format!(
+        "{world}\n[thresholds]\nassert = [\"aimd.jobs_done >= 1995\", \"wait.error_rate < 1\"]\n"
+    );
+    std::fs::write(&file, gated).unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let gated_run = |algorithms: &str| {
+        let out = simbench(&[
+            "run",
+            &path,
+            "--seeds",
+            "5",
+            "--algorithms",
+            algorithms,
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
+    let (code, err) = gated_run("aimd,wait");
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("1 gate failed"), "{err}");
+    assert!(
+        err.contains("threshold aimd.jobs_done >= 1995: the mean is 1991.2"),
+        "{err}"
+    );
+    // A threshold on an algorithm that is not run is said to be unchecked, not failed.
+    let (code, err) = gated_run("wait");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("[thresholds] on `aimd` not checked: it did not run"),
+        "{err}"
+    );
+}
