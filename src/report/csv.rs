@@ -1,8 +1,9 @@
 //! The CSV export (`--csv PATH`): one row per (algorithm, seed) with every metric, for
 //! spreadsheets and plotting.
 //!
-//! Owns the column layout: `algorithm,seed,outcome,valid`, then the catalogue's metric names in
-//! order, the same for every world. Values are rounded to 6 decimals; a run that did not finish
+//! Owns the column layout: `scenario,world_hash,rng,algorithm,seed,outcome,valid` (so files
+//! from several runs stack), then the catalogue's metric names in order, the same for every
+//! world. Values are rounded to 6 decimals; a run that did not finish
 //! has empty metric cells, and so does a metric that does not apply to the world or that the
 //! run has nothing to compute from (see the JSON's `undefined` for the reason). RFC 4180
 //! quoting, `\n` line ends. Streams into any `io::Write`, row by row; where it goes is the
@@ -23,11 +24,26 @@ pub fn render(report: &Report) -> String {
 
 /// Writes the CSV export.
 pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let mut header = vec!["algorithm", "seed", "outcome", "valid"];
+    let mut header = vec![
+        "scenario",
+        "world_hash",
+        "rng",
+        "algorithm",
+        "seed",
+        "outcome",
+        "valid",
+    ];
     header.extend(CATALOGUE.iter().map(|m| m.name));
     writeln!(out, "{}", header.join(","))?;
+    let world = &report.world;
     for run in &report.runs {
-        let mut cells = vec![field(&run.algorithm), run.seed.to_string()];
+        let mut cells = vec![
+            field(&world.name),
+            world.hash.clone(),
+            report.sweep.rng.to_owned(),
+            field(&run.algorithm),
+            run.seed.to_string(),
+        ];
         let valid = report.invalid_reason(run).is_none();
         cells.extend(outcome_cells(run, valid, &|m| report.applies(m)));
         writeln!(out, "{}", cells.join(","))?;
@@ -59,7 +75,7 @@ pub(crate) fn outcome_cells(
 }
 
 /// Quotes a field if it holds a comma, a quote or a line break.
-fn field(text: &str) -> String {
+pub(crate) fn field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -242,7 +242,10 @@ fn outputs_to_a_fifo_are_written_through() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = reader.join().unwrap();
-    assert!(text.starts_with("algorithm,seed,outcome,valid,"), "{text}");
+    assert!(
+        text.starts_with("scenario,world_hash,rng,algorithm,seed,outcome,valid,"),
+        "{text}"
+    );
     assert_eq!(text.lines().count(), 2, "{text}");
     let meta = std::fs::symlink_metadata(&fifo).unwrap();
     assert!(meta.file_type().is_fifo(), "still a FIFO");
@@ -298,7 +301,10 @@ fn outputs_to_dev_stdout_and_dev_fd_write_into_whatever_standard_output_is() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("algorithm,seed,outcome,valid,"), "{text}");
+    assert!(
+        text.starts_with("scenario,world_hash,rng,algorithm,seed,outcome,valid,"),
+        "{text}"
+    );
     // Standard output a regular file: written into it, as `cat > /dev/fd/1` would, and the
     // file stays the very file the caller opened (not replaced by a rename).
     for path in ["/dev/stdout", "/dev/fd/1"] {
@@ -426,7 +432,9 @@ fn a_failed_command_leaves_every_existing_output_untouched() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("error: no run finished"));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("algorithm,seed"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("scenario,world_hash,rng,algorithm,seed")
+    );
     assert_eq!(snapshot(&dir), before);
     // A sweep without a baseline: the same.
     let out = simbench_in(

@@ -112,7 +112,7 @@ fn report_cli_writes_markdown_csv_and_json_together() {
     assert!(md.contains("| metric | unit | better | `wait` | `backoff` | verdict |"));
     let csv = std::fs::read_to_string(csv).unwrap();
     assert_eq!(csv.lines().count(), 1 + 4);
-    assert!(csv.starts_with("algorithm,seed,outcome,valid,jobs_done,"));
+    assert!(csv.starts_with("scenario,world_hash,rng,algorithm,seed,outcome,valid,jobs_done,"));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(json["aggregates"].as_object().unwrap().len(), 2);

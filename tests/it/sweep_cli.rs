@@ -95,9 +95,18 @@ fn outputs_are_deterministic_and_csv_has_a_row_per_level_and_seed() {
     assert!(one.stdout.is_empty(), "--quiet with a file prints no table");
     let rows = std::fs::read_to_string(&csv).expect("the CSV was written");
     let lines: Vec<&str> = rows.lines().collect();
-    assert!(lines[0].starts_with("concurrency,seed,outcome,valid,jobs_done,"));
+    assert!(lines[0].starts_with(
+        "scenario,world_hash,rng,algorithm,concurrency,seed,outcome,valid,jobs_done,"
+    ));
     assert_eq!(lines.len(), 1 + 2 * 2);
-    assert!(lines[3].starts_with("6,20260917,ok,"), "{rows}");
+    let cells: Vec<&str> = lines[3].split(',').collect();
+    assert_eq!(cells[0], "bursty_provider", "{rows}");
+    assert_eq!(cells[1].len(), 16, "a world hash: {rows}");
+    assert_eq!(
+        cells[2..8],
+        ["native", "wait", "6", "20260917", "ok", "true"][..],
+        "{rows}"
+    );
     let json = |threads: &str| {
         let out = simbench(&[&args[..], &["--threads", threads, "--json", "-"]].concat());
         let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

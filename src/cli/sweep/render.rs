@@ -18,7 +18,7 @@ use crate::knee::{
     RISE_SE_K, Rise, SERVICE_JUMP, SHOWN, Step,
 };
 use crate::metrics::{CATALOGUE, Metric, undefined_reason};
-use crate::report::csv::outcome_cells;
+use crate::report::csv::{field as csv_field, outcome_cells};
 use crate::report::format::{self, count, fixed, round6, thousands};
 use crate::report::{Outcome, Run};
 
@@ -692,13 +692,30 @@ fn step_json(step: &Step) -> StepJson {
 
 /// Writes one CSV row per (level, seed) with every catalogue metric, like `simbench run --csv`.
 pub fn write_csv(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut header = vec![view.knob.name(), "seed", "outcome", "valid"];
+    let mut header = vec![
+        "scenario",
+        "world_hash",
+        "rng",
+        "algorithm",
+        view.knob.name(),
+        "seed",
+        "outcome",
+        "valid",
+    ];
     header.extend(CATALOGUE.iter().map(|m| m.name));
     writeln!(out, "{}", header.join(","))?;
     for (i, runs) in view.runs.iter().enumerate() {
         let level = &view.analysis.levels[i];
         for run in runs {
-            let mut cells = vec![view.knob.spell(view.levels[i]), run.seed.to_string()];
+            // The level's own world hash: each level is a world of its own.
+            let mut cells = vec![
+                csv_field(view.scenario),
+                view.level_hashes[i].clone(),
+                view.rng.to_owned(),
+                csv_field(view.algorithm),
+                view.knob.spell(view.levels[i]),
+                run.seed.to_string(),
+            ];
             let valid = !level.invalid.iter().any(|(s, _)| *s == run.seed);
             cells.extend(outcome_cells(run, valid, &|m| view.applies[m as usize]));
             writeln!(out, "{}", cells.join(","))?;
