@@ -208,7 +208,7 @@ fn algorithms_cli_runs_a_variant_by_name_and_rejects_unknown_names() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.lines().any(|l| l.starts_with("backoff_slow,")),
+        stdout.lines().any(|l| l.contains(",native,backoff_slow,")),
         "{stdout}"
     );
     let out = simbench(&[

@@ -125,7 +125,7 @@ fn livelock_is_reported_in_the_table_the_json_and_the_csv() {
     let csv = std::fs::read_to_string(&csv).unwrap();
     assert!(
         csv.lines()
-            .any(|l| l.starts_with("backoff,") && l.contains(",livelock,")),
+            .any(|l| l.contains(",native,backoff,") && l.contains(",livelock,")),
         "{csv}"
     );
 }

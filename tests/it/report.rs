@@ -339,17 +339,18 @@ fn report_markdown_and_csv_carry_every_run_and_metric() {
     let csv = report::csv::render(&report);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 6);
-    assert_eq!(lines[0].split(',').count(), 4 + CATALOGUE.len());
-    assert!(lines[1].starts_with("wait,7,ok,true,"));
+    assert_eq!(lines[0].split(',').count(), 7 + CATALOGUE.len());
+    let hash = &report.world.hash;
+    assert!(lines[1].starts_with(&format!("tiny,{hash},native,wait,7,ok,true,")));
     assert!(
         lines
             .iter()
-            .all(|l| l.split(',').count() == 4 + CATALOGUE.len())
+            .all(|l| l.split(',').count() == 7 + CATALOGUE.len())
     );
     // Every world has the same columns; a metric that does not apply has empty cells.
     let header: Vec<&str> = lines[0].split(',').collect();
     let cells: Vec<&str> = lines[1].split(',').collect();
-    for (name, cell) in header.iter().zip(&cells).skip(4) {
+    for (name, cell) in header.iter().zip(&cells).skip(7) {
         let info = CATALOGUE.iter().find(|m| m.name == *name).unwrap();
         assert_eq!(cell.is_empty(), info.needs.is_some(), "{name}");
     }
