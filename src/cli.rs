@@ -14,6 +14,7 @@ mod console;
 mod memory;
 mod output;
 mod run;
+mod starter;
 mod sweep;
 mod validate;
 
@@ -43,6 +44,10 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// List algorithms, metrics, and the scenarios of a folder (or the built-in world).
     List(run::ListArgs),
+    /// Print a built-in world's file (`bursty`).
+    Show(starter::ShowArgs),
+    /// Write a commented starter world (and the schema beside it) to edit.
+    Init(starter::InitArgs),
 }
 
 /// Exit code: success.
@@ -96,6 +101,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::main(&args),
         Command::Sweep(args) => sweep::main(&args),
         Command::List(args) => run::list(&args),
+        Command::Show(args) => starter::show(&args),
+        Command::Init(args) => starter::init(&args),
     };
     ExitCode::from(code)
 }

@@ -26,6 +26,7 @@ mod scenario_cli;
 mod scenario_files;
 mod scenario_fuzz;
 mod sim;
+mod starter_cli;
 mod support;
 mod sweep_cli;
 mod table_cli;
