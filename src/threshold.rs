@@ -139,7 +139,8 @@ fn find_op(text: &str) -> Option<(usize, Op)> {
     Some((at, op.1))
 }
 
-fn suggest(name: &str) -> String {
+/// ` (did you mean `refusal_rate`?)` for a catalogue name within 3 edits of `name`, else empty.
+pub fn suggest(name: &str) -> String {
     CATALOGUE
         .iter()
         .map(|m| (strsim::levenshtein(m.name, name), m.name))

@@ -402,12 +402,7 @@ fn metric_choice(args: &RunArgs) -> Result<MetricChoice, String> {
     let mut metrics = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         let Some(metric) = Metric::from_name(name) else {
-            let known: Vec<&str> = CATALOGUE.iter().map(|m| m.name).collect();
-            let near = known
-                .iter()
-                .min_by_key(|k| strsim::levenshtein(k, name))
-                .filter(|k| strsim::levenshtein(k, name) <= 3)
-                .map_or(String::new(), |k| format!(" (did you mean `{k}`?)"));
+            let near = crate::threshold::suggest(name);
             return Err(crate::text::escape(&format!(
                 "--metrics: unknown metric `{name}`{near}; `simbench list` shows the catalogue"
             ))
