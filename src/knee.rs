@@ -84,7 +84,7 @@ pub struct LevelStats {
     pub summaries: Vec<Option<Summary>>,
     /// `(seed, reason)` of every finished run the validity gate rejects.
     pub invalid: Vec<(u64, String)>,
-    /// `(seed, reason)` of every run that did not finish.
+    /// `(seed, reason)` of every run a budget stopped (a stalled run keeps its metrics).
     pub unfinished: Vec<(u64, String)>,
     /// The knee rule's readings.
     pub readings: Readings,
@@ -155,7 +155,9 @@ fn level_stats(level: &LevelRuns<'_>) -> LevelStats {
                 crate::report::Outcome::Unfinished { kind, reason } => {
                     Some((r.seed, format!("{kind}: {reason}")))
                 }
-                crate::report::Outcome::Finished(_) => None,
+                crate::report::Outcome::Finished(_) | crate::report::Outcome::Stalled { .. } => {
+                    None
+                }
             })
             .collect(),
         readings: finished

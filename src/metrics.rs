@@ -83,7 +83,7 @@ catalogue! {
     JobsFailed => "jobs_failed", "jobs", Neutral, false, false,
         "Jobs in which some step gave up after its retries.";
     JobsUnstarted => "jobs_unstarted", "jobs", Neutral, false, false,
-        "Jobs never claimed before the horizon; done + failed + unstarted = jobs.";
+        "Jobs never claimed before the horizon; done + failed + stalled + unstarted = jobs.";
     MakespanS => "makespan_s", "s", Neutral, false, false,
         "Simulated time when the last worker exited (the horizon plus the tail of running jobs).";
     ThroughputRps => "throughput_rps", "jobs/s", Higher, true, false,
@@ -120,6 +120,10 @@ catalogue! {
         "Coefficient of variation (sample) of admitted requests across endpoints.";
     LeasesActiveAtEnd => "leases_active_at_end", "leases", Lower, false, false,
         "Leases still held when the run ended; anything but 0 is a client bug.";
+    JobsStalled => "jobs_stalled", "jobs", Neutral, false, false,
+        "Jobs still running when the run stalled, which never end; 0 in a run that did not stall.";
+    StallRate => "stall_rate", "ratio", Lower, false, false,
+        "1 if the run stalled (no event could ever move a waiting job on) and 0 otherwise, so its mean is the share of seeds that stalled; a stalled run's other metrics are what it did until the stall.";
     ServiceP50Ms => "service_p50_ms", "ms", Lower, true, true,
         "Median service time (sent to answered) of first-attempt requests the provider served.";
     ServiceP95Ms => "service_p95_ms", "ms", Lower, true, true,
@@ -314,6 +318,8 @@ pub struct Tally {
     pub steps_per_job: u64,
     /// Jobs claimed (the next job index).
     pub next_job: u64,
+    /// The run stalled: the jobs claimed but neither done nor failed never end.
+    pub stalled: bool,
     /// Jobs completed.
     pub jobs_done: u64,
     /// Jobs failed.
@@ -546,6 +552,11 @@ pub fn compute(tally: &mut Tally, endpoints: &[EndpointTally]) -> MetricValues {
         Metric::JobsUnstarted,
         t.jobs.saturating_sub(t.next_job) as f64,
     );
+    put(
+        Metric::JobsStalled,
+        (t.next_job - t.jobs_done - t.jobs_failed) as f64,
+    );
+    put(Metric::StallRate, f64::from(u8::from(t.stalled)));
     put(Metric::MakespanS, t.makespan_s);
     put(Metric::ThroughputRps, ratio(done, t.makespan_s));
     put(Metric::Requests, requests);
@@ -742,7 +753,7 @@ mod tests {
 
     #[test]
     fn catalogue_is_consistent() {
-        assert_eq!(N_METRICS, 53);
+        assert_eq!(N_METRICS, 55);
         // The reference's 22 come first, in its order, then simbench's own, then wall_s.
         assert_eq!(CATALOGUE[20].name, "leases_active_at_end");
         assert_eq!(CATALOGUE[N_METRICS - 1].name, "wall_s");

@@ -6,7 +6,8 @@
 //! [`json`], [`csv`] — turn the resulting [`Report`] into a `String` each.
 //!
 //! This module is pure: it never runs a simulation, reads a clock, touches a file or prints.
-//! Runs that did not finish are carried through and shown; they never reach the ranking.
+//! A stalled run is an outcome: its metrics up to the stall are ranked like any other run's.
+//! Runs a budget stopped are carried through and shown; they never reach the ranking.
 
 pub mod csv;
 pub mod decision;
@@ -36,7 +37,18 @@ use stats::Summary;
 pub enum Outcome {
     /// The run finished; its metrics are complete.
     Finished(MetricValues),
-    /// The run stalled, livelocked or ran out of wall-clock budget; it has no metrics.
+    /// The strategy stalled or livelocked the run: an outcome like any other, its metrics are
+    /// what it did until then (`stall_rate` 1, the jobs it held in `jobs_stalled`).
+    Stalled {
+        /// Metrics up to the stall.
+        metrics: MetricValues,
+        /// `stalled` or `livelock`.
+        kind: &'static str,
+        /// One sentence saying where and why.
+        reason: String,
+    },
+    /// A budget (wall clock or memory) stopped the run, or it stalled under `--rng reference`
+    /// (the reference has no result for a stalled run); it has no metrics.
     Unfinished {
         /// `stalled`, `timeout`, `livelock` or `out_of_memory` (the harness's
         /// [`crate::harness::Outcome::name`]).
@@ -64,11 +76,22 @@ pub struct Run {
 }
 
 impl Run {
-    /// The metrics of a finished run.
+    /// The metrics of a run that finished or stalled.
     pub fn metrics(&self) -> Option<&MetricValues> {
         match &self.outcome {
-            Outcome::Finished(values) => Some(values),
+            Outcome::Finished(values)
+            | Outcome::Stalled {
+                metrics: values, ..
+            } => Some(values),
             Outcome::Unfinished { .. } => None,
+        }
+    }
+
+    /// `(kind, reason)` of a stalled run that kept its metrics.
+    pub fn stall(&self) -> Option<(&'static str, &str)> {
+        match &self.outcome {
+            Outcome::Stalled { kind, reason, .. } => Some((kind, reason)),
+            _ => None,
         }
     }
 }
@@ -137,8 +160,10 @@ pub struct Column {
     pub unsuited: Option<String>,
     /// Runs made (finished or not).
     pub runs: usize,
-    /// `(seed, kind, reason)` of every run that did not finish.
+    /// `(seed, kind, reason)` of every run a budget stopped (no metrics).
     pub unfinished: Vec<(u64, &'static str, String)>,
+    /// `(seed, kind, reason)` of every run that stalled and kept its metrics.
+    pub stalls: Vec<(u64, &'static str, String)>,
     /// `(seed, reason)` of every finished run the validity gate rejects.
     pub invalid: Vec<(u64, String)>,
     /// Per-metric summaries over the finished runs that define the metric, in catalogue
@@ -177,6 +202,15 @@ impl Column {
             Standing::Unsuited
         } else {
             Standing::Ranked
+        }
+    }
+
+    /// `livelocked` when every stall of the column is a livelock, else `stalled`.
+    pub fn stall_word(&self) -> &'static str {
+        if !self.stalls.is_empty() && self.stalls.iter().all(|(_, k, _)| *k == "livelock") {
+            "livelocked"
+        } else {
+            "stalled"
         }
     }
 
@@ -469,7 +503,14 @@ fn column(world: &World, runs: &[Run], name: &str) -> Column {
             .iter()
             .filter_map(|r| match &r.outcome {
                 Outcome::Unfinished { kind, reason } => Some((r.seed, *kind, reason.clone())),
-                Outcome::Finished(_) => None,
+                Outcome::Finished(_) | Outcome::Stalled { .. } => None,
+            })
+            .collect(),
+        stalls: mine
+            .iter()
+            .filter_map(|r| {
+                r.stall()
+                    .map(|(kind, reason)| (r.seed, kind, reason.to_owned()))
             })
             .collect(),
         stats,

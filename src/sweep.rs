@@ -175,18 +175,32 @@ fn run_one(
         },
         run_bytes,
     );
-    into_run(algorithm, seed, result, elapsed())
+    into_run(algorithm, seed, result, elapsed(), config.rng)
 }
 
 /// The report's view of a harness result; the wall time goes into the `wall_s` metric.
-fn into_run(algorithm: &str, seed: u64, result: RunResult, wall_s: f64) -> Run {
-    let outcome = match (result.metrics, result.outcome.reason()) {
-        (Some(mut metrics), _) => {
+///
+/// A stalled run keeps its metrics, except under the reference's random numbers: the
+/// reference has no result for a stalled run, so exact replay reports it as unfinished.
+fn into_run(algorithm: &str, seed: u64, result: RunResult, wall_s: f64, rng: RngScheme) -> Run {
+    let kind = result.outcome.name();
+    let reason = result.outcome.reason();
+    let keeps_stall = rng == RngScheme::Native;
+    let outcome = match (result.metrics, reason) {
+        (Some(mut metrics), None) => {
             metrics.set(Metric::WallS, wall_s);
             Outcome::Finished(metrics)
         }
-        (None, reason) => Outcome::Unfinished {
-            kind: result.outcome.name(),
+        (Some(mut metrics), Some(reason)) if keeps_stall => {
+            metrics.set(Metric::WallS, wall_s);
+            Outcome::Stalled {
+                metrics,
+                kind,
+                reason,
+            }
+        }
+        (_, reason) => Outcome::Unfinished {
+            kind,
             reason: reason.unwrap_or_else(|| "no metrics were produced".into()),
         },
     };

@@ -300,7 +300,9 @@ pub fn main(args: &RunArgs) -> u8 {
         // A failed command replaces no output.
         plan.abandon(renderer(&report), || table(&report), args.exec.quiet);
         warn_unfinished(&report);
-        errln!("error: no run finished, so there is nothing to compare");
+        errln!(
+            "error: no run finished with metrics (each was stopped by a budget, or stalled under --rng reference), so there is nothing to compare"
+        );
         return super::EXIT_ERROR;
     }
     let code = plan.finish(renderer(&report), || table(&report), args.exec.quiet);
@@ -536,12 +538,20 @@ fn table(report: &Report, choice: &MetricChoice) -> String {
     report::terminal::render(report, &options)
 }
 
-/// Stalls are not errors unless nothing finished, but they are never silent, even with --quiet.
+/// Stalls and stopped runs are not errors unless nothing finished, but they are never silent,
+/// even with --quiet.
 fn warn_unfinished(report: &Report) {
     let n = report.unfinished_runs();
     if n > 0 {
         errln!(
             "warning: {n} of {} runs did not finish; their algorithms are left out of every ranking (see the notes under the table)",
+            report.runs.len()
+        );
+    }
+    let stalled = report.runs.iter().filter(|r| r.stall().is_some()).count();
+    if stalled > 0 {
+        errln!(
+            "warning: {stalled} of {} runs stalled; each counts with what it did until the stall (stall_rate, jobs_stalled)",
             report.runs.len()
         );
     }

@@ -52,15 +52,19 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The cells after a row's key columns: `outcome,valid`, then every metric in catalogue order
-/// (empty for a run that did not finish or a metric that does not `apply`). Shared with
+/// (empty for a run a budget stopped or a metric that does not `apply`). Shared with
 /// `simbench sweep`'s CSV.
 pub(crate) fn outcome_cells(
     run: &Run,
     valid: bool,
     applies: &dyn Fn(Metric) -> bool,
 ) -> Vec<String> {
+    let kind = run.stall().map_or("ok", |(kind, _)| kind);
     match &run.outcome {
-        Outcome::Finished(values) => ["ok".to_string(), valid.to_string()]
+        Outcome::Finished(values)
+        | Outcome::Stalled {
+            metrics: values, ..
+        } => [kind.to_string(), valid.to_string()]
             .into_iter()
             .chain(values.iter_defined().map(|(info, v)| match v {
                 Some(v) if applies(info.metric) => round6(v).to_string(),

@@ -2,7 +2,8 @@
 //! (simbench version and world hash), 2-space indented.
 //!
 //! Owns the JSON shape (reference §8.6 plus `simbench_version`, `world_hash`, `median`,
-//! `outcome`/`reason` per run, `stalled`, `not_applicable` and `settings`). A metric that does
+//! `outcome`/`reason` per run, `stalled` (runs that stalled and kept their metrics), `unfinished`
+//! (runs a budget stopped, without metrics), `not_applicable` and `settings`). A metric that does
 //! not apply to the world is absent from `metrics`, `aggregates` and `winners` and listed under
 //! `not_applicable` with the reason; a metric a run has nothing to compute from (no job
 //! completed, no request sent…) is absent from that run's `metrics` and listed in its
@@ -20,7 +21,7 @@ use serde::ser::SerializeMap;
 
 use super::decision::{self, Comparison, Decision};
 use super::format::round6;
-use super::{Column, Outcome, Report, Run};
+use super::{Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, undefined_reason};
 use crate::objective::{Bound, Objective, Source};
 
@@ -108,8 +109,16 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             report
                 .columns
                 .iter()
+                .filter(|c| !c.stalls.is_empty())
+                .map(|c| (c.algorithm.as_str(), unfinished(&c.stalls)))
+                .collect(),
+        ),
+        unfinished: Ordered(
+            report
+                .columns
+                .iter()
                 .filter(|c| !c.unfinished.is_empty())
-                .map(|c| (c.algorithm.as_str(), unfinished(c)))
+                .map(|c| (c.algorithm.as_str(), unfinished(&c.unfinished)))
                 .collect(),
         ),
         invalid: Ordered(
@@ -190,6 +199,7 @@ struct Document<'a> {
     unsuited: Ordered<&'a str, &'a str>,
     not_compared: Ordered<&'static str, &'a str>,
     stalled: Ordered<&'a str, Vec<Unfinished<'a>>>,
+    unfinished: Ordered<&'a str, Vec<Unfinished<'a>>>,
     invalid: Ordered<&'a str, Vec<Invalid<'a>>>,
 }
 
@@ -232,7 +242,9 @@ struct JsonRun<'a> {
 fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
     let (outcome, reason) = match &run.outcome {
         Outcome::Finished(_) => ("ok", None),
-        Outcome::Unfinished { kind, reason } => (*kind, Some(reason.as_str())),
+        Outcome::Stalled { kind, reason, .. } | Outcome::Unfinished { kind, reason } => {
+            (*kind, Some(reason.as_str()))
+        }
     };
     JsonRun {
         scenario: &report.world.name,
@@ -333,10 +345,8 @@ struct Unfinished<'a> {
     reason: &'a str,
 }
 
-fn unfinished(column: &Column) -> Vec<Unfinished<'_>> {
-    column
-        .unfinished
-        .iter()
+fn unfinished<'a>(runs: &'a [(u64, &'static str, String)]) -> Vec<Unfinished<'a>> {
+    runs.iter()
         .map(|(seed, outcome, reason)| Unfinished {
             seed: *seed,
             outcome,

@@ -44,7 +44,8 @@ pub enum Standing {
     Ranked,
     /// The world marks it unsuited: shown, counted as present, never ranked, never the baseline.
     Unsuited,
-    /// Some of its runs stalled or timed out: left out of every ranking and of the gate.
+    /// A budget stopped some of its runs (or they stalled under `--rng reference`): left out
+    /// of every ranking and of the gate.
     Unfinished,
 }
 

@@ -47,7 +47,8 @@ pub enum MetricChoice {
     Only(Vec<Metric>),
 }
 
-/// The metrics the compact table shows besides the objective's: what a team reads first.
+/// The metrics the compact table shows besides the objective's: what a team reads first
+/// (and `stall_rate` when some run stalled).
 pub const KEY_METRICS: &[Metric] = &[
     Metric::JobsDone,
     Metric::ThroughputRps,
@@ -89,13 +90,17 @@ pub fn verdict(report: &Report) -> String {
 /// The rows `choice` shows, in catalogue order (never the wall time: it is in the footer).
 fn chosen_rows<'a>(report: &'a Report, choice: &MetricChoice) -> Vec<&'a Row> {
     let objective = report.decision.objective.metrics();
+    // A stall is news: its rate joins the compact table whenever some run stalled.
+    let stalled = report.columns.iter().any(|c| !c.stalls.is_empty());
     report
         .shown_rows()
         .filter(|r| r.info.metric != Metric::WallS)
         .filter(|r| match choice {
             MetricChoice::All => true,
             MetricChoice::Compact => {
-                objective.contains(&r.info.metric) || KEY_METRICS.contains(&r.info.metric)
+                objective.contains(&r.info.metric)
+                    || KEY_METRICS.contains(&r.info.metric)
+                    || (stalled && r.info.metric == Metric::StallRate)
             }
             MetricChoice::Only(list) => list.contains(&r.info.metric),
         })
@@ -252,7 +257,8 @@ fn wrap_lines(text: &str, width: usize) -> String {
     out
 }
 
-/// The algorithm's name, marked `(n/a)` if unsuited and with its unfinished-run count.
+/// The algorithm's name, marked `(n/a)` if unsuited and with its unfinished- and stalled-run
+/// counts.
 pub(super) fn column_title(column: &Column) -> String {
     let mut title = crate::text::escape(&column.algorithm).into_owned();
     if column.unsuited.is_some() {
@@ -264,6 +270,14 @@ pub(super) fn column_title(column: &Column) -> String {
             column.unfinished.len(),
             column.runs,
             column.unfinished_word()
+        ));
+    }
+    if !column.stalls.is_empty() {
+        title.push_str(&format!(
+            " ({}/{} {})",
+            column.stalls.len(),
+            column.runs,
+            column.stall_word()
         ));
     }
     title
@@ -445,6 +459,19 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
                 "n/a: {} is unsuited to this world and never ranked: {reason}",
                 column.algorithm
             ));
+        }
+    }
+    for column in report.columns.iter().filter(|c| !c.stalls.is_empty()) {
+        lines.push(format!(
+            "{}: {} on {} of {} seeds (stall_rate); a stalled run counts with what it did until \
+             the stall, its stuck jobs under jobs_stalled.",
+            column.algorithm,
+            column.stall_word(),
+            column.stalls.len(),
+            column.runs,
+        ));
+        for (seed, _, reason) in &column.stalls {
+            lines.push(format!("  seed {seed}: {reason}"));
         }
     }
     for column in report.columns.iter().filter(|c| !c.unfinished.is_empty()) {

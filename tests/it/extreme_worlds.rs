@@ -365,7 +365,10 @@ fn run_and_render(text: &str) -> bool {
     let runs = sweep::sweep(&world, &plan, &config);
     for run in &runs {
         let name = match &run.outcome {
-            Outcome::Finished(values) => {
+            Outcome::Finished(values)
+            | Outcome::Stalled {
+                metrics: values, ..
+            } => {
                 for (info, v) in values.iter() {
                     assert!(
                         v.is_finite(),
@@ -374,7 +377,7 @@ fn run_and_render(text: &str) -> bool {
                         info.name
                     );
                 }
-                "ok"
+                run.stall().map_or("ok", |(kind, _)| kind)
             }
             Outcome::Unfinished { kind, .. } => kind,
         };

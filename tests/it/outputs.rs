@@ -411,8 +411,9 @@ fn a_failed_command_leaves_every_existing_output_untouched() {
     std::fs::write(dir.join("keep.json"), "old json").unwrap();
     std::fs::write(dir.join("keep.csv"), "old csv").unwrap();
     let before = snapshot(&dir);
-    // No run finishes: exit 2, and neither the files nor a new folder appear; standard output
-    // still gets its report, which says why.
+    // No run finishes (under the reference's random numbers a stall has no result): exit 2,
+    // and neither the files nor a new folder appear; standard output still gets its report,
+    // which says why.
     let out = simbench_in(
         &dir,
         &[
@@ -422,6 +423,8 @@ fn a_failed_command_leaves_every_existing_output_untouched() {
             "wait",
             "--seeds",
             "1",
+            "--rng",
+            "reference",
             "--json",
             "keep.json",
             "--markdown",
@@ -446,6 +449,8 @@ fn a_failed_command_leaves_every_existing_output_untouched() {
             "1,2",
             "--seeds",
             "1",
+            "--rng",
+            "reference",
             "--json",
             "keep.json",
             "--csv",

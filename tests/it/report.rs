@@ -8,7 +8,8 @@
 use crate::support::DOOMED;
 use simbench::compile;
 use simbench::harness::RngScheme;
-use simbench::metrics::CATALOGUE;
+use simbench::metrics::{CATALOGUE, Metric};
+use simbench::report::rank::Standing;
 use simbench::report::terminal::TerminalOptions;
 use simbench::report::{self, Report, Run, SweepInfo};
 use simbench::sweep::{self, SweepConfig};
@@ -146,6 +147,8 @@ verdict: no decision on 3 seeds: sticky leads jobs_done but cannot be separated 
 │ utilization [ratio] †                   │ higher │  (1.1641 ± 0.0744) │     0.6336 ± 0.5315* │  0.9756 ± 0.3089* │   0.9023 ± 0.5039* │     0.6336 ± 0.5315  │ tie: backoff, sticky, wait            │
 │ endpoint_spread [ratio]                 │ —      │   0.5772 ± 0.2277  │     0.5735 ± 0.1569  │  0.7726 ± 0.0195  │   0.6200 ± 0.1536  │     0.5735 ± 0.1569  │ —                                     │
 │ leases_active_at_end [leases]           │ lower  │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ zero for all                          │
+│ jobs_stalled [jobs]                     │ —      │         0.0 ± 0.0  │           0.0 ± 0.0  │        0.0 ± 0.0  │         0.0 ± 0.0  │           0.0 ± 0.0  │ —                                     │
+│ stall_rate [ratio]                      │ lower  │   0.0000 ± 0.0000  │     0.0000 ± 0.0000  │  0.0000 ± 0.0000  │   0.0000 ± 0.0000  │     0.0000 ± 0.0000  │ zero for all                          │
 │ service_p50_ms [ms] †‡                  │ lower  │    (116.95 ± 8.08) │      156.28 ± 75.03* │   163.78 ± 91.87* │    155.18 ± 75.96* │      156.28 ± 75.03  │ tie: sticky, wait, backoff            │
 │ service_p95_ms [ms] †‡                  │ lower  │   (408.99 ± 24.72) │      410.08 ± 18.27* │   413.73 ± 44.73* │    407.99 ± 21.88* │      410.08 ± 18.27  │ tie: sticky, wait, backoff            │
 │ service_p99_ms [ms] †‡                  │ lower  │   (546.78 ± 72.37) │      541.98 ± 48.87* │  681.85 ± 195.54* │    542.00 ± 48.88* │      541.98 ± 48.87  │ tie: wait, sticky, backoff            │
@@ -225,7 +228,7 @@ fn report_sweep_is_identical_on_one_thread_and_on_many() {
 }
 
 #[test]
-fn report_stalled_algorithms_are_shown_and_left_out() {
+fn report_stalled_runs_are_outcomes_ranked_with_what_they_did() {
     let world = load(DOOMED);
     let report = compare(&world, &["wait", "immediate", "backoff"], 2, 2);
     let wait = report
@@ -233,24 +236,60 @@ fn report_stalled_algorithms_are_shown_and_left_out() {
         .iter()
         .find(|c| c.algorithm == "wait")
         .unwrap();
-    assert_eq!(wait.unfinished.len(), 2, "{:?}", report.runs);
+    assert_eq!(wait.stalls.len(), 2, "{:?}", report.runs);
+    assert!(wait.unfinished.is_empty());
+    assert_eq!(wait.standing(), Standing::Ranked);
+    assert_eq!(wait.summary(Metric::StallRate).unwrap().mean, 1.0);
+    assert!(wait.summary(Metric::JobsStalled).unwrap().mean >= 1.0);
     assert!(!report.nothing_finished());
-    for row in &report.rows {
-        assert!(
-            !row.verdict.winners.contains(&"wait".to_string()),
-            "{}",
-            row.info.name
-        );
-    }
+    assert_eq!(report.unfinished_runs(), 0);
+    // It is judged, and loses on what it did: immediate fails every job but ends, wait ends none.
+    assert!(report.decision.left_out.is_empty(), "{:?}", report.decision);
     let table = report::terminal::render(&report, &TerminalOptions::full(false));
     assert!(table.contains("wait (2/2 stalled)"), "{table}");
     assert!(
-        table.contains("wait: 2 of 2 runs stalled; it is left out of every ranking."),
+        table.contains("wait: stalled on 2 of 2 seeds (stall_rate)"),
         "{table}"
     );
     let json: serde_json::Value = serde_json::from_str(&report::json::render(&report)).unwrap();
     assert_eq!(json["stalled"]["wait"].as_array().unwrap().len(), 2);
-    assert!(json["aggregates"].get("wait").is_none());
+    assert_eq!(json["runs"][0]["outcome"], "stalled");
+    assert_eq!(json["runs"][0]["metrics"]["stall_rate"], 1.0);
+    assert_eq!(json["aggregates"]["wait"]["stall_rate"]["mean"], 1.0);
+    assert!(json["unfinished"].as_object().unwrap().is_empty());
+}
+
+#[test]
+fn report_under_reference_rng_a_stall_has_no_result() {
+    // The reference errors out on a stalled run, so exact replay keeps it unfinished.
+    let world = load(DOOMED);
+    let names: Vec<String> = ["wait", "immediate"].map(String::from).to_vec();
+    let seeds = sweep::seeds(&world, 2);
+    let plan = sweep::plan(&names, &seeds);
+    let frozen = || 0.0;
+    let config = SweepConfig {
+        rng: RngScheme::Reference,
+        threads: 2,
+        wall_budget_s: 600.0,
+        clock: &frozen,
+        on_run: &|_| {},
+    };
+    let runs = sweep::sweep(&world, &plan, &config);
+    let info = SweepInfo {
+        seeds,
+        rng: "reference",
+        wall_s: 0.0,
+    };
+    let report = report::analyse(&world, info, runs);
+    let wait = &report.columns[0];
+    assert_eq!(wait.unfinished.len(), 2);
+    assert!(wait.stalls.is_empty());
+    assert_eq!(wait.standing(), Standing::Unfinished);
+    let table = report::terminal::render(&report, &TerminalOptions::full(false));
+    assert!(
+        table.contains("wait: 2 of 2 runs stalled; it is left out of every ranking."),
+        "{table}"
+    );
 }
 
 #[test]

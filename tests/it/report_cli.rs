@@ -162,7 +162,7 @@ fn report_cli_unwritable_output_fails_cleanly() {
 }
 
 #[test]
-fn report_cli_a_partial_stall_exits_0_and_a_total_stall_exits_2() {
+fn report_cli_a_stall_is_an_outcome_but_under_the_reference_rule_a_total_stall_exits_2() {
     let dir = scratch("stall");
     let world = dir.join("doomed.toml");
     std::fs::write(&world, DOOMED).unwrap();
@@ -181,7 +181,15 @@ fn report_cli_a_partial_stall_exits_0_and_a_total_stall_exits_2() {
         "{}",
         stdout(&partial)
     );
-    assert!(stderr(&partial).contains("warning: 2 of 4 runs did not finish"));
+    assert!(
+        stderr(&partial).contains("warning: 2 of 4 runs stalled; each counts with what it did"),
+        "{}",
+        stderr(&partial)
+    );
+    // Every run stalling is still a comparison of what they did.
+    let total = simbench(&["run", world, "--algorithms", "wait", "--seeds", "2"]);
+    assert_eq!(total.status.code(), Some(0), "{}", stderr(&total));
+    // The reference has no result for a stalled run: exact replay keeps its rule.
     let total = simbench(&[
         "run",
         world,
@@ -189,6 +197,8 @@ fn report_cli_a_partial_stall_exits_0_and_a_total_stall_exits_2() {
         "wait",
         "--seeds",
         "2",
+        "--rng",
+        "reference",
         "--quiet",
     ]);
     assert_eq!(total.status.code(), Some(2));
@@ -300,4 +310,39 @@ fn report_cli_a_ratio_with_nothing_to_divide_by_is_not_applicable_with_its_reaso
     for cell in text.lines().skip(1).flat_map(|l| l.split(',')) {
         assert!(!["NaN", "inf", "-inf"].contains(&cell), "{text}");
     }
+}
+
+#[test]
+fn report_cli_a_strategy_that_stalls_on_a_few_of_200_seeds_stays_in_every_ranking() {
+    let out = simbench(&[
+        "run",
+        "--algorithms",
+        "wait,sticky,gradient",
+        "--seeds",
+        "200",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stalled = json["stalled"].as_object().unwrap();
+    assert!(
+        !stalled.is_empty(),
+        "no run of bursty stalled at 200 seeds: this test needs a world where some do"
+    );
+    for (algorithm, runs) in stalled {
+        let stalls = runs.as_array().unwrap().len();
+        assert!(stalls < 200, "{algorithm} stalled on every seed");
+        let rate = json["aggregates"][algorithm]["stall_rate"]["mean"]
+            .as_f64()
+            .unwrap();
+        assert!((rate - stalls as f64 / 200.0).abs() < 1e-9, "{algorithm}");
+        // Judged and ranked like the others: in the aggregates, not set aside.
+        assert!(json["aggregates"][algorithm]["jobs_done"].is_object());
+        assert!(json["verdict"]["not_judged"].get(algorithm).is_none());
+    }
+    assert!(json["unfinished"].as_object().unwrap().is_empty());
+    // The compact table shows the stall rate once something stalled.
+    let err = stderr(&out);
+    assert!(err.contains("stall_rate [ratio]"), "{err}");
 }

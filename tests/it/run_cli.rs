@@ -109,7 +109,7 @@ fn json_has_one_record_per_algorithm_and_seed() {
 }
 
 #[test]
-fn stalled_runs_exit_2_and_say_why() {
+fn stalled_runs_keep_their_metrics_and_exit_2_only_under_the_reference_rule() {
     let path = scratch("doomed.toml");
     std::fs::write(
         &path,
@@ -126,7 +126,7 @@ failures = { error_rate = 1.0, storm_rate = 0.0 }
 "#,
     )
     .unwrap();
-    let out = simbench(&[
+    let args = [
         "run",
         path.to_str().unwrap(),
         "--algorithms",
@@ -136,12 +136,21 @@ failures = { error_rate = 1.0, storm_rate = 0.0 }
         "--json",
         "-",
         "--quiet",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
+    ];
+    // A stall is an outcome: exit 0, the run's metrics up to the stall, and why.
+    let out = simbench(&args);
+    assert_eq!(out.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = &json["runs"][0];
     assert_eq!(run["outcome"], "stalled");
     assert!(run["reason"].as_str().unwrap().contains("DEAD"));
+    assert_eq!(run["metrics"]["stall_rate"], 1.0);
+    // Under the reference's rule it has no result, and with no result the command fails.
+    let out = simbench(&[&args[..], &["--rng", "reference"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &json["runs"][0];
+    assert_eq!(run["outcome"], "stalled");
     assert!(run.get("metrics").is_none());
 }
 

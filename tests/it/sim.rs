@@ -228,12 +228,30 @@ fn dead_world_is_reported_as_stalled() {
     let world = load(DOOMED);
     for algorithm in ["wait", "backoff", "sticky", "quota_aware"] {
         let result = run(&world, algorithm, 1, false);
-        assert!(result.metrics.is_none(), "{algorithm}");
         let Outcome::Stalled { at_s, cause, .. } = &result.outcome else {
             panic!("{algorithm}: expected a stall, got {:?}", result.outcome);
         };
         assert!(*at_s < 300.0, "{algorithm}: stalled late, at {at_s}");
         assert!(cause.contains("DEAD"), "{cause}");
+        // The stall is an outcome: what the run did until then, its stuck jobs counted apart.
+        let m = result
+            .metrics
+            .as_ref()
+            .expect("a stalled run keeps its metrics");
+        assert_eq!(m.get(Metric::StallRate), 1.0);
+        assert_eq!(m.get(Metric::MakespanS), *at_s);
+        assert_eq!(m.get(Metric::JobsDone), 0.0, "every request fails");
+        assert!(m.get(Metric::JobsStalled) >= 1.0, "{algorithm}");
+        assert_eq!(m.get(Metric::LeasesActiveAtEnd), 0.0);
+        let jobs = f64::from(world.jobs());
+        let accounted = [
+            Metric::JobsDone,
+            Metric::JobsFailed,
+            Metric::JobsStalled,
+            Metric::JobsUnstarted,
+        ]
+        .map(|metric| m.get(metric));
+        assert_eq!(accounted.iter().sum::<f64>(), jobs, "{algorithm}");
         assert!(
             result.events < 100_000,
             "{algorithm}: {} events",
@@ -370,14 +388,21 @@ proptest! {
         let world = load(&text);
         for info in registry::ALGORITHMS {
             let result = run(&world, info.name, seed, false);
-            let Some(m) = &result.metrics else {
-                // A stall is a legitimate end for a world whose endpoints all die.
-                prop_assert!(matches!(result.outcome, Outcome::Stalled { .. }), "{:?}", result.outcome);
-                continue;
-            };
+            // A stall is a legitimate end for a world whose endpoints all die; it keeps its
+            // metrics, and only a budget (none here) leaves a run without them.
+            let m = result.metrics.as_ref().expect("every run without a budget has metrics");
+            let stalled = matches!(result.outcome, Outcome::Stalled { .. });
+            prop_assert!(stalled || result.outcome == Outcome::Ok, "{:?}", result.outcome);
+            prop_assert_eq!(m.get(Metric::StallRate), if stalled { 1.0 } else { 0.0 });
+            if !stalled {
+                prop_assert_eq!(m.get(Metric::JobsStalled), 0.0);
+            }
             let jobs = f64::from(world.jobs());
             prop_assert_eq!(
-                m.get(Metric::JobsDone) + m.get(Metric::JobsFailed) + m.get(Metric::JobsUnstarted),
+                m.get(Metric::JobsDone)
+                    + m.get(Metric::JobsFailed)
+                    + m.get(Metric::JobsStalled)
+                    + m.get(Metric::JobsUnstarted),
                 jobs
             );
             prop_assert_eq!(m.get(Metric::LeasesActiveAtEnd), 0.0);

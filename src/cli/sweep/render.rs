@@ -640,9 +640,12 @@ fn run_json<'a>(level: &'a LevelStats, run: &Run) -> RunJson<'a> {
         .find(|(seed, _)| *seed == run.seed)
         .map(|(_, reason)| reason.as_str());
     match &run.outcome {
-        Outcome::Finished(values) => RunJson {
+        Outcome::Finished(values)
+        | Outcome::Stalled {
+            metrics: values, ..
+        } => RunJson {
             seed: run.seed,
-            outcome: "ok",
+            outcome: run.stall().map_or("ok", |(kind, _)| kind),
             valid: Some(reason.is_none()),
             reason,
             metrics: Ordered(
