@@ -31,6 +31,7 @@ pub mod rng;
 pub mod rounding;
 pub mod scenario;
 pub mod schema;
+pub mod sequential;
 pub mod sweep;
 pub mod text;
 pub mod threshold;

@@ -272,6 +272,8 @@ pub struct Report {
     pub gate: Gate,
     /// The verdict for the world's objective.
     pub decision: Decision,
+    /// Where `--seeds auto` stopped; `None` for a fixed number of seeds.
+    pub sequential: Option<crate::sequential::Stop>,
 }
 
 impl Report {
@@ -386,6 +388,17 @@ impl Report {
 
 /// Builds the report of a sweep over `world`, from its runs in sweep order.
 pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
+    analyse_for(world, &world.objective(), sweep, runs)
+}
+
+/// [`analyse`] with the verdict judged for `objective` instead of the world's (a sequential
+/// look judges at a higher confidence, see [`crate::sequential`]).
+pub fn analyse_for(
+    world: &World,
+    objective: &crate::objective::Objective,
+    sweep: SweepInfo,
+    runs: Vec<Run>,
+) -> Report {
     let columns: Vec<Column> = algorithms_in_order(&runs)
         .into_iter()
         .map(|name| column(world, &runs, name))
@@ -415,7 +428,7 @@ pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
                 .map(Feature::absence),
         })
         .collect();
-    let decision = decision::decide(&world.objective(), &contestants, |c| {
+    let decision = decision::decide(objective, &contestants, |c| {
         let column = columns.iter().find(|col| col.algorithm == c.name);
         column.map_or_else(String::new, left_out_reason)
     });
@@ -427,6 +440,7 @@ pub fn analyse(world: &World, sweep: SweepInfo, runs: Vec<Run>) -> Report {
         gate,
         decision,
         runs,
+        sequential: None,
     }
 }
 

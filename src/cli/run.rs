@@ -99,9 +99,10 @@ pub struct RunArgs {
 /// What `run` and `sweep` share: which seeds, which overrides, how to execute, how loudly.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// Number of seeds: the world's seed, seed + 1, … seed + N − 1.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub seeds: u32,
+    /// Number of seeds: the world's seed, seed + 1, … seed + N − 1; or `auto[:MAX]` (`run` only):
+    /// seeds in planned batches until the verdict is decided or MAX (default 200) are run.
+    #[arg(long, default_value = "3", value_name = "N|auto[:MAX]", value_parser = parse_seeds)]
+    pub seeds: SeedCount,
     /// Override any scenario key, e.g. `endpoints.metered.rate_limit.per_window=240` (a TOML
     /// value; endpoints by id or index; repeatable, applied in order after the file).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
@@ -242,6 +243,48 @@ impl RngArg {
     }
 }
 
+/// How many seeds: a fixed number, or as many as the verdict needs up to a maximum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedCount {
+    /// Exactly this many.
+    Fixed(u32),
+    /// `--seeds auto[:MAX]` ([`crate::sequential`]).
+    Auto {
+        /// The most seeds it may run.
+        max: u32,
+    },
+}
+
+impl SeedCount {
+    /// The most seeds it may run.
+    pub fn most(self) -> u32 {
+        match self {
+            SeedCount::Fixed(n) | SeedCount::Auto { max: n } => n,
+        }
+    }
+}
+
+/// The most seeds one command runs.
+const MAX_SEEDS: u32 = 100_000;
+
+fn parse_seeds(text: &str) -> Result<SeedCount, String> {
+    let count = match crate::sequential::parse_auto(text) {
+        Some(max) => SeedCount::Auto { max: max? },
+        None => match text.parse::<u32>() {
+            Ok(n) if n >= 1 => SeedCount::Fixed(n),
+            _ => {
+                return Err(format!(
+                    "`{text}` is neither a whole number of seeds (at least 1) nor auto[:MAX]"
+                ));
+            }
+        },
+    };
+    if count.most() > MAX_SEEDS {
+        return Err(format!("at most {MAX_SEEDS} seeds"));
+    }
+    Ok(count)
+}
+
 fn parse_positive_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -288,7 +331,7 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
-    if let Err(message) = sweep::check_seeds(&world, args.exec.seeds) {
+    if let Err(message) = sweep::check_seeds(&world, args.exec.seeds.most()) {
         errln!("error: {message}");
         return super::EXIT_ERROR;
     }
@@ -450,21 +493,21 @@ fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
 }
 
 /// Runs the sweep and builds the report; `None` (with a message) if it cannot fit in the memory
-/// budget.
+/// budget. Under `--seeds auto` the memory is checked for the most seeds it may run.
 fn compare(
     world: &World,
     algorithms: &[String],
     args: &RunArgs,
     overrides: &[Override],
 ) -> Option<Report> {
-    let seeds = sweep::seeds(world, args.exec.seeds);
-    let plan = sweep::plan(algorithms, &seeds);
+    let most = args.exec.seeds.most();
     let threads = args
         .exec
         .threads
         .map_or_else(default_threads, |t| t as usize);
     let budget = super::memory::budget(args.exec.memory_budget);
-    let run_bytes = match super::memory::check(world, plan.len() as u64, threads as u64, budget) {
+    let largest = algorithms.len() as u64 * u64::from(most);
+    let run_bytes = match super::memory::check(world, largest, threads as u64, budget) {
         Ok(share) => share,
         Err(message) => {
             errln!("error: {message}");
@@ -472,17 +515,20 @@ fn compare(
         }
     };
     if !args.exec.quiet {
+        let seeds = match args.exec.seeds {
+            SeedCount::Fixed(n) => plural(n as usize, "seed"),
+            SeedCount::Auto { max } => format!("seeds auto (at most {max})"),
+        };
         errln!(
-            "simbench: {} × {} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
+            "simbench: {} × {seeds} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
             plural(algorithms.len(), "algorithm"),
-            plural(seeds.len(), "seed"),
             crate::text::escape(world.name()),
             world.jobs(),
             world.steps_per_job(),
             world.calls_per_step(),
             world.concurrency(),
             args.exec.rng.name(),
-            plural(threads.min(plan.len()), "thread"),
+            plural(threads.min(largest.max(1) as usize), "thread"),
         );
         if !overrides.is_empty() {
             let applied: Vec<&str> = overrides.iter().map(|o| o.text.as_str()).collect();
@@ -495,27 +541,51 @@ fn compare(
     let origin = now();
     let clock = move || origin.elapsed().as_secs_f64();
     let show_progress = !args.exec.quiet && std::io::stderr().is_terminal();
-    let progress = Progress::new(plan.len(), show_progress);
-    let runs = progress.around(|on_run| {
-        sweep::sweep_within(
-            world,
-            &plan,
-            &SweepConfig {
-                rng: args.exec.rng.scheme(),
-                threads,
-                wall_budget_s: args.exec.wall_budget,
-                clock: &clock,
-                on_run,
-            },
-            run_bytes,
-        )
+    let progress = Progress::new(largest as usize, show_progress);
+    let mut runs: Vec<report::Run> = Vec::new();
+    let report = progress.around(|on_run| {
+        let config = SweepConfig {
+            rng: args.exec.rng.scheme(),
+            threads,
+            wall_budget_s: args.exec.wall_budget,
+            clock: &clock,
+            on_run,
+        };
+        // The first `n` seeds of every algorithm, running only those not run yet.
+        let mut analyse = |n: u32, objective: &crate::objective::Objective| {
+            let seeds = sweep::seeds(world, n);
+            let done = runs.len() / algorithms.len().max(1);
+            let plan = sweep::plan(algorithms, &seeds[done..]);
+            runs.extend(sweep::sweep_within(world, &plan, &config, run_bytes));
+            let sweep = SweepInfo {
+                seeds,
+                rng: args.exec.rng.name(),
+                wall_s: clock(),
+            };
+            report::analyse_for(world, objective, sweep, in_plan_order(&runs, algorithms))
+        };
+        match args.exec.seeds {
+            SeedCount::Fixed(n) => analyse(n, &world.objective()),
+            SeedCount::Auto { max } => {
+                let design = crate::sequential::Design::new(max, world.objective().confidence);
+                let objective = design.per_look_objective(&world.objective());
+                let (mut report, stop) =
+                    crate::sequential::run(&design, |n| analyse(n, &objective));
+                report.sequential = Some(stop);
+                report
+            }
+        }
     });
-    let sweep = SweepInfo {
-        seeds,
-        rng: args.exec.rng.name(),
-        wall_s: clock(),
-    };
-    Some(report::analyse(world, sweep, runs))
+    Some(report)
+}
+
+/// Runs gathered batch by batch, put back in the plan's order (algorithm-major, seeds in
+/// order), so a sequential look's report is the one a fixed number of seeds would give.
+fn in_plan_order(runs: &[report::Run], algorithms: &[String]) -> Vec<report::Run> {
+    let mut sorted = runs.to_vec();
+    let rank = |name: &str| algorithms.iter().position(|a| a == name);
+    sorted.sort_by_key(|r| (rank(&r.algorithm), r.seed));
+    sorted
 }
 
 /// Writes one rendering of the report.

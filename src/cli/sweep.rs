@@ -138,7 +138,8 @@ pub fn main(args: &SweepArgs) -> u8 {
     // Outputs are checked and staged once the `extends` chain is known, before any run.
     let plan = check_knob(&base, knob)
         .and_then(|()| check_algorithm(&base, args))
-        .and_then(|()| sweep::check_seeds(&base, args.exec.seeds))
+        .and_then(|()| fixed_seeds(args.exec.seeds))
+        .and_then(|n| sweep::check_seeds(&base, n))
         .and_then(|()| Plan::prepare(requests(args), &inputs));
     let plan = match plan {
         Ok(plan) => plan,
@@ -148,7 +149,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         .iter()
         .map(|&level| base.with_overrides(&level_override(knob, level)))
         .collect();
-    let seeds = sweep::seeds(&base, args.exec.seeds);
+    let seeds = sweep::seeds(&base, args.exec.seeds.most());
     let threads = args
         .exec
         .threads
@@ -345,6 +346,18 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
             "--concurrency sweeps a closed loop's workers, but `{}` is an open loop ([load] model = \"open\"); sweep it with --rate",
             crate::text::escape(world.name())
         )),
+    }
+}
+
+/// A sweep compares levels on one fixed set of seeds: `--seeds auto` decides a `run`'s verdict.
+fn fixed_seeds(seeds: super::run::SeedCount) -> Result<u32, String> {
+    match seeds {
+        super::run::SeedCount::Fixed(n) => Ok(n),
+        super::run::SeedCount::Auto { .. } => Err(
+            "--seeds auto is for `simbench run` (it stops when the verdict is decided); a sweep \
+             compares its levels on a fixed number of seeds, e.g. --seeds 10"
+                .into(),
+        ),
     }
 }
 

@@ -408,7 +408,7 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
 }
 
 /// `95 %` for 0.95, `99.5 %` for 0.995.
-fn pct(confidence: f64) -> String {
+pub fn pct(confidence: f64) -> String {
     let text = format!("{:.1}", confidence * 100.0);
     format!("{} %", text.trim_end_matches(".0"))
 }

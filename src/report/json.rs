@@ -45,8 +45,9 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         jobs: report.world.jobs,
         concurrency: report.world.concurrency,
         wall_s: (report.sweep.wall_s * 1e3).round() / 1e3,
-        objective: objective(&report.decision.objective),
+        objective: objective(&report.decision.objective, report.sequential.as_ref()),
         verdict: verdict(&report.decision),
+        sequential: report.sequential.as_ref().map(sequential),
         runs: Runs(report),
         aggregates: aggregates(report),
         not_applicable: Ordered(
@@ -190,6 +191,7 @@ struct Document<'a> {
     wall_s: f64,
     objective: JsonObjective,
     verdict: JsonVerdict<'a>,
+    sequential: Option<JsonSequential<'a>>,
     runs: Runs<'a>,
     aggregates: Ordered<&'a str, Ordered<&'static str, Aggregate>>,
     not_applicable: Ordered<&'static str, &'static str>,
@@ -391,7 +393,35 @@ fn constraint(metric: &'static str, bound: Bound, mean: Option<Option<f64>>) -> 
     }
 }
 
-fn objective(o: &Objective) -> JsonObjective {
+/// Where `--seeds auto` stopped (`null` for a fixed number of seeds).
+#[derive(Serialize)]
+struct JsonSequential<'a> {
+    /// Seeds run at each planned look.
+    looks: &'a [u32],
+    looks_taken: usize,
+    seeds: u32,
+    max_seeds: u32,
+    decided: bool,
+    /// The confidence of each look's intervals (the verdict's comparisons are at it).
+    per_look_confidence: f64,
+    text: String,
+}
+
+fn sequential(stop: &crate::sequential::Stop) -> JsonSequential<'_> {
+    JsonSequential {
+        looks: &stop.design.looks,
+        looks_taken: stop.looks_taken,
+        seeds: stop.seeds,
+        max_seeds: stop.design.max(),
+        decided: stop.decided,
+        per_look_confidence: round6(stop.design.per_look()),
+        text: stop.describe(),
+    }
+}
+
+/// The objective as stated: under `--seeds auto` its confidence is the one all looks together
+/// hold, not a single look's.
+fn objective(o: &Objective, sequential: Option<&crate::sequential::Stop>) -> JsonObjective {
     JsonObjective {
         metric: o.metric.info().name,
         direction: o.metric.info().direction.name(),
@@ -401,7 +431,7 @@ fn objective(o: &Objective) -> JsonObjective {
             .map(|c| constraint(c.metric.info().name, c.bound, None))
             .collect(),
         tie_break: o.tie_break.iter().map(|m| m.info().name).collect(),
-        confidence: o.confidence,
+        confidence: sequential.map_or(o.confidence, |s| s.design.confidence),
         source: match o.source {
             Source::Default => "default",
             Source::World => "world",

@@ -20,6 +20,9 @@ fn verdict_paragraph(out: &mut String, report: &Report) {
     for line in d.notes() {
         out.push_str(&format!("- {}\n", crate::text::escape(&line)));
     }
+    if let Some(stop) = &report.sequential {
+        out.push_str(&format!("- {}\n", capitalised(&stop.describe())));
+    }
     out.push('\n');
 }
 

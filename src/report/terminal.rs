@@ -84,6 +84,9 @@ pub fn verdict(report: &Report) -> String {
     for line in d.notes() {
         out.push_str(&format!("  {}\n", crate::text::escape(&line)));
     }
+    if let Some(stop) = &report.sequential {
+        out.push_str(&format!("  {}\n", stop.describe()));
+    }
     out
 }
 

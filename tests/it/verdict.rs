@@ -229,3 +229,165 @@ fn verdict_intervals_cover_a_zero_difference_in_about_95_percent_of_batches() {
         "covered 0 in {share:.3} of batches"
     );
 }
+
+/// `--seeds auto` on the twin world: the two "strategies" are one, so every pick is an error.
+/// Over many repetitions the planned looks keep the error at or under the stated 5 %, while
+/// looking at 95 % intervals after every batch ("peeking") exceeds it on the same data.
+#[test]
+fn verdict_seeds_auto_keeps_its_error_rate_on_an_equal_pair() {
+    use simbench::compile;
+    use simbench::harness::RngScheme;
+    use simbench::report::decision::Outcome;
+    use simbench::report::{self, Run, SweepInfo};
+    use simbench::sequential::{self, Design};
+    use simbench::sweep::{self, SweepConfig};
+
+    let text = TWIN.replace("jobs = 400", "jobs = 200");
+    let world = compile::load("twin.toml", text.as_bytes()).expect("valid");
+    const REPETITIONS: usize = 1000;
+    const MAX: u32 = 40;
+    let design = Design::new(MAX, 0.95);
+    assert_eq!(design.looks, [10, 20, 40]);
+    let per_pair = 2 * MAX as usize;
+    let seeds: Vec<u64> = (0..(REPETITIONS * per_pair) as u64)
+        .map(|k| world.seed() + k)
+        .collect();
+    let plan: Vec<(&str, u64)> = seeds.iter().map(|s| ("backoff", *s)).collect();
+    let frozen = || 0.0;
+    let config = SweepConfig {
+        rng: RngScheme::Native,
+        threads: 2,
+        wall_budget_s: 600.0,
+        clock: &frozen,
+        on_run: &|_| {},
+    };
+    let all = sweep::sweep(&world, &plan, &config);
+    // The first `n` seeds of a repetition: runs k and MAX + k become "a" and "b" on seed k.
+    let twins = |block: &[Run], n: u32| -> Vec<Run> {
+        let label = |run: &Run, name: &str, seed: u64| Run {
+            algorithm: name.into(),
+            seed,
+            ..run.clone()
+        };
+        let n = n as usize;
+        let a = block[..n].iter().enumerate();
+        let b = block[MAX as usize..MAX as usize + n].iter().enumerate();
+        a.map(|(k, r)| label(r, "a", k as u64))
+            .chain(b.map(|(k, r)| label(r, "b", k as u64)))
+            .collect()
+    };
+    let analyse = |runs: Vec<Run>, n: u32, objective: &simbench::objective::Objective| {
+        let info = SweepInfo {
+            seeds: (0..u64::from(n)).collect(),
+            rng: "native",
+            wall_s: 0.0,
+        };
+        report::analyse_for(&world, objective, info, runs)
+    };
+    let picked =
+        |report: &report::Report| matches!(report.decision.outcome, Outcome::Decided { .. });
+    let per_look = design.per_look_objective(&world.objective());
+    let (mut sequential_errors, mut peeking_errors, mut seeds_run) = (0, 0, 0);
+    for block in all.chunks(per_pair) {
+        let (report, stop) = sequential::run(&design, |n| analyse(twins(block, n), n, &per_look));
+        seeds_run += stop.seeds;
+        if picked(&report) {
+            sequential_errors += 1;
+        }
+        let peeked = design
+            .looks
+            .iter()
+            .any(|&n| picked(&analyse(twins(block, n), n, &world.objective())));
+        if peeked {
+            peeking_errors += 1;
+        }
+    }
+    let rate = |errors: i32| f64::from(errors) / REPETITIONS as f64;
+    eprintln!(
+        "false picks: planned looks {sequential_errors} of {REPETITIONS}, peeking \
+         {peeking_errors}; mean seeds run {:.1}",
+        seeds_run as f64 / REPETITIONS as f64
+    );
+    assert!(
+        rate(sequential_errors) <= 0.05,
+        "{}",
+        rate(sequential_errors)
+    );
+    assert!(
+        rate(peeking_errors) > 0.05,
+        "peeking should break the level on this data: {}",
+        rate(peeking_errors)
+    );
+}
+
+/// The JSON document of `simbench run ARGS --quiet --json -`.
+fn document(args: &[&str]) -> serde_json::Value {
+    let out = simbench(&[&["run"], args, &["--quiet", "--json", "-"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    crate::support::without_wall_times(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[test]
+fn verdict_seeds_auto_stops_early_on_a_clear_difference_and_runs_to_the_maximum_otherwise() {
+    let clear = [
+        "scenarios/dead_endpoint.toml",
+        "--seeds",
+        "auto:500",
+        "--algorithms",
+        "backoff,aimd,wait",
+    ];
+    let doc = document(&clear);
+    let sequential = &doc["sequential"];
+    assert_eq!(
+        sequential["looks"],
+        serde_json::json!([10, 20, 40, 80, 160, 320, 500])
+    );
+    assert_eq!(sequential["looks_taken"], 1);
+    assert_eq!(sequential["seeds"], 10);
+    assert_eq!(sequential["decided"], true);
+    assert_eq!(doc["seeds"].as_array().unwrap().len(), 10);
+    assert_eq!(doc["verdict"]["pick"], "backoff");
+    // The comparisons are at the per-look level, the objective states the overall one.
+    assert_eq!(doc["objective"]["confidence"], 0.95);
+    let per_look = sequential["per_look_confidence"].as_f64().unwrap();
+    assert!((per_look - (1.0 - 0.05 / 7.0)).abs() < 1e-6, "{per_look}");
+    assert!(
+        doc["verdict"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("(99.3 % CI"),
+        "{}",
+        doc["verdict"]["text"]
+    );
+    // Deterministic, and its runs are exactly those of a fixed 10-seed comparison.
+    assert_eq!(document(&clear), doc);
+    let fixed = document(&[&clear[..2], &["10"], &clear[3..]].concat());
+    assert_eq!(fixed["runs"], doc["runs"]);
+    assert!(fixed["sequential"].is_null());
+    // Two strategies bursty cannot separate in 20 seeds: every look is taken.
+    let close = document(&["--seeds", "auto:20", "--algorithms", "wait,backoff"]);
+    assert_eq!(close["sequential"]["looks_taken"], 2);
+    assert_eq!(close["sequential"]["seeds"], 20);
+    assert_eq!(close["sequential"]["decided"], false);
+    assert_eq!(close["verdict"]["decision"], "no_decision");
+}
+
+#[test]
+fn verdict_seeds_auto_is_refused_by_a_sweep_and_checked_when_parsed() {
+    for (args, expected) in [
+        (
+            &["sweep", "--concurrency", "4,8", "--seeds", "auto"][..],
+            "--seeds auto is for `simbench run`",
+        ),
+        (&["run", "--seeds", "auto:1"], "at least 2"),
+        (&["run", "--seeds", "auto:x"], "at least 2"),
+        (&["run", "--seeds", "0"], "neither a whole number"),
+        (&["run", "--seeds", "auto:100001"], "at most 100000 seeds"),
+    ] {
+        let out = simbench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
