@@ -34,8 +34,9 @@ struct Cli {
 enum Command {
     /// Check scenario files against the schema and the semantic rules.
     Validate(validate::ValidateArgs),
-    /// Print the JSON Schema of scenario files.
-    Schema,
+    /// Print the JSON Schema of scenario files (`simbench schema`) or of the JSON report
+    /// (`simbench schema report`).
+    Schema(validate::SchemaArgs),
     /// Run algorithms on a world over several seeds.
     Run(run::RunArgs),
     /// Find the concurrency knee: run one algorithm at increasing concurrency (or arrival
@@ -97,7 +98,7 @@ pub fn main() -> ExitCode {
     };
     let code = match cli.command {
         Command::Validate(args) => validate::main(&args),
-        Command::Schema => validate::print_schema(),
+        Command::Schema(args) => validate::print_schema(&args),
         Command::Run(args) => run::main(&args),
         Command::Sweep(args) => sweep::main(&args),
         Command::List(args) => run::list(&args),

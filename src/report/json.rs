@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use schemars::{JsonSchema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
@@ -24,6 +25,18 @@ use super::format::round6;
 use super::{Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, undefined_reason};
 use crate::objective::{Bound, Objective, Source};
+
+/// The JSON Schema (draft 2020-12) of the report, as `simbench schema report` prints it and
+/// `schema/report.schema.json` stores it, ending with a newline.
+pub fn schema_text() -> String {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Document<'_>>();
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is JSON");
+    text.push('\n');
+    text
+}
 
 /// Renders the JSON report, ending with a newline.
 pub fn render(report: &Report) -> String {
@@ -148,6 +161,19 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// The runs, serialized one at a time as they are written rather than collected first.
 struct Runs<'a>(&'a Report);
 
+impl JsonSchema for Runs<'_> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Runs".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+        json_schema!({
+            "description": "Every run, in plan order (algorithm-major, seeds in order).",
+            "type": "array",
+            "items": generator.subschema_for::<JsonRun<'_>>(),
+        })
+    }
+}
+
 impl Serialize for Runs<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.0.runs.iter().map(|r| run(self.0, r)))
@@ -160,6 +186,22 @@ struct Ordered<K, V>(Vec<(K, V)>);
 impl<K, V> Ordered<K, V> {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// An object of any keys (algorithm or metric names) whose values are all `V`.
+impl<K, V: JsonSchema> JsonSchema for Ordered<K, V> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Map_of_{}", V::schema_name()).into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+        json_schema!({
+            "type": "object",
+            "additionalProperties": generator.subschema_for::<V>(),
+        })
     }
 }
 
@@ -177,67 +219,163 @@ impl<K: Serialize, V: Serialize> Serialize for Ordered<K, V> {
 /// (added fields do not raise it). `schema/report.schema.json` describes it.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Serialize)]
+/// The report of `simbench run --json`: every run, the aggregates, the per-metric winners and
+/// the verdict, with the provenance (simbench version, world hash). Algorithms appear in the
+/// order they first ran, metrics in catalogue order; values are rounded to 6 decimals.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "simbench run report", deny_unknown_fields)]
 struct Document<'a> {
+    /// The version of this shape; raised when a field changes meaning or goes away.
+    #[schemars(extend("const" = 1))]
     schema_version: u32,
+    /// The simbench that wrote it.
     simbench_version: &'static str,
+    /// The world's fingerprint: equal hashes, equal worlds (objective and thresholds aside).
     world_hash: &'a str,
+    /// The scenario's `name`.
     scenario: &'a str,
+    /// The scenario's `summary`.
     summary: &'a str,
+    /// The seeds run, in order.
     seeds: &'a [u64],
+    /// The random-number scheme: `native`, or `reference` (exact replay of the reference).
+    #[schemars(extend("enum" = ["native", "reference"]))]
     rng: &'static str,
+    /// Jobs per run (after overrides).
     jobs: u32,
+    /// Closed-loop workers (after overrides).
     concurrency: u32,
+    /// Real seconds the comparison took: the only value that differs between identical runs.
     wall_s: f64,
+    /// What the verdict optimised.
     objective: JsonObjective,
+    /// Which strategy to pick for the objective, and how sure.
     verdict: JsonVerdict<'a>,
+    /// Where `--seeds auto` stopped; null for a fixed number of seeds.
     sequential: Option<JsonSequential<'a>>,
     runs: Runs<'a>,
+    /// Algorithm → metric → its summary over the runs that have metrics (finished or stalled).
+    #[schemars(schema_with = "aggregates_schema")]
     aggregates: Ordered<&'a str, Ordered<&'static str, Aggregate>>,
+    /// Metric → why it does not apply to this world (it is absent everywhere else).
+    #[schemars(schema_with = "metric_map::<String>")]
     not_applicable: Ordered<&'static str, &'static str>,
+    /// Metric → the algorithms that win it (the reference's star rule), possibly none.
+    #[schemars(schema_with = "metric_map::<Vec<String>>")]
     winners: Ordered<&'static str, Vec<String>>,
+    /// Gated metric → the algorithms the completion gate left out of it.
+    #[schemars(schema_with = "metric_map::<Vec<Excluded<'_>>>")]
     excluded_by_completion: Ordered<&'static str, Vec<Excluded<'a>>>,
+    /// Algorithm → how the world configures it (`[algorithms.<name>]`).
     settings: Ordered<&'a str, JsonSetting<'a>>,
+    /// Algorithm → why the world marks it unsuited.
     unsuited: Ordered<&'a str, &'a str>,
+    /// Metric → the one algorithm eligible for it (nothing to compare it with).
+    #[schemars(schema_with = "metric_map::<String>")]
     not_compared: Ordered<&'static str, &'a str>,
+    /// Algorithm → its runs that stalled or livelocked and kept their metrics.
     stalled: Ordered<&'a str, Vec<Unfinished<'a>>>,
+    /// Algorithm → its runs without metrics (stopped by a budget, or stalled under
+    /// `--rng reference`).
     unfinished: Ordered<&'a str, Vec<Unfinished<'a>>>,
+    /// Algorithm → its runs the validity gate rejects.
     invalid: Ordered<&'a str, Vec<Invalid<'a>>>,
 }
 
+/// The name of a metric of the catalogue (in the schema's `$defs`, referred to everywhere).
+struct MetricName;
+
+impl JsonSchema for MetricName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MetricName".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = CATALOGUE.iter().map(|m| m.name).collect();
+        json_schema!({
+            "description": "A metric of the catalogue (`simbench list` describes each).",
+            "type": "string",
+            "enum": names,
+        })
+    }
+}
+
+/// A string naming a metric of the catalogue.
+fn metric_name(generator: &mut SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<MetricName>()
+}
+
+/// Several metric names.
+fn metric_names(generator: &mut SchemaGenerator) -> schemars::Schema {
+    json_schema!({ "type": "array", "items": metric_name(generator) })
+}
+
+/// An object keyed by metric names whose values are all `V`.
+fn metric_map<V: JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
+    json_schema!({
+        "type": "object",
+        "propertyNames": metric_name(generator),
+        "additionalProperties": generator.subschema_for::<V>(),
+    })
+}
+
+/// Algorithm → metric → summary.
+fn aggregates_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+    json_schema!({
+        "type": "object",
+        "additionalProperties": metric_map::<Aggregate>(generator),
+    })
+}
+
 /// An algorithm as the file configures it: its strategy and the parameters set off default.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonSetting<'a> {
+    /// The registered strategy it is.
     kind: &'a str,
+    /// Parameter → value, for those set off their defaults.
     params: Ordered<&'a str, f64>,
 }
 
 /// A run the validity gate rejected.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct Invalid<'a> {
     seed: u64,
+    /// Why its latency describes the harness rather than the provider.
     reason: &'a str,
 }
 
-#[derive(Serialize)]
+/// One (algorithm, seed) run.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonRun<'a> {
     scenario: &'a str,
     algorithm: &'a str,
     seed: u64,
+    /// `ok`, `stalled` or `livelock` (with metrics; without under `--rng reference`), `timeout`
+    /// or `out_of_memory` (without).
+    #[schemars(extend("enum" = ["ok", "stalled", "livelock", "timeout", "out_of_memory"]))]
     outcome: &'static str,
+    /// Why it did not finish.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
-    /// Finished runs: whether the validity gate accepts the run, and why not.
+    /// Runs with metrics: whether the validity gate accepts the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     valid: Option<bool>,
+    /// Why the validity gate rejects it.
     #[serde(skip_serializing_if = "Option::is_none")]
     invalid_reason: Option<&'a str>,
+    /// Metric → value, for every metric that applies to the world and that the run defines.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "metric_map::<f64>")]
     metrics: Option<Ordered<&'static str, f64>>,
     /// Metrics that apply to the world but that this run has nothing to compute from.
     #[serde(skip_serializing_if = "Ordered::is_empty")]
+    #[schemars(schema_with = "metric_map::<String>")]
     undefined: Ordered<&'static str, &'static str>,
+    /// Error class → failed attempts.
     error_classes: &'a BTreeMap<String, u64>,
+    /// Endpoint id → admitted requests.
     endpoint_admitted: BTreeMap<&'a str, u64>,
 }
 
@@ -287,11 +425,15 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
     }
 }
 
-#[derive(Serialize)]
+/// One metric of one algorithm over its runs with metrics.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct Aggregate {
+    /// Mean over the runs that define it.
     mean: f64,
     min: f64,
     max: f64,
+    /// Sample standard deviation (0 for one run).
     stdev: f64,
     median: f64,
     /// Finished runs left out because the metric is undefined in them.
@@ -334,15 +476,21 @@ fn aggregates(report: &Report) -> Ordered<&str, Ordered<&'static str, Aggregate>
     )
 }
 
-#[derive(Serialize)]
+/// An algorithm the completion gate left out of a metric.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct Excluded<'a> {
     algorithm: &'a str,
+    /// Its mean `jobs_done` over the best's.
     completion_ratio: f64,
 }
 
-#[derive(Serialize)]
+/// A run that stalled, or stopped without metrics.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct Unfinished<'a> {
     seed: u64,
+    #[schemars(extend("enum" = ["stalled", "livelock", "timeout", "out_of_memory"]))]
     outcome: &'static str,
     reason: &'a str,
 }
@@ -358,18 +506,32 @@ fn unfinished<'a>(runs: &'a [(u64, &'static str, String)]) -> Vec<Unfinished<'a>
 }
 
 /// The objective as data.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonObjective {
+    /// The metric optimised.
+    #[schemars(schema_with = "metric_name")]
     metric: &'static str,
+    /// Which way is better.
+    #[schemars(extend("enum" = ["higher", "lower"]))]
     direction: &'static str,
+    /// Limits on means the pick must meet.
     constraints: Vec<JsonConstraint>,
+    /// Metrics that decide, in order, when the objective cannot.
+    #[schemars(schema_with = "metric_names")]
     tie_break: Vec<&'static str>,
+    /// The confidence the verdict holds at (under `--seeds auto`, over all looks together).
     confidence: f64,
+    /// `default` (no `[objective]`) or `world` (the file's, after command-line overrides).
+    #[schemars(extend("enum" = ["default", "world"]))]
     source: &'static str,
 }
 
-#[derive(Serialize)]
+/// A limit on a metric's mean (exactly one of `max`, `min`), and in a breach the mean.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonConstraint {
+    #[schemars(schema_with = "metric_name")]
     metric: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     max: Option<f64>,
@@ -394,16 +556,22 @@ fn constraint(metric: &'static str, bound: Bound, mean: Option<Option<f64>>) -> 
 }
 
 /// Where `--seeds auto` stopped (`null` for a fixed number of seeds).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonSequential<'a> {
     /// Seeds run at each planned look.
     looks: &'a [u32],
+    /// Looks taken before it stopped.
     looks_taken: usize,
+    /// Seeds run.
     seeds: u32,
+    /// The most seeds it could run.
     max_seeds: u32,
+    /// Whether the verdict was decided (else every look was taken).
     decided: bool,
     /// The confidence of each look's intervals (the verdict's comparisons are at it).
     per_look_confidence: f64,
+    /// The sentence the terminal and markdown print.
     text: String,
 }
 
@@ -441,9 +609,12 @@ fn objective(o: &Objective, sequential: Option<&crate::sequential::Stop>) -> Jso
 
 /// The verdict: `decision` is `pick` (decided), `only_feasible` (the one strategy meeting every
 /// constraint), `no_decision` (the leaders cannot be separated) or `none` (nothing to pick).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonVerdict<'a> {
+    #[schemars(extend("enum" = ["pick", "only_feasible", "no_decision", "none"]))]
     decision: &'static str,
+    /// The headline, as the terminal prints it.
     text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pick: Option<&'a str>,
@@ -455,12 +626,17 @@ struct JsonVerdict<'a> {
     /// The comparisons with the runner-up (or between the two inseparable leaders), one per
     /// level of the objective that was reached, the deciding one last.
     comparisons: Vec<JsonComparison<'a>>,
+    /// Algorithm → the constraints its means break.
     breaches: Ordered<&'a str, Vec<JsonConstraint>>,
+    /// Algorithm → why the verdict does not judge it.
     not_judged: Ordered<&'a str, &'a str>,
 }
 
-#[derive(Serialize)]
+/// A paired comparison of two algorithms on one metric.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct JsonComparison<'a> {
+    #[schemars(schema_with = "metric_name")]
     metric: &'static str,
     /// The pick, or the level's leader.
     first: &'a str,
@@ -469,13 +645,20 @@ struct JsonComparison<'a> {
     /// With no decision: every candidate the leader could not be told from on this level.
     #[serde(skip_serializing_if = "Option::is_none")]
     tied: Option<&'a [String]>,
+    /// `first`'s mean.
     mean: f64,
+    /// `second`'s mean.
     other_mean: f64,
+    /// Mean of the per-seed differences, first − second.
     difference: f64,
-    /// `[low, high]`, or null for fewer than two seeds.
+    /// `[low, high]` of the difference at the verdict's confidence, or null for fewer than two
+    /// seeds.
     interval: Option<[f64; 2]>,
+    /// Seeds both have the metric on.
     seeds: usize,
+    /// Seeds on which `first` was better.
     seeds_won: usize,
+    /// Whether the interval lies wholly on `first`'s side of zero.
     separated: bool,
 }
 

@@ -20,6 +20,7 @@ mod pacers;
 mod replay;
 mod report;
 mod report_cli;
+mod report_schema;
 mod retry_options;
 mod run_cli;
 mod scenario_cli;
