@@ -28,6 +28,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour: `auto` (a terminal that supports it, unless NO_COLOR is set or TERM=dumb;
+    /// CLICOLOR_FORCE forces it), `always` or `never`.
+    #[arg(long, global = true, value_enum, default_value_t = console::ColourArg::Auto)]
+    color: console::ColourArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -49,6 +53,63 @@ enum Command {
     Show(starter::ShowArgs),
     /// Write a commented starter world (and the schema beside it) to edit.
     Init(starter::InitArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) of simbench or of one command, e.g. `simbench man >
+    /// simbench.1` or `simbench man run > simbench-run.1`.
+    Man(ManArgs),
+}
+
+/// `simbench man [COMMAND]`.
+#[derive(Debug, clap::Args)]
+struct ManArgs {
+    /// A command whose own page to print (`run`, `sweep`, …); the main page without it.
+    command: Option<String>,
+}
+
+/// `simbench completions <SHELL>`.
+#[derive(Debug, clap::Args)]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+/// The completion script for `shell`, generated from the same definition as `--help`.
+fn completions(args: &CompletionsArgs) -> u8 {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "simbench", &mut script);
+    let printed = console::write_stdout(|out| out.write_all(&script));
+    console::exit_code(EXIT_OK, printed)
+}
+
+/// The man page of `simbench`, or of one of its commands (`simbench-run(1)`), in roff.
+fn man_page(args: &ManArgs) -> u8 {
+    let mut root = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    root.build();
+    let page = match &args.command {
+        None => root,
+        Some(name) => match root.find_subcommand(name) {
+            Some(sub) => sub.clone(),
+            None => {
+                let names: Vec<&str> = root.get_subcommands().map(|c| c.get_name()).collect();
+                console::errln!(
+                    "error: `{}` is not a simbench command; the commands are {}",
+                    crate::text::escape(name),
+                    names.join(", ")
+                );
+                return EXIT_ERROR;
+            }
+        },
+    };
+    let mut roff = Vec::new();
+    let man = clap_mangen::Man::new(page).source(concat!("simbench ", env!("CARGO_PKG_VERSION")));
+    let printed = match man.render(&mut roff) {
+        Ok(()) => console::write_stdout(|out| out.write_all(&roff)),
+        Err(err) => Err(format!("cannot render the man page: {err}")),
+    };
+    console::exit_code(EXIT_OK, printed)
 }
 
 /// Exit code: success.
@@ -96,6 +157,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(console::exit_code(code, printed));
         }
     };
+    console::set_colour(cli.color);
     let code = match cli.command {
         Command::Validate(args) => validate::main(&args),
         Command::Schema(args) => validate::print_schema(&args),
@@ -104,6 +166,8 @@ pub fn main() -> ExitCode {
         Command::List(args) => run::list(&args),
         Command::Show(args) => starter::show(&args),
         Command::Init(args) => starter::init(&args),
+        Command::Completions(args) => completions(&args),
+        Command::Man(args) => man_page(&args),
     };
     ExitCode::from(code)
 }

@@ -274,6 +274,9 @@ pub struct Report {
     pub decision: Decision,
     /// Where `--seeds auto` stopped; `None` for a fixed number of seeds.
     pub sequential: Option<crate::sequential::Stop>,
+    /// `(algorithm, reason)` of every strategy the world marks unsuited that did not run (a
+    /// default comparison leaves them out), in name order.
+    pub not_run: Vec<(String, String)>,
 }
 
 impl Report {
@@ -439,6 +442,12 @@ pub fn analyse_for(
         rows,
         gate,
         decision,
+        not_run: world
+            .unsuited()
+            .iter()
+            .filter(|(name, _)| !runs.iter().any(|r| &r.algorithm == *name))
+            .map(|(name, reason)| (name.clone(), reason.clone()))
+            .collect(),
         runs,
         sequential: None,
     }

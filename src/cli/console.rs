@@ -10,6 +10,39 @@
 use std::io::{self, ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// `--color`: whether output may be coloured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColourArg {
+    /// On a terminal that supports colour, unless `NO_COLOR` is set or `TERM=dumb`
+    /// (`CLICOLOR_FORCE` forces it, `CLICOLOR=0` turns it off).
+    #[default]
+    Auto,
+    /// Always, even into a file or pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Records the `--color` choice for [`colour_stdout`] and [`colour_stderr`] (once, at start).
+pub(crate) fn set_colour(choice: ColourArg) {
+    anstream::ColorChoice::write_global(match choice {
+        ColourArg::Auto => anstream::ColorChoice::Auto,
+        ColourArg::Always => anstream::ColorChoice::Always,
+        ColourArg::Never => anstream::ColorChoice::Never,
+    });
+}
+
+/// Whether text for standard output may carry colour (the `--color` choice and, under `auto`,
+/// the terminal and the environment's conventions).
+pub(crate) fn colour_stdout() -> bool {
+    anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never
+}
+
+/// Whether text for standard error may carry colour (see [`colour_stdout`]).
+pub(crate) fn colour_stderr() -> bool {
+    anstream::AutoStream::choice(&io::stderr()) != anstream::ColorChoice::Never
+}
+
 /// Set once a write to standard output met a closed pipe; later writes are skipped.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 

@@ -601,7 +601,7 @@ fn renderer(report: &Report) -> impl Fn(Rendering, &mut dyn Write) -> std::io::R
 /// The terminal table, coloured only on a terminal, fitted to its width.
 fn table(report: &Report, choice: &MetricChoice) -> String {
     let options = TerminalOptions {
-        colour: std::io::stdout().is_terminal() && colour_allowed(),
+        colour: console::colour_stdout(),
         metrics: choice.clone(),
         width: table_width(),
     };
@@ -625,11 +625,6 @@ fn warn_unfinished(report: &Report) {
             report.runs.len()
         );
     }
-}
-
-/// `NO_COLOR` set to anything non-empty turns colour off (<https://no-color.org>).
-fn colour_allowed() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn plural(n: usize, noun: &str) -> String {
@@ -691,7 +686,7 @@ fn load_world(path: Option<&Path>, overrides: &[Override], inputs: &Inputs) -> R
             super::EXIT_ERROR
         }
         LoadError::Invalid(errors) => {
-            let colour = std::io::stderr().is_terminal() && colour_allowed();
+            let colour = console::colour_stderr();
             console::stderr(&errors.render(RenderOptions { colour, width: 100 }));
             super::EXIT_INVALID
         }

@@ -13,7 +13,7 @@
 
 mod render;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -389,14 +389,9 @@ fn usage_error(message: &str) -> u8 {
 }
 
 fn invalid(errors: &ScenarioErrors) -> u8 {
-    let colour = std::io::stderr().is_terminal() && colour_allowed();
+    let colour = console::colour_stderr();
     console::stderr(&errors.render(RenderOptions { colour, width: 100 }));
     super::EXIT_INVALID
-}
-
-/// `NO_COLOR` set to anything non-empty turns colour off (<https://no-color.org>).
-fn colour_allowed() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn rng_scheme(rng: RngArg) -> RngScheme {

@@ -15,7 +15,7 @@
 //! does.
 
 use std::cell::RefCell;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -155,7 +155,7 @@ impl FileId {
 /// Output format of `simbench validate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// Graphical reports on stderr, coloured only on a terminal without `NO_COLOR`.
+    /// Graphical reports on stderr, coloured as `--color` says.
     Human,
     /// One JSON document on stdout: `files`, `findings` and `summary`.
     Json,
@@ -302,7 +302,7 @@ fn summary_line(outcomes: &[(String, Outcome)]) -> String {
 
 fn print_human(outcomes: &[(String, Outcome)]) {
     let stderr = std::io::stderr();
-    let colour = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = console::colour_stderr();
     let options = RenderOptions {
         colour,
         width: REPORT_WIDTH,

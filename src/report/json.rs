@@ -113,6 +113,13 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 .filter_map(|c| c.unsuited.as_deref().map(|u| (c.algorithm.as_str(), u)))
                 .collect(),
         ),
+        not_run: Ordered(
+            report
+                .not_run
+                .iter()
+                .map(|(name, reason)| (name.as_str(), reason.as_str()))
+                .collect(),
+        ),
         not_compared: Ordered(
             report
                 .shown_rows()
@@ -268,8 +275,11 @@ struct Document<'a> {
     excluded_by_completion: Ordered<&'static str, Vec<Excluded<'a>>>,
     /// Algorithm → how the world configures it (`[algorithms.<name>]`).
     settings: Ordered<&'a str, JsonSetting<'a>>,
-    /// Algorithm → why the world marks it unsuited.
+    /// Algorithm → why the world marks it unsuited (those that ran).
     unsuited: Ordered<&'a str, &'a str>,
+    /// Algorithm → why the world marks it unsuited, for those it marks that did not run (a
+    /// default comparison leaves them out).
+    not_run: Ordered<&'a str, &'a str>,
     /// Metric → the one algorithm eligible for it (nothing to compare it with).
     #[schemars(schema_with = "metric_map::<String>")]
     not_compared: Ordered<&'static str, &'a str>,

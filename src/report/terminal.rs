@@ -464,6 +464,12 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
             ));
         }
     }
+    for (name, reason) in &report.not_run {
+        lines.push(format!(
+            "not run: {name} is unsuited to this world ({reason}); `--algorithms {name}` runs it, \
+             shown but never ranked."
+        ));
+    }
     for column in report.columns.iter().filter(|c| !c.stalls.is_empty()) {
         lines.push(format!(
             "{}: {} on {} of {} seeds (stall_rate); a stalled run counts with what it did until \

@@ -58,3 +58,152 @@ fn show_prints_the_built_in_world_and_refuses_unknown_names() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("built in: bursty"));
 }
+
+#[test]
+fn completions_are_generated_for_every_shell_and_bash_parses_its_script() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = simbench(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = text(&out.stdout);
+        // fish spells an option `-l seeds`, the others `--seeds`.
+        for word in ["run", "sweep", "seeds", "color", "objective"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let dir = scratch_dir("completions");
+    let file = dir.join("simbench.bash");
+    std::fs::write(&file, simbench(&["completions", "bash"]).stdout).unwrap();
+    let syntax = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .output()
+        .expect("bash runs");
+    assert!(syntax.status.success(), "{}", text(&syntax.stderr));
+    let unknown = simbench(&["completions", "tcsh"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn man_pages_are_generated_for_simbench_and_each_command() {
+    let main = text(&simbench(&["man"]).stdout);
+    assert!(main.contains(".TH simbench 1"), "{main}");
+    assert!(main.contains(".SH SUBCOMMANDS"), "{main}");
+    let run = simbench(&["man", "run"]);
+    assert_eq!(run.status.code(), Some(0));
+    let run = text(&run.stdout);
+    assert!(run.contains(".TH simbench-run 1"), "{run}");
+    assert!(run.contains("\"simbench 0."), "{run}");
+    assert!(run.contains("\\-\\-seeds"), "{run}");
+    assert!(run.contains("\\-\\-objective"), "{run}");
+    let unknown = simbench(&["man", "rnu"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("the commands are validate, schema, run"));
+}
+
+#[test]
+fn colour_follows_the_flag_then_no_color_clicolor_force_and_term() {
+    use crate::support::simbench_with;
+    let table = |flag: &str, env: &[(&str, &str)]| {
+        let args = [
+            "run",
+            "--seeds",
+            "1",
+            "--algorithms",
+            "wait,backoff",
+            "--color",
+            flag,
+        ];
+        let out = simbench_with(&args, env);
+        assert_eq!(out.status.code(), Some(0));
+        text(&out.stdout).contains('\x1b')
+    };
+    // The flag wins over the environment.
+    assert!(table("always", &[("NO_COLOR", "1")]));
+    assert!(!table(
+        "never",
+        &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]
+    ));
+    // `auto` into a pipe: no colour, unless forced; NO_COLOR beats the force.
+    assert!(!table("auto", &[("NO_COLOR", "")]));
+    assert!(table("auto", &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]));
+    assert!(!table(
+        "auto",
+        &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]
+    ));
+    assert!(!table("auto", &[("NO_COLOR", ""), ("TERM", "dumb")]));
+    // Diagnostics on standard error too.
+    let out = simbench_with(
+        &[
+            "validate",
+            "tests/data/invalid/unknown_key.toml",
+            "--color",
+            "always",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains('\x1b'), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_default_comparison_says_which_unsuited_strategies_it_left_out_and_why() {
+    let out = simbench(&["run", "--seeds", "1", "--json", "-"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let not_run = json["not_run"].as_object().unwrap();
+    assert!(
+        not_run["failover"]
+            .as_str()
+            .unwrap()
+            .contains("single pool")
+    );
+    assert!(json["unsuited"].as_object().unwrap().is_empty());
+    let table = text(&out.stderr);
+    assert!(
+        table.contains("not run: failover is unsuited to this world (single pool"),
+        "{table}"
+    );
+    // Named, it runs and is shown, and no longer listed as not run.
+    let named = simbench(&[
+        "run",
+        "--seeds",
+        "1",
+        "--algorithms",
+        "wait,failover",
+        "--json",
+        "-",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&named.stdout).unwrap();
+    assert!(json["not_run"].get("failover").is_none());
+    assert!(json["unsuited"]["failover"].is_string());
+}
+
+#[test]
+fn a_long_comparison_shows_a_progress_bar_on_a_terminal_also_with_the_reference_rng() {
+    // `script` gives the command a pseudo-terminal, as a user's shell would.
+    let command = format!(
+        "{} run --rng reference --seeds 40 --algorithms wait,backoff,sticky --threads 1",
+        env!("CARGO_BIN_EXE_simbench")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("script (util-linux) runs; .ci/run installs it");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("/120 runs ·"), "no progress bar:\n{shown}");
+    // Into a pipe, never.
+    let piped = simbench(&[
+        "run",
+        "--rng",
+        "reference",
+        "--seeds",
+        "40",
+        "--algorithms",
+        "wait,backoff,sticky",
+        "--threads",
+        "1",
+    ]);
+    assert!(!text(&piped.stderr).contains("runs ·"));
+}
