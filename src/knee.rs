@@ -112,6 +112,62 @@ pub struct Analysis {
     pub knee: Knee,
 }
 
+/// The objective a sweep judges its levels by: the world's when it states one (or the command
+/// line does), else the highest throughput, since "how much load?" is a sweep's question and a
+/// comparison's default, most jobs done, ties whenever every level finishes its jobs.
+pub fn sweep_objective(world: &crate::world::World) -> crate::objective::Objective {
+    let objective = world.objective();
+    match objective.source {
+        crate::objective::Source::World => objective,
+        crate::objective::Source::Default => crate::objective::Objective {
+            metric: Metric::ThroughputRps,
+            ..objective
+        },
+    }
+}
+
+/// The level the objective prefers: each level is a contestant of the verdict's rule (the same
+/// seeds at every level, so the comparison is paired), named by `names`.
+///
+/// It answers another question than the knee. The knee is the most load at which a harness
+/// still measures the provider (refusals at their baseline, no jump in the service tail); the
+/// best operating point is where the objective is best, which may lie past the knee when the
+/// refusals it brings are retried harmlessly.
+pub fn best_operating_point(
+    objective: &crate::objective::Objective,
+    names: &[String],
+    levels: &[LevelRuns<'_>],
+) -> crate::report::decision::Decision {
+    let contestants: Vec<rank::Contestant<'_>> = names
+        .iter()
+        .zip(levels)
+        .map(|(name, level)| {
+            let runs: Vec<(u64, &crate::metrics::MetricValues)> = level
+                .runs
+                .iter()
+                .filter_map(|r| r.metrics().map(|m| (r.seed, m)))
+                .collect();
+            rank::Contestant {
+                name,
+                standing: if runs.len() == level.runs.len() {
+                    rank::Standing::Ranked
+                } else {
+                    rank::Standing::Unfinished
+                },
+                valid: runs
+                    .iter()
+                    .all(|(_, m)| validity::judge(m, level.validity).is_none()),
+                runs,
+            }
+        })
+        .collect();
+    crate::report::decision::decide(objective, &contestants, |c| {
+        let level = &levels[names.iter().position(|n| n == c.name).unwrap_or(0)];
+        let stopped = level.runs.iter().filter(|r| r.metrics().is_none()).count();
+        format!("{stopped} of {} runs stopped by a budget", level.runs.len())
+    })
+}
+
 /// Summarises every level and finds the knee.
 ///
 /// # Panics

@@ -3,7 +3,8 @@
 //! [`analyse`] groups the runs by algorithm (in order of first appearance), aggregates every
 //! metric ([`stats`]), applies the completion gate and the per-metric winner rules ([`rank`]),
 //! and fingerprints the world ([`fingerprint`]). The renderers — [`terminal`], [`markdown`],
-//! [`json`], [`csv`] — turn the resulting [`Report`] into a `String` each.
+//! [`json`], [`csv`] — turn the resulting [`Report`] into a `String` each; [`sweep`] renders a
+//! concurrency or rate sweep's analysis the same way, so every output format lives here.
 //!
 //! This module is pure: it never runs a simulation, reads a clock, touches a file or prints.
 //! A stalled run is an outcome: its metrics up to the stall are ranked like any other run's.
@@ -18,6 +19,7 @@ pub mod json;
 pub mod markdown;
 pub mod rank;
 pub mod stats;
+pub mod sweep;
 pub mod terminal;
 pub mod validity;
 

@@ -11,8 +11,6 @@
 //! Exit codes: 0 done (a flagged recommendation is still an answer), 1 invalid scenario, 2 usage
 //! or I/O error, or no run finished at the first level (there is no baseline to judge against).
 
-mod render;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -26,9 +24,9 @@ use crate::knee::{self, LevelRuns};
 use crate::metrics::CATALOGUE;
 use crate::report::Run;
 use crate::report::fingerprint::world_hash;
+use crate::report::sweep::{self as render, Knob, SweepView};
 use crate::sweep::{self, SweepConfig};
 use crate::world::{Load, Overrides, World};
-use render::{Knob, SweepView};
 
 use super::console::{self, errln};
 use super::output::{Inputs, Plan, Request, Role};
@@ -218,7 +216,13 @@ pub fn main(args: &SweepArgs) -> u8 {
         })
         .collect();
     let analysis = knee::aggregate(&inputs);
+    let names: Vec<String> = levels
+        .iter()
+        .map(|&level| SweepView::level_name(knob, level))
+        .collect();
+    let best = knee::best_operating_point(&knee::sweep_objective(&base), &names, &inputs);
     let view = SweepView {
+        best: &best,
         knob,
         levels,
         runs: &runs,

@@ -696,6 +696,12 @@ fn comparison<'a>(
     }
 }
 
+/// The verdict as this report writes it, for other documents that carry one (the sweep's best
+/// operating point).
+pub(crate) fn verdict_value(d: &Decision) -> serde_json::Value {
+    serde_json::to_value(verdict(d)).expect("a verdict is JSON")
+}
+
 fn verdict(d: &Decision) -> JsonVerdict<'_> {
     let mut inseparable = None;
     let (decision, pick, runner_up, comparisons) = match &d.outcome {

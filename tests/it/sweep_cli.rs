@@ -176,3 +176,66 @@ fn an_unknown_algorithm_is_a_usage_error() {
         "unknown algorithm `nope`",
     );
 }
+
+#[test]
+fn sweep_names_the_best_operating_point_beside_the_knee_and_says_why_they_differ() {
+    let args = [
+        "sweep",
+        "scenarios/bursty.toml",
+        "--concurrency",
+        "2,4,8,12,16,24",
+        "--seeds",
+        "40",
+    ];
+    let out = simbench(&[&args[..], &["--json", "-"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let knee = doc["knee"]["level"].as_u64().unwrap();
+    let best = &doc["best_operating_point"];
+    let level = best["level"].as_u64().expect("a decided level");
+    // Without an [objective], a sweep optimises throughput; bursty's knee is where 429s start,
+    // while throughput keeps rising past it.
+    assert_eq!(best["verdict"]["decision"], "pick");
+    assert!(level > knee, "best {level}, knee {knee}");
+    assert_eq!(
+        best["verdict"]["pick"],
+        format!("concurrency {level}"),
+        "{best}"
+    );
+    let comparison = &best["verdict"]["comparisons"][0];
+    assert_eq!(comparison["metric"], "throughput_rps");
+    assert!(comparison["interval"][0].as_f64().unwrap() > 0.0);
+    let lines: Vec<&str> = best["text"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("why they differ")),
+        "{lines:?}"
+    );
+    // The terminal says the same, after the knee's reasons.
+    let table = text(&simbench(&args).stdout);
+    let knee_at = table.find("knee: concurrency").unwrap();
+    let best_at = table
+        .find("best operating point: pick concurrency")
+        .unwrap();
+    assert!(knee_at < best_at, "{table}");
+    // A stated objective is used as stated: the lowest job p99 prefers the least load.
+    let out = simbench(
+        &[
+            &args[..],
+            &[
+                "--objective",
+                "successful_job_latency_p99_ms",
+                "--json",
+                "-",
+            ],
+        ]
+        .concat(),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let objective = &doc["best_operating_point"]["verdict"]["comparisons"][0]["metric"];
+    assert_eq!(objective, "successful_job_latency_p99_ms");
+}

@@ -19,6 +19,7 @@ use crate::knee::{
 };
 use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::report::csv::{field as csv_field, outcome_cells};
+use crate::report::decision::{Decision, Outcome as DecisionOutcome};
 use crate::report::format::{self, count, fixed, round6, thousands};
 use crate::report::{Outcome, Run};
 
@@ -92,11 +93,28 @@ pub struct SweepView<'a> {
     pub wall_s: f64,
     /// Whether each catalogue metric applies to the world (the levels never change that).
     pub applies: Vec<bool>,
+    /// The level the world's objective prefers ([`knee::best_operating_point`]), its
+    /// contestants named as [`SweepView::level_name`] spells them.
+    pub best: &'a Decision,
 }
 
 impl SweepView<'_> {
     fn spell(&self, i: usize) -> String {
-        format!("{} {}", self.knob.name(), self.knob.spell(self.levels[i]))
+        Self::level_name(self.knob, self.levels[i])
+    }
+
+    /// `concurrency 20`: a level as the text names it (and the operating point's verdict).
+    pub fn level_name(knob: Knob, level: f64) -> String {
+        format!("{} {}", knob.name(), knob.spell(level))
+    }
+
+    /// The index of the level the operating point's verdict picks, if it picks one.
+    fn best_level(&self) -> Option<usize> {
+        let pick = match &self.best.outcome {
+            DecisionOutcome::Decided { pick, .. } | DecisionOutcome::Alone { pick } => pick,
+            _ => return None,
+        };
+        (0..self.levels.len()).find(|&i| self.spell(i) == *pick)
     }
 }
 
@@ -113,11 +131,77 @@ pub fn terminal(view: &SweepView<'_>) -> String {
     table.modify(Rows::first(), Alignment::center());
     let mut out = table.to_string();
     out.push('\n');
-    for line in notes(view).into_iter().chain(reasons(view)) {
+    for line in notes(view)
+        .into_iter()
+        .chain(reasons(view))
+        .chain(operating_point(view))
+    {
         out.push_str(&line);
         out.push('\n');
     }
     out
+}
+
+/// The best operating point for the objective, and how it differs from the knee.
+pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
+    let best = view.best;
+    let mut lines = vec![
+        format!(
+            "best operating point: {}",
+            crate::text::escape(&best.headline())
+        ),
+        format!("  {}", best.objective_line()),
+        format!("  {}", best.notes().join("; ")),
+    ];
+    lines.retain(|l| !l.trim().is_empty());
+    let knee = view.analysis.knee.level;
+    let explanation = match view.best_level() {
+        Some(level) if level == knee => {
+            "  the knee is also the best operating point: the load that keeps the measurement \
+             honest is the load the objective prefers."
+                .to_string()
+        }
+        Some(level) => {
+            let mean = |i: usize, metric: Metric| {
+                view.analysis.levels[i]
+                    .summary(metric)
+                    .map_or_else(|| "n/a".to_string(), |s| number(metric, s.mean))
+            };
+            let (side, trade) = if level > knee {
+                (
+                    "past",
+                    "the extra load the objective wants comes with the refusals and tail a \
+                     measurement must not include, and a workload that retries them can afford",
+                )
+            } else {
+                (
+                    "below",
+                    "more load than that no longer pays off for the objective",
+                )
+            };
+            format!(
+                "  why they differ: the knee ({}) is the most load at which the harness still \
+                 measures the provider (throughput rising, refusals at their baseline, no jump \
+                 in service p99); the objective prefers {}, {side} the knee: throughput {} \
+                 against {} jobs/s, 429s + timeouts {} against {} per request, service p99 {} \
+                 against {} ms — {trade}. Benchmark the provider at the knee; run the workload \
+                 at the best operating point.",
+                view.spell(knee),
+                view.spell(level),
+                mean(level, Metric::ThroughputRps),
+                mean(knee, Metric::ThroughputRps),
+                mean(level, Metric::RefusalTimeoutRatio),
+                mean(knee, Metric::RefusalTimeoutRatio),
+                mean(level, Metric::ServiceP99Ms),
+                mean(knee, Metric::ServiceP99Ms),
+            )
+        }
+        None => "  no level is the best operating point yet: the levels the objective cannot \
+                 separate are named above; run more seeds."
+            .to_string(),
+    };
+    lines.push(explanation);
+    lines
 }
 
 fn header(view: &SweepView<'_>) -> Vec<String> {
@@ -440,6 +524,11 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
             flagged: knee.flagged(),
         },
         reasons: reasons(view),
+        best_operating_point: BestJson {
+            level: view.best_level().map(|i| view.knob.json(view.levels[i])),
+            verdict: crate::report::json::verdict_value(view.best),
+            text: operating_point(view),
+        },
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     out.write_all(b"\n")
@@ -462,6 +551,16 @@ struct Document<'a> {
     knee: KneeJson,
     recommendation: Recommendation,
     reasons: Vec<String>,
+    best_operating_point: BestJson,
+}
+
+/// The level the objective prefers (null when it cannot pick one), the verdict's comparisons
+/// between levels, and the lines the terminal prints.
+#[derive(Serialize)]
+struct BestJson {
+    level: Option<serde_json::Value>,
+    verdict: serde_json::Value,
+    text: Vec<String>,
 }
 
 #[derive(Serialize)]
