@@ -11,9 +11,11 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod console;
+mod load;
 mod memory;
 mod output;
 mod run;
+mod schema;
 mod starter;
 mod sweep;
 mod validate;
@@ -40,7 +42,7 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Print the JSON Schema of scenario files (`simbench schema`) or of the JSON report
     /// (`simbench schema report`).
-    Schema(validate::SchemaArgs),
+    Schema(schema::SchemaArgs),
     /// Run algorithms on a world over several seeds.
     Run(run::RunArgs),
     /// Find the concurrency knee: run one algorithm at increasing concurrency (or arrival
@@ -160,7 +162,7 @@ pub fn main() -> ExitCode {
     console::set_colour(cli.color);
     let code = match cli.command {
         Command::Validate(args) => validate::main(&args),
-        Command::Schema(args) => validate::print_schema(&args),
+        Command::Schema(args) => schema::print_schema(&args),
         Command::Run(args) => run::main(&args),
         Command::Sweep(args) => sweep::main(&args),
         Command::List(args) => run::list(&args),

@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod limit;
+pub mod params;
 pub mod pool;
 pub mod registry;
 pub mod retry;

@@ -35,9 +35,9 @@ mod tokens;
 mod topology;
 pub use topology::DEFAULT_POOL;
 
-/// The largest scenario file [`load`] accepts, in bytes (1 MiB). Real scenarios are a few KiB;
-/// the limit stops a wrong argument (a log, a binary) from being parsed at length.
-pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+/// The largest scenario file [`load`] accepts (composition reads the files, so the limit is
+/// its own).
+pub use crate::compose::MAX_FILE_BYTES;
 
 /// Drops the cross-field problems (those from `first` on) that only follow from a value the
 /// schema stage already reported: a rule is not checked in a table that holds a bad value (an

@@ -21,6 +21,11 @@ pub use set::{Override, check_shape};
 
 use crate::diagnostics::{Finding, Seg, Source, finding, line_column};
 
+/// The largest scenario file composition parses, in bytes (1 MiB), a base's included. Real
+/// scenarios are a few KiB; the limit stops a wrong argument (a log, a binary) from being
+/// parsed at length.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+
 /// How deep an `extends` chain may go. Real chains are one or two files deep; the limit also
 /// stops a cycle that neither path comparison nor the reader sees.
 pub const MAX_EXTENDS_DEPTH: usize = 16;

@@ -14,7 +14,8 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::client::registry::{self, AlgorithmInfo, Params};
+use crate::client::params::Params;
+use crate::client::registry::{self, AlgorithmInfo};
 use crate::client::strategy::Strategy;
 use crate::harness::{self, RngScheme, RunConfig, RunResult};
 use crate::metrics::Metric;
@@ -52,7 +53,7 @@ pub fn resolve(world: &World, name: &str) -> Option<(&'static AlgorithmInfo, Par
     if !values.iter().all(fits) {
         return None;
     }
-    let params = Params::new(info, values.iter().map(|(p, v)| (p.as_str(), *v)));
+    let params = info.values(values.iter().map(|(p, v)| (p.as_str(), *v)));
     Some((info, params))
 }
 

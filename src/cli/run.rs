@@ -34,8 +34,8 @@ use crate::world::World;
 use progress::Progress;
 
 use super::console::{self, errln};
+use super::load::{self, LoadError};
 use super::output::{Inputs, Plan, Request};
-use super::validate::{self, LoadError};
 use crate::compile::{LoadOptions, Override};
 
 /// Arguments of `simbench run`.
@@ -105,7 +105,7 @@ pub struct ExecArgs {
     pub seeds: SeedCount,
     /// Override any scenario key, e.g. `endpoints.metered.rate_limit.per_window=240` (a TOML
     /// value; endpoints by id or index; repeatable, applied in order after the file).
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = validate::parse_set)]
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = load::parse_set)]
     pub set: Vec<String>,
     /// Real seconds one run may take before it is stopped as timed out (its setup, simulation
     /// and metrics; each run has its own budget).
@@ -655,7 +655,7 @@ fn overrides(args: &RunArgs) -> Vec<Override> {
     if let Some(horizon) = &args.horizon {
         out.push(shorthand("--horizon", format!("horizon_s={horizon}")));
     }
-    out.extend(validate::overrides(&args.exec.set));
+    out.extend(load::overrides(&args.exec.set));
     out.extend(args.exec.objective.overrides());
     out
 }
@@ -677,7 +677,7 @@ fn load_world(path: Option<&Path>, overrides: &[Override], inputs: &Inputs) -> R
             )
             .map_err(|e| LoadError::Invalid(Box::new(e)))
         }
-        Some(path) => validate::load_recorded(path, overrides, inputs),
+        Some(path) => load::load_recorded(path, overrides, inputs),
     };
     loaded.map_err(|error| match error {
         LoadError::Unreadable(err) => {
@@ -900,7 +900,7 @@ fn describe_files(out: &mut String, files: &[Entry]) {
             out.push_str(&format!("  {shown}: skipped: {why}\n"));
             continue;
         }
-        match validate::load_file(file, &[]) {
+        match load::load_file(file, &[]) {
             Err(LoadError::Unreadable(err)) => {
                 let reason = super::io_reason(&err);
                 out.push_str(&format!("  {shown}: unreadable, skipped: {reason}\n"));

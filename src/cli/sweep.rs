@@ -29,9 +29,9 @@ use crate::sweep::{self, SweepConfig};
 use crate::world::{Load, Overrides, World};
 
 use super::console::{self, errln};
+use super::load;
 use super::output::{Inputs, Plan, Request, Role};
 use super::run::{ExecArgs, RngArg};
-use super::validate;
 
 /// The largest closed-loop level, as `simbench run --concurrency` allows.
 const MAX_CONCURRENCY: u32 = 100_000;
@@ -127,7 +127,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         Ok(source) => source,
         Err(message) => return usage_error(&message),
     };
-    let mut user = validate::overrides(&args.exec.set);
+    let mut user = load::overrides(&args.exec.set);
     user.extend(args.exec.objective.overrides());
     let base = match source.load(&user, &inputs) {
         Ok(world) => world,
@@ -313,7 +313,7 @@ impl Source {
             });
         };
         inputs.record(path, Role::Scenario);
-        let bytes = validate::read_limited(path)
+        let bytes = load::read_limited(path)
             .map_err(|err| format!("cannot read {}: {}", path.display(), super::io_reason(&err)))?;
         Ok(Source {
             origin: path.display().to_string(),
@@ -323,7 +323,7 @@ impl Source {
     }
 
     fn load(&self, overrides: &[Override], inputs: &Inputs) -> Result<World, Box<ScenarioErrors>> {
-        let chain = validate::Chain::new(Path::new(&self.origin));
+        let chain = load::Chain::new(Path::new(&self.origin));
         let from_disk: &Reader<'_> = &|base: &Path| {
             inputs.record(base, Role::Base);
             chain.read(base)

@@ -1,5 +1,6 @@
 //! The algorithm registry: the single list of strategies the CLI, schema, docs and reports read.
 
+use crate::client::params::{ParamInfo, Params};
 use crate::client::strategies::{
     aimd::Aimd,
     backoff::Backoff,
@@ -21,80 +22,6 @@ use crate::client::strategies::{
 };
 use crate::client::strategy::Strategy;
 
-/// One tunable parameter of a strategy, declared once here: the scenario schema, the
-/// diagnostics, `simbench list` and the docs read it.
-#[derive(Debug)]
-pub struct ParamInfo {
-    /// Key in `[algorithms.<name>]`.
-    pub name: &'static str,
-    /// Unit of the value (`s`, `ratio`, `count`, …).
-    pub unit: &'static str,
-    /// The reference's value (or the strategy author's, for new strategies).
-    pub default: f64,
-    /// Smallest allowed value.
-    pub min: f64,
-    /// Largest allowed value.
-    pub max: f64,
-    /// Whether the value must be a whole number.
-    pub integer: bool,
-    /// What it controls, in one sentence.
-    pub meaning: &'static str,
-}
-
-/// Parameter values for one strategy, one per declared parameter, in declaration order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Params {
-    values: Vec<(&'static str, f64)>,
-}
-
-impl Params {
-    /// The declared defaults of `info`, with `overrides` (name → value) applied.
-    ///
-    /// # Panics
-    /// Panics on a name `info` does not declare or a value out of its range: the scenario
-    /// compiler checks both first.
-    pub fn new<'a>(
-        info: &AlgorithmInfo,
-        overrides: impl IntoIterator<Item = (&'a str, f64)>,
-    ) -> Params {
-        let mut values: Vec<(&'static str, f64)> =
-            info.params.iter().map(|p| (p.name, p.default)).collect();
-        for (name, value) in overrides {
-            let param = info
-                .param(name)
-                .unwrap_or_else(|| panic!("`{}` has no parameter `{name}`", info.name));
-            assert!(
-                (param.min..=param.max).contains(&value),
-                "`{}.{name}` = {value} is out of range",
-                info.name
-            );
-            let slot = values
-                .iter_mut()
-                .find(|(n, _)| *n == name)
-                .expect("declared");
-            slot.1 = value;
-        }
-        Params { values }
-    }
-
-    /// The value of parameter `name`.
-    ///
-    /// # Panics
-    /// Panics if the strategy does not declare `name` (a bug in the strategy's constructor).
-    pub fn get(&self, name: &str) -> f64 {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-            .unwrap_or_else(|| panic!("no parameter `{name}`"))
-    }
-
-    /// `(name, value)` in declaration order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
-        self.values.iter().copied()
-    }
-}
-
 /// One registered strategy.
 #[derive(Debug)]
 pub struct AlgorithmInfo {
@@ -114,6 +41,15 @@ pub struct AlgorithmInfo {
 }
 
 impl AlgorithmInfo {
+    /// Its declared defaults, with `overrides` (name → value) applied.
+    ///
+    /// # Panics
+    /// Panics on a name it does not declare or a value out of its range: the scenario compiler
+    /// checks both first.
+    pub fn values<'a>(&self, overrides: impl IntoIterator<Item = (&'a str, f64)>) -> Params {
+        Params::new(self.name, self.params, overrides)
+    }
+
     /// The declared parameter `name`.
     pub fn param(&self, name: &str) -> Option<&'static ParamInfo> {
         self.params.iter().find(|p| p.name == name)
@@ -121,7 +57,7 @@ impl AlgorithmInfo {
 
     /// Builds the strategy with every parameter at its default.
     pub fn build_default(&self) -> Box<dyn Strategy> {
-        (self.make)(&Params::new(self, []))
+        (self.make)(&self.values([]))
     }
 }
 

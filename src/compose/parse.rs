@@ -9,8 +9,8 @@
 use toml::Spanned;
 use toml::de::DeTable;
 
+use super::MAX_FILE_BYTES;
 use super::doc::{self, Node};
-use crate::compile::MAX_FILE_BYTES;
 use crate::diagnostics::{Finding, Source, finding, line_column};
 
 /// Checks and parses `bytes`, named `name` in diagnostics, and appends it to `sources`.

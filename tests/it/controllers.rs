@@ -4,7 +4,8 @@
 //! ([`simbench::client::limit::LimitLog`]) from a strategy built here and run by the harness.
 
 use simbench::client::limit::LimitLog;
-use simbench::client::registry::{self, Params};
+use simbench::client::params::Params;
+use simbench::client::registry;
 use simbench::client::strategies::{aimd::Aimd, gradient::Gradient};
 use simbench::client::strategy::Strategy;
 use simbench::harness::{self, CallResult, RngScheme, RunConfig, RunResult};
@@ -35,7 +36,9 @@ fn world_text(capacity: u32, workers: u32, cycle: &str) -> String {
 const FLAT: &str = "period_s = 0.0\ntrough = 1.0\npeak = 1.0";
 
 fn params(name: &str, overrides: &[(&str, f64)]) -> Params {
-    Params::new(registry::find(name).unwrap(), overrides.iter().copied())
+    registry::find(name)
+        .unwrap()
+        .values(overrides.iter().copied())
 }
 
 fn run(text: &str, strategy: &dyn Strategy, seed: u64) -> RunResult {

@@ -25,8 +25,8 @@
 use std::cell::RefCell;
 
 use crate::client::limit::{LimitLog, acquire_within};
+use crate::client::params::Params;
 use crate::client::pool::Pool;
-use crate::client::registry::Params;
 use crate::client::retry::ErrorClass;
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,
@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn increase_decrease_and_the_rules_that_skip_them() {
         let info = registry::find("aimd").unwrap();
-        let aimd = Aimd::new(&Params::new(info, [("initial", 10.0), ("factor", 0.5)]));
+        let aimd = Aimd::new(&info.values([("initial", 10.0), ("factor", 0.5)]));
         aimd.observe(&answer(0.0, 1.0, Response::Success, 5));
         assert_eq!(
             limit(&aimd),

@@ -1,7 +1,7 @@
 //! `backoff`: poll for a free resource, sleeping a jittered exponential delay between polls.
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, Score};
-use crate::client::registry::Params;
 use crate::client::retry::jittered;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
 use crate::world::{Backoff as BackoffParams, Jitter};

@@ -30,8 +30,8 @@
 
 use std::cell::RefCell;
 
+use crate::client::params::Params;
 use crate::client::pool::Pool;
-use crate::client::registry::Params;
 use crate::client::retry::{Decision, Failure, GiveUp, RetryLoop};
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy, single_endpoint,

@@ -14,8 +14,8 @@
 
 use std::cell::RefCell;
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score, State};
-use crate::client::registry::Params;
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy, select_or_wait,
 };

@@ -24,8 +24,8 @@
 use std::cell::RefCell;
 
 use crate::client::limit::{LimitLog, acquire_within};
+use crate::client::params::Params;
 use crate::client::pool::Pool;
-use crate::client::registry::Params;
 use crate::client::retry::ErrorClass;
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy,

@@ -13,8 +13,8 @@
 
 use std::cell::RefCell;
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score};
-use crate::client::registry::Params;
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Strategy, select_or_wait,
 };
@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn threshold_is_the_nearest_rank_percentile_of_the_last_window() {
         let info = registry::find("hedged").unwrap();
-        let hedged = Hedged::new(&Params::new(info, [("window", 100.0)]));
+        let hedged = Hedged::new(&info.values([("window", 100.0)]));
         for ms in 1..=99 {
             hedged.observe(&success(f64::from(ms) / 1000.0));
         }

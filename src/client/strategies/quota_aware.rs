@@ -1,7 +1,7 @@
 //! `quota_aware`: prefer the resource with the largest share of its declared quota left.
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, Score};
-use crate::client::registry::Params;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
 
 /// Scores each resource by (share of quota left, quota left), pushing shares at or below the

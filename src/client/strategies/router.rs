@@ -33,8 +33,8 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, ResourceId, Scope, Score, State as Breaker};
-use crate::client::registry::Params;
 use crate::client::retry::{Decision, ErrorClass, Failure, GiveUp, RetryLoop};
 use crate::client::strategy::{
     Acquire, AttemptState, CallState, Dice, Feedback, Response, Route, Strategy,
@@ -561,7 +561,7 @@ latency = { median_s = 0.1 }
     }
 
     fn router(routing: Routing) -> Router {
-        let router = Router::new(routing, &Params::new(registry::find("router").unwrap(), []));
+        let router = Router::new(routing, &registry::find("router").unwrap().values([]));
         router.begin_run();
         router
     }

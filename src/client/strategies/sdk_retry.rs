@@ -17,8 +17,8 @@
 //! The SDK client talks to one base URL, so the strategy uses one endpoint: see
 //! [`single_endpoint`].
 
+use crate::client::params::Params;
 use crate::client::pool::Pool;
-use crate::client::registry::Params;
 use crate::client::retry::{Decision, ErrorClass, Failure, GiveUp, RetryLoop};
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, single_endpoint};
 
@@ -130,7 +130,7 @@ mod tests {
     use crate::client::registry;
 
     fn defaults() -> SdkRetry {
-        SdkRetry::new(&Params::new(registry::find("sdk_retry").unwrap(), []))
+        SdkRetry::new(&registry::find("sdk_retry").unwrap().values([]))
     }
 
     fn failure(class: ErrorClass, retry_after_s: Option<f64>, attempts_used: u32) -> Failure {

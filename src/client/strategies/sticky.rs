@@ -5,8 +5,8 @@
 //! `fallback_after_s` makes the call wait that long for the preferred one first (worth it where
 //! the preferred endpoint holds the job's context in a cache), unless it is DEAD or REVOKED.
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, Scope, Score, State};
-use crate::client::registry::Params;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, select_or_wait};
 
 /// Prefers the resource the attempt last used; otherwise `wait`s and remembers what it got.
@@ -90,7 +90,7 @@ mod tests {
 
     fn sticky(fallback_after_s: f64) -> Sticky {
         let info = registry::find("sticky").unwrap();
-        Sticky::new(&Params::new(info, [("fallback_after_s", fallback_after_s)]))
+        Sticky::new(&info.values([("fallback_after_s", fallback_after_s)]))
     }
 
     #[test]

@@ -15,8 +15,8 @@
 //! (see [`single_endpoint`]). The SDK's own retries inside each decorated call are not
 //! modelled: this is the decorator alone, as if the client were built with `max_retries=0`.
 
+use crate::client::params::Params;
 use crate::client::pool::Pool;
-use crate::client::registry::Params;
 use crate::client::retry::{Decision, Failure, GiveUp, RetryLoop};
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, single_endpoint};
 
@@ -113,10 +113,7 @@ mod tests {
     use crate::client::retry::ErrorClass;
 
     fn defaults() -> RandomExponential {
-        RandomExponential::new(&Params::new(
-            registry::find("tenacity_exponential").unwrap(),
-            [],
-        ))
+        RandomExponential::new(&registry::find("tenacity_exponential").unwrap().values([]))
     }
 
     #[test]

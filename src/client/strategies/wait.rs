@@ -4,8 +4,8 @@
 //! "resource unavailable" (class `unknown`, retried only with `retry_unknown`), as an acquire
 //! timeout does in the reference's framework.
 
+use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, Scope, Score};
-use crate::client::registry::Params;
 use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy};
 
 /// Selects; when nothing is free, waits (FIFO among waiters), for at most `timeout_s` if set.
@@ -76,7 +76,7 @@ mod tests {
         let mut pool = Pool::new(&world);
         assert_eq!(pool.select(Filter::All, Score::None, 0.0), Some(0));
         let info = registry::find("wait").unwrap();
-        let make = |t: f64| Wait::new(&Params::new(info, [("timeout_s", t)]));
+        let make = |t: f64| Wait::new(&info.values([("timeout_s", t)]));
         let mut call = CallState {
             started_at: 5.0,
             ..CallState::default()

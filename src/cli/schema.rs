@@ -1,0 +1,30 @@
+//! `simbench schema [scenario|report]`: print a generated JSON Schema.
+
+use super::console;
+
+/// Which document's schema to print.
+#[derive(Clone, Copy, Debug, Default, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// Scenario files (`schema/scenario.schema.json`).
+    #[default]
+    Scenario,
+    /// The JSON report of `simbench run --json` (`schema/report.schema.json`).
+    Report,
+}
+
+/// `simbench schema [scenario|report]`.
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// The document whose schema is printed.
+    #[arg(value_enum, default_value_t = SchemaKind::Scenario)]
+    pub which: SchemaKind,
+}
+
+/// Prints the schema `args` names.
+pub fn print_schema(args: &SchemaArgs) -> u8 {
+    let text = match args.which {
+        SchemaKind::Scenario => crate::schema::scenario_schema_text(),
+        SchemaKind::Report => crate::report::json::schema_text(),
+    };
+    console::exit_code(super::EXIT_OK, console::print(&text))
+}
