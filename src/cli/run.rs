@@ -341,14 +341,22 @@ pub fn main(args: &RunArgs) -> u8 {
     };
     if report.nothing_finished() {
         // A failed command replaces no output.
-        plan.abandon(renderer(&report), || table(&report), args.exec.quiet);
+        plan.abandon(
+            renderer(&report, &choice),
+            || table(&report),
+            args.exec.quiet,
+        );
         warn_unfinished(&report);
         errln!(
             "error: no run finished with metrics (each was stopped by a budget, or stalled under --rng reference), so there is nothing to compare"
         );
         return super::EXIT_ERROR;
     }
-    let code = plan.finish(renderer(&report), || table(&report), args.exec.quiet);
+    let code = plan.finish(
+        renderer(&report, &choice),
+        || table(&report),
+        args.exec.quiet,
+    );
     warn_unfinished(&report);
     if code != super::EXIT_OK {
         return code;
@@ -588,12 +596,22 @@ fn in_plan_order(runs: &[report::Run], algorithms: &[String]) -> Vec<report::Run
     sorted
 }
 
-/// Writes one rendering of the report.
-fn renderer(report: &Report) -> impl Fn(Rendering, &mut dyn Write) -> std::io::Result<()> {
+/// Writes one rendering of the report; the markdown table keeps every row unless `--metrics`
+/// names some.
+fn renderer<'a>(
+    report: &'a Report,
+    choice: &'a MetricChoice,
+) -> impl Fn(Rendering, &mut dyn Write) -> std::io::Result<()> + 'a {
+    let rows = match choice {
+        MetricChoice::Only(_) => choice.clone(),
+        MetricChoice::Compact | MetricChoice::All => MetricChoice::All,
+    };
     move |kind, out| match kind {
         Rendering::Json => report::json::write(report, out),
         // Its size grows with algorithms and metrics, not with runs.
-        Rendering::Markdown => out.write_all(report::markdown::render(report).as_bytes()),
+        Rendering::Markdown => {
+            out.write_all(report::markdown::render_rows(report, &rows).as_bytes())
+        }
         Rendering::Csv => report::csv::write(report, out),
     }
 }

@@ -4,7 +4,7 @@
 //! Owns the layout of the file teams paste into reviews. Returns a `String`; never writes it.
 
 use super::format::{count, decimals, fixed, seeds, thousands};
-use super::terminal::{column_title, notes, verdict_text};
+use super::terminal::{MetricChoice, chosen_rows, column_title, notes, verdict_text};
 use super::{Column, Report, Row};
 use crate::metrics::Direction;
 
@@ -34,6 +34,12 @@ fn capitalised(text: &str) -> String {
 }
 
 pub fn render(report: &Report) -> String {
+    render_rows(report, &MetricChoice::All)
+}
+
+/// [`render`] with the metric table cut to `choice`'s rows (`--metrics`); the markdown's
+/// default is every row, since it is the full report teams paste into reviews.
+pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
     let mut out = String::new();
     let w = &report.world;
     out.push_str(&format!(
@@ -54,7 +60,7 @@ pub fn render(report: &Report) -> String {
         w.hash
     ));
     verdict_paragraph(&mut out, report);
-    metric_table(&mut out, report);
+    metric_table(&mut out, report, choice);
     endpoint_table(&mut out, report);
     error_class_table(&mut out, report);
     out.push_str("#### Notes\n\n");
@@ -74,14 +80,14 @@ fn table_header(out: &mut String, first: &[&str], columns: &[Column], last: &[&s
     out.push_str("|\n");
 }
 
-fn metric_table(out: &mut String, report: &Report) {
+fn metric_table(out: &mut String, report: &Report, choice: &MetricChoice) {
     table_header(
         out,
         &["metric", "unit", "better"],
         &report.columns,
         &["verdict"],
     );
-    for row in report.shown_rows() {
+    for row in chosen_rows(report, choice) {
         let info = row.info;
         let mut cells = vec![
             if info.gated {

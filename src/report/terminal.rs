@@ -91,7 +91,7 @@ pub fn verdict(report: &Report) -> String {
 }
 
 /// The rows `choice` shows, in catalogue order (never the wall time: it is in the footer).
-fn chosen_rows<'a>(report: &'a Report, choice: &MetricChoice) -> Vec<&'a Row> {
+pub(super) fn chosen_rows<'a>(report: &'a Report, choice: &MetricChoice) -> Vec<&'a Row> {
     let objective = report.decision.objective.metrics();
     // A stall is news: its rate joins the compact table whenever some run stalled.
     let stalled = report.columns.iter().any(|c| !c.stalls.is_empty());

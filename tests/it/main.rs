@@ -5,6 +5,7 @@ mod budgets;
 mod cli_fuzz;
 mod compose;
 mod controllers;
+mod docs_reports;
 mod extreme_worlds;
 mod fidelity;
 mod gates_cli;

@@ -368,10 +368,13 @@ fn report_markdown_and_csv_carry_every_run_and_metric() {
     let md = report::markdown::render(&report);
     assert!(md.starts_with("### `tiny`\n\nTwo endpoints"));
     assert!(md.contains("| metric | unit | better | `wait` | `sticky` | verdict |"));
+    // Every metric that applies but the wall time, which is in the facts line, not a row.
     for info in CATALOGUE {
         let shown = md.contains(&format!("| {}", info.name));
-        assert_eq!(shown, info.needs.is_none(), "{}", info.name);
+        let expected = info.needs.is_none() && info.name != "wall_s";
+        assert_eq!(shown, expected, "{}", info.name);
     }
+    assert!(md.contains(" · wall "));
     assert!(md.contains("not applicable to this world, so not shown: retries_denied"));
     assert!(md.contains("| algorithm | `quick` | `metered` |"));
     assert!(md.contains("Failed attempts by error class"));
