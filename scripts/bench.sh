@@ -11,7 +11,16 @@ cargo build --release --quiet
 bin=target/release/simbench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-reference=${REFERENCE_BENCH:-../shared/tools/reference-bench}
+# The reference, pyattacker 0.3.3's `pyattacker bench`, installed on first use into a throwaway
+# virtual environment (REFERENCE_VENV to choose where); it is a yardstick, never a dependency.
+venv=${REFERENCE_VENV:-${TMPDIR:-/tmp}/pyattacker-reference}
+reference() {
+  if [ ! -x "$venv/bin/pyattacker" ]; then
+    python3 -m venv "$venv" >/dev/null
+    "$venv/bin/pip" install -q "pyattacker==0.3.3" >&2
+  fi
+  "$venv/bin/pyattacker" bench "$@"
+}
 
 # Best of N wall-clock seconds of a command (stdout and stderr discarded).
 best_of() {
@@ -69,7 +78,8 @@ five=immediate,wait,backoff,sticky,quota_aware
 ours=$(best_of 5 "$bin" run --algorithms "$five" --quiet --json "$tmp/ours.json")
 echo "simbench run: best of 5 = ${ours} s"
 if [ -z "${SKIP_REFERENCE:-}" ]; then
-  theirs=$(best_of 2 "$reference" --quiet --json "$tmp/theirs.json")
+  reference --list >/dev/null  # install outside the timing
+  theirs=$(best_of 2 reference --quiet --json "$tmp/theirs.json")
   echo "reference bench: best of 2 = ${theirs} s"
   awk "BEGIN{printf \"ratio: simbench is %.0fx faster\n\", $theirs / ($ours > 0.001 ? $ours : 0.001)}"
 fi
