@@ -40,8 +40,8 @@ struct Cli {
 enum Command {
     /// Check scenario files against the schema and the semantic rules.
     Validate(validate::ValidateArgs),
-    /// Print the JSON Schema of scenario files (`simbench schema`) or of the JSON report
-    /// (`simbench schema report`).
+    /// Print the JSON Schema of scenario files (`simbench schema`), of the JSON report
+    /// (`simbench schema report`) or of the sweep's JSON (`simbench schema sweep`).
     Schema(schema::SchemaArgs),
     /// Run algorithms on a world over several seeds.
     Run(run::RunArgs),

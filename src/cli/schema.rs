@@ -1,4 +1,4 @@
-//! `simbench schema [scenario|report]`: print a generated JSON Schema.
+//! `simbench schema [scenario|report|sweep]`: print a generated JSON Schema.
 
 use super::console;
 
@@ -10,6 +10,8 @@ pub enum SchemaKind {
     Scenario,
     /// The JSON report of `simbench run --json` (`schema/report.schema.json`).
     Report,
+    /// The JSON of `simbench sweep --json` (`schema/sweep.schema.json`).
+    Sweep,
 }
 
 /// `simbench schema [scenario|report]`.
@@ -25,6 +27,7 @@ pub fn print_schema(args: &SchemaArgs) -> u8 {
     let text = match args.which {
         SchemaKind::Scenario => crate::schema::scenario_schema_text(),
         SchemaKind::Report => crate::report::json::schema_text(),
+        SchemaKind::Sweep => crate::report::sweep::schema_text(),
     };
     console::exit_code(super::EXIT_OK, console::print(&text))
 }

@@ -320,7 +320,7 @@ fn metric_names(generator: &mut SchemaGenerator) -> schemars::Schema {
 }
 
 /// An object keyed by metric names whose values are all `V`.
-fn metric_map<V: JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
+pub(crate) fn metric_map<V: JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
     json_schema!({
         "type": "object",
         "propertyNames": metric_name(generator),
@@ -621,7 +621,7 @@ fn objective(o: &Objective, sequential: Option<&crate::sequential::Stop>) -> Jso
 /// constraint), `no_decision` (the leaders cannot be separated) or `none` (nothing to pick).
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-struct JsonVerdict<'a> {
+pub(crate) struct JsonVerdict<'a> {
     #[schemars(extend("enum" = ["pick", "only_feasible", "no_decision", "none"]))]
     decision: &'static str,
     /// The headline, as the terminal prints it.
@@ -698,11 +698,7 @@ fn comparison<'a>(
 
 /// The verdict as this report writes it, for other documents that carry one (the sweep's best
 /// operating point).
-pub(crate) fn verdict_value(d: &Decision) -> serde_json::Value {
-    serde_json::to_value(verdict(d)).expect("a verdict is JSON")
-}
-
-fn verdict(d: &Decision) -> JsonVerdict<'_> {
+pub(crate) fn verdict(d: &Decision) -> JsonVerdict<'_> {
     let mut inseparable = None;
     let (decision, pick, runner_up, comparisons) = match &d.outcome {
         decision::Outcome::Decided {

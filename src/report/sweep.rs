@@ -8,6 +8,7 @@
 
 use std::io::{self, Write};
 
+use schemars::{JsonSchema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use tabled::builder::Builder;
 use tabled::settings::object::{Columns, Rows};
@@ -488,6 +489,7 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
         Finding::NoKnee => "no_knee_in_range",
     };
     let doc = Document {
+        schema_version: SCHEMA_VERSION,
         simbench_version: env!("CARGO_PKG_VERSION"),
         world_hash: &view.world_hash,
         scenario: view.scenario,
@@ -526,7 +528,7 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
         reasons: reasons(view),
         best_operating_point: BestJson {
             level: view.best_level().map(|i| view.knob.json(view.levels[i])),
-            verdict: crate::report::json::verdict_value(view.best),
+            verdict: crate::report::json::verdict(view.best),
             text: operating_point(view),
         },
     };
@@ -534,8 +536,41 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"\n")
 }
 
-#[derive(Serialize)]
+/// The version of the sweep's JSON shape: raised whenever a field changes meaning or goes away
+/// (added fields do not raise it). `schema/sweep.schema.json` describes it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The JSON Schema (draft 2020-12) of the sweep's JSON, as `simbench schema sweep` prints it
+/// and `schema/sweep.schema.json` stores it, ending with a newline.
+pub fn schema_text() -> String {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Document<'_>>();
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is JSON");
+    text.push('\n');
+    text
+}
+
+/// A level: a whole number of workers, or an arrival rate.
+fn level_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+    json_schema!({ "type": "number" })
+}
+
+/// A level, or null.
+fn optional_level_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+    json_schema!({ "type": ["number", "null"] })
+}
+
+/// The JSON of `simbench sweep --json`: one algorithm at increasing load levels on the same
+/// seeds, each level's runs and summaries, the knee rule's steps and finding, and the best
+/// operating point for the objective.
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "simbench sweep report", deny_unknown_fields)]
 struct Document<'a> {
+    /// The version of this shape.
+    #[schemars(extend("const" = 1))]
+    schema_version: u32,
     simbench_version: &'static str,
     world_hash: &'a str,
     scenario: &'a str,
@@ -551,19 +586,23 @@ struct Document<'a> {
     knee: KneeJson,
     recommendation: Recommendation,
     reasons: Vec<String>,
-    best_operating_point: BestJson,
+    best_operating_point: BestJson<'a>,
 }
 
 /// The level the objective prefers (null when it cannot pick one), the verdict's comparisons
 /// between levels, and the lines the terminal prints.
-#[derive(Serialize)]
-struct BestJson {
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct BestJson<'a> {
+    #[schemars(schema_with = "optional_level_schema")]
     level: Option<serde_json::Value>,
-    verdict: serde_json::Value,
+    /// The verdict between levels, as `simbench run --json` writes its `verdict`.
+    verdict: crate::report::json::JsonVerdict<'a>,
     text: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct RuleJson {
     min_rise: f64,
     rise_se_k: f64,
@@ -572,7 +611,8 @@ struct RuleJson {
     service_jump: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct BaselineJson {
     refusal_timeout_ratio_mean: f64,
     refusal_timeout_ratio_stdev: f64,
@@ -581,24 +621,33 @@ struct BaselineJson {
     service_p99_ms_limit: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct KneeJson {
+    #[schemars(extend("enum" = ["knee", "knee_at_first_level", "knee_at_last_level", "no_knee_in_range"]))]
     finding: &'static str,
+    #[schemars(schema_with = "level_schema")]
     level: serde_json::Value,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct Recommendation {
+    #[schemars(extend("enum" = ["concurrency", "rate_per_s"]))]
     knob: &'static str,
+    #[schemars(schema_with = "level_schema")]
     level: serde_json::Value,
     flagged: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct LevelJson<'a> {
+    #[schemars(schema_with = "level_schema")]
     level: serde_json::Value,
     world_hash: &'a str,
     runs: LevelRuns<'a>,
+    #[schemars(schema_with = "crate::report::json::metric_map::<SummaryJson>")]
     summary: Ordered<SummaryJson>,
     valid_runs: usize,
     valid_share: f64,
@@ -606,17 +655,21 @@ struct LevelJson<'a> {
     step: Option<StepJson>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct RunJson<'a> {
     seed: u64,
+    #[schemars(extend("enum" = ["ok", "stalled", "livelock", "timeout", "out_of_memory"]))]
     outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     valid: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
+    #[schemars(schema_with = "crate::report::json::metric_map::<f64>")]
     metrics: Ordered<f64>,
     /// Metrics this run has nothing to compute from, with the reason.
     #[serde(skip_serializing_if = "Ordered::is_empty")]
+    #[schemars(schema_with = "crate::report::json::metric_map::<String>")]
     undefined: Ordered<&'static str>,
 }
 
@@ -624,6 +677,19 @@ struct RunJson<'a> {
 struct LevelRuns<'a> {
     level: &'a LevelStats,
     runs: &'a [Run],
+}
+
+impl JsonSchema for LevelRuns<'_> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LevelRuns".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+        json_schema!({
+            "description": "The level's runs, one per seed, in seed order.",
+            "type": "array",
+            "items": generator.subschema_for::<RunJson<'_>>(),
+        })
+    }
 }
 
 impl Serialize for LevelRuns<'_> {
@@ -652,7 +718,8 @@ impl<V: Serialize> Serialize for Ordered<V> {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct SummaryJson {
     mean: f64,
     stdev: f64,
@@ -661,7 +728,8 @@ struct SummaryJson {
     n: usize,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct StepJson {
     passed: bool,
     rise: Option<RiseJson>,
@@ -669,7 +737,8 @@ struct StepJson {
     service: Option<CeilingJson>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct RiseJson {
     from_rps: f64,
     to_rps: f64,
@@ -678,7 +747,8 @@ struct RiseJson {
     passed: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 struct CeilingJson {
     value: f64,
     limit: f64,

@@ -167,3 +167,59 @@ fn report_machine_outputs_parse_with_python() {
         count.to_string()
     );
 }
+
+fn sweep_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/sweep.schema.json");
+    let schema = serde_json::from_str(&std::fs::read_to_string(path).expect("committed")).unwrap();
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .expect("the sweep schema compiles")
+}
+
+#[test]
+fn sweep_schema_file_is_fresh_and_every_sweep_validates() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/sweep.schema.json");
+    let printed = simbench(&["schema", "sweep"]).stdout;
+    assert!(
+        printed == std::fs::read(path).unwrap(),
+        "schema/sweep.schema.json is stale; regenerate it with \
+         `cargo run --release -- schema sweep > schema/sweep.schema.json`"
+    );
+    let validator = sweep_validator();
+    let cases: [&[&str]; 3] = [
+        &["--concurrency", "2,4,8,16", "--seeds", "3"],
+        &[
+            "scenarios/harness_knee.toml",
+            "--concurrency",
+            "16,48,64",
+            "--seeds",
+            "2",
+        ],
+        &[
+            "scenarios/harness_congestion.toml",
+            "--rate",
+            "0.5,1,2",
+            "--seeds",
+            "2",
+        ],
+    ];
+    for args in cases {
+        let out = simbench(&[&["sweep"], args, &["--quiet", "--json", "-"]].concat());
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["schema_version"], 1);
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{args:?}:\n{}", errors.join("\n"));
+        let mut bad = doc.clone();
+        bad["levels"][0]["summary"]["throughput"] = serde_json::json!({});
+        assert!(!validator.is_valid(&bad), "accepted an unknown metric");
+    }
+}
