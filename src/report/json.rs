@@ -29,10 +29,15 @@ use crate::objective::{Bound, Objective, Source};
 /// The JSON Schema (draft 2020-12) of the report, as `simbench schema report` prints it and
 /// `schema/report.schema.json` stores it, ending with a newline.
 pub fn schema_text() -> String {
+    schema_of::<Document<'_>>()
+}
+
+/// The draft 2020-12 schema of what `T` serializes to, pretty-printed with a final newline.
+pub(crate) fn schema_of<T: JsonSchema>() -> String {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .for_serialize()
         .into_generator()
-        .into_root_schema_for::<Document<'_>>();
+        .into_root_schema_for::<T>();
     let mut text = serde_json::to_string_pretty(&schema).expect("a schema is JSON");
     text.push('\n');
     text
@@ -188,10 +193,10 @@ impl Serialize for Runs<'_> {
 }
 
 /// A JSON object whose keys keep the order given (serde_json's own map would sort them).
-struct Ordered<K, V>(Vec<(K, V)>);
+pub(crate) struct Ordered<K, V>(pub(crate) Vec<(K, V)>);
 
 impl<K, V> Ordered<K, V> {
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }

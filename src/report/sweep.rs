@@ -22,6 +22,7 @@ use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::report::csv::{field as csv_field, outcome_cells};
 use crate::report::decision::{Decision, Outcome as DecisionOutcome};
 use crate::report::format::{self, count, fixed, round6, thousands};
+use crate::report::json::Ordered;
 use crate::report::{Outcome, Run};
 
 /// What a sweep varies.
@@ -543,13 +544,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The JSON Schema (draft 2020-12) of the sweep's JSON, as `simbench schema sweep` prints it
 /// and `schema/sweep.schema.json` stores it, ending with a newline.
 pub fn schema_text() -> String {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator()
-        .into_root_schema_for::<Document<'_>>();
-    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is JSON");
-    text.push('\n');
-    text
+    crate::report::json::schema_of::<Document<'_>>()
 }
 
 /// A level: a whole number of workers, or an arrival rate.
@@ -648,7 +643,7 @@ struct LevelJson<'a> {
     world_hash: &'a str,
     runs: LevelRuns<'a>,
     #[schemars(schema_with = "crate::report::json::metric_map::<SummaryJson>")]
-    summary: Ordered<SummaryJson>,
+    summary: Ordered<&'static str, SummaryJson>,
     valid_runs: usize,
     valid_share: f64,
     /// The step from the previous level; `None` for the baseline.
@@ -666,11 +661,11 @@ struct RunJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
     #[schemars(schema_with = "crate::report::json::metric_map::<f64>")]
-    metrics: Ordered<f64>,
+    metrics: Ordered<&'static str, f64>,
     /// Metrics this run has nothing to compute from, with the reason.
     #[serde(skip_serializing_if = "Ordered::is_empty")]
     #[schemars(schema_with = "crate::report::json::metric_map::<String>")]
-    undefined: Ordered<&'static str>,
+    undefined: Ordered<&'static str, &'static str>,
 }
 
 /// A level's runs, serialized one at a time as they are written rather than collected first.
@@ -695,26 +690,6 @@ impl JsonSchema for LevelRuns<'_> {
 impl Serialize for LevelRuns<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.runs.iter().map(|r| run_json(self.level, r)))
-    }
-}
-
-/// A JSON object whose keys keep the order given (serde_json's own map would sort them).
-struct Ordered<V>(Vec<(&'static str, V)>);
-
-impl<V> Ordered<V> {
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<V: Serialize> Serialize for Ordered<V> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
     }
 }
 
