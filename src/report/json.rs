@@ -178,12 +178,23 @@ impl JsonSchema for Runs<'_> {
         "Runs".into()
     }
     fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
-        json_schema!({
-            "description": "Every run, in plan order (algorithm-major, seeds in order).",
-            "type": "array",
-            "items": generator.subschema_for::<JsonRun<'_>>(),
-        })
+        array_of::<JsonRun<'_>>(
+            generator,
+            "Every run, in plan order (algorithm-major, seeds in order).",
+        )
     }
+}
+
+/// The schema of an array of `T` that a custom serializer streams (so no `Vec<T>` exists).
+pub(crate) fn array_of<T: JsonSchema>(
+    generator: &mut SchemaGenerator,
+    description: &str,
+) -> schemars::Schema {
+    json_schema!({
+        "description": description,
+        "type": "array",
+        "items": generator.subschema_for::<T>(),
+    })
 }
 
 impl Serialize for Runs<'_> {

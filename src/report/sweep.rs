@@ -679,11 +679,10 @@ impl JsonSchema for LevelRuns<'_> {
         "LevelRuns".into()
     }
     fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
-        json_schema!({
-            "description": "The level's runs, one per seed, in seed order.",
-            "type": "array",
-            "items": generator.subschema_for::<RunJson<'_>>(),
-        })
+        crate::report::json::array_of::<RunJson<'_>>(
+            generator,
+            "The level's runs, one per seed, in seed order.",
+        )
     }
 }
 

@@ -169,18 +169,11 @@ latency = { median_s = 0.2, sigma = 0.5 }
 failures = { error_rate = 0.05, storm_rate = 0.0 }
 "#;
 
-#[test]
-fn verdict_intervals_cover_a_zero_difference_in_about_95_percent_of_batches() {
-    use simbench::compile;
+/// `backoff` on the first `n` seeds of `world`, in seed order (the twins' raw material).
+fn backoff_runs(world: &simbench::world::World, n: u64) -> Vec<simbench::report::Run> {
     use simbench::harness::RngScheme;
-    use simbench::report::decision::Outcome;
-    use simbench::report::{self, SweepInfo};
     use simbench::sweep::{self, SweepConfig};
-
-    let world = compile::load("twin.toml", TWIN.as_bytes()).expect("valid");
-    const BATCHES: u64 = 1000;
-    const PAIRS: u64 = 5;
-    let seeds: Vec<u64> = (0..BATCHES * PAIRS * 2).map(|k| world.seed() + k).collect();
+    let seeds: Vec<u64> = (0..n).map(|k| world.seed() + k).collect();
     let plan: Vec<(&str, u64)> = seeds.iter().map(|s| ("backoff", *s)).collect();
     let frozen = || 0.0;
     let config = SweepConfig {
@@ -190,7 +183,19 @@ fn verdict_intervals_cover_a_zero_difference_in_about_95_percent_of_batches() {
         clock: &frozen,
         on_run: &|_| {},
     };
-    let all = sweep::sweep(&world, &plan, &config);
+    sweep::sweep(world, &plan, &config)
+}
+
+#[test]
+fn verdict_intervals_cover_a_zero_difference_in_about_95_percent_of_batches() {
+    use simbench::compile;
+    use simbench::report::decision::Outcome;
+    use simbench::report::{self, SweepInfo};
+
+    let world = compile::load("twin.toml", TWIN.as_bytes()).expect("valid");
+    const BATCHES: u64 = 1000;
+    const PAIRS: u64 = 5;
+    let all = backoff_runs(&world, BATCHES * PAIRS * 2);
     let mut covered = 0;
     for batch in all.chunks((PAIRS * 2) as usize) {
         // Runs k and k + PAIRS become "a" and "b" on the shared seed k.
@@ -236,11 +241,9 @@ fn verdict_intervals_cover_a_zero_difference_in_about_95_percent_of_batches() {
 #[test]
 fn verdict_seeds_auto_keeps_its_error_rate_on_an_equal_pair() {
     use simbench::compile;
-    use simbench::harness::RngScheme;
     use simbench::report::decision::Outcome;
     use simbench::report::{self, Run, SweepInfo};
     use simbench::sequential::{self, Design};
-    use simbench::sweep::{self, SweepConfig};
 
     let text = TWIN.replace("jobs = 400", "jobs = 200");
     let world = compile::load("twin.toml", text.as_bytes()).expect("valid");
@@ -249,19 +252,7 @@ fn verdict_seeds_auto_keeps_its_error_rate_on_an_equal_pair() {
     let design = Design::new(MAX, 0.95);
     assert_eq!(design.looks, [10, 20, 40]);
     let per_pair = 2 * MAX as usize;
-    let seeds: Vec<u64> = (0..(REPETITIONS * per_pair) as u64)
-        .map(|k| world.seed() + k)
-        .collect();
-    let plan: Vec<(&str, u64)> = seeds.iter().map(|s| ("backoff", *s)).collect();
-    let frozen = || 0.0;
-    let config = SweepConfig {
-        rng: RngScheme::Native,
-        threads: 2,
-        wall_budget_s: 600.0,
-        clock: &frozen,
-        on_run: &|_| {},
-    };
-    let all = sweep::sweep(&world, &plan, &config);
+    let all = backoff_runs(&world, (REPETITIONS * per_pair) as u64);
     // The first `n` seeds of a repetition: runs k and MAX + k become "a" and "b" on seed k.
     let twins = |block: &[Run], n: u32| -> Vec<Run> {
         let label = |run: &Run, name: &str, seed: u64| Run {
