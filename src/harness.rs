@@ -10,6 +10,9 @@
 
 mod hedge;
 pub mod queue;
+mod trace;
+
+pub use trace::{Answer, CallResult, TraceRecord};
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -165,44 +168,6 @@ pub struct EndpointReport {
     pub provider: EndpointStats,
     /// What the pool counted.
     pub pool: ResourceReport,
-}
-
-/// The provider's answer to one call, as the trace records it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum CallResult {
-    /// Admitted (its success or failure shows later).
-    Admitted,
-    /// Refused with a 429.
-    Refused(Refusal),
-    /// Turned away by a scripted incident.
-    Rejected(Rejection),
-}
-
-/// One leased call, as recorded when `RunConfig::trace` is set.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TraceRecord {
-    /// Simulated time of the request \[s\].
-    pub at_s: f64,
-    /// Job index (0-based).
-    pub job: u32,
-    /// Step index (0-based).
-    pub step: u32,
-    /// Attempt (1-based).
-    pub attempt: u32,
-    /// Call index within the attempt (0-based).
-    pub call: u32,
-    /// Index of the leased resource.
-    pub resource: usize,
-    /// The resource's active leases right after leasing.
-    pub active_after_lease: u32,
-    /// The provider's answer.
-    pub result: CallResult,
-    /// For a refusal: the resource's consecutive failures and state after the report.
-    pub after_report: Option<(u32, State)>,
-    /// The pool's round-robin counter after the selection.
-    pub round_robin: u64,
-    /// The call's sizes (zero in a world without `[tokens]`).
-    pub size: CallSize,
 }
 
 /// Everything one run produced.
@@ -536,6 +501,9 @@ struct Sim<'w, R: RandomSource> {
     tally: Tally,
     error_classes: [u64; ErrorClass::ALL.len()],
     trace: Option<Vec<TraceRecord>>,
+    /// When tracing: per worker, the trace indices of its primary request and hedge copy in
+    /// flight.
+    trace_slots: Vec<[usize; 2]>,
     events: u64,
     /// Per endpoint: service time cancelled hedged requests did not use \[s\].
     unused_busy_s: Vec<f64>,
@@ -596,6 +564,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             tally,
             error_classes: [0; ErrorClass::ALL.len()],
             trace: trace.then(Vec::new),
+            trace_slots: Vec::new(),
             events: 0,
             unused_busy_s: vec![0.0; world.endpoints().len()],
             max_bytes: u64::MAX,
@@ -1150,7 +1119,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             }
         };
         if self.trace.is_some() {
-            self.record(w, r, active_after_lease, arrival);
+            self.record(w, r, active_after_lease, arrival, false);
         }
         next
     }
@@ -1173,36 +1142,6 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 < p
     }
 
-    #[inline(never)]
-    fn record(&mut self, w: usize, r: usize, active_after_lease: u32, arrival: Arrival) {
-        let worker = &self.workers[w];
-        let resource = &self.pool.resources()[r];
-        let (result, after_report) = match arrival {
-            Arrival::Refused { refusal, .. } => (
-                CallResult::Refused(refusal),
-                Some((resource.consecutive_failures, resource.raw_state())),
-            ),
-            Arrival::Rejected(rejection) => (CallResult::Rejected(rejection), None),
-            Arrival::Admitted { .. } => (CallResult::Admitted, None),
-        };
-        let record = TraceRecord {
-            at_s: self.now,
-            job: worker.job,
-            step: worker.step,
-            attempt: worker.attempt,
-            call: worker.call,
-            resource: r,
-            active_after_lease,
-            result,
-            after_report,
-            round_robin: self.pool.round_robin(),
-            size: worker.size,
-        };
-        if let Some(trace) = &mut self.trace {
-            trace.push(record);
-        }
-    }
-
     /// The in-flight request of `w` has taken its latency: report, release, go on.
     fn complete_request(&mut self, w: usize) -> Next {
         self.primary_answered(w);
@@ -1213,6 +1152,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             // The client hung up: a read timeout, and the endpoint stops working on it.
             pending.failure = Some(FailureKind::Timeout);
             self.unused_busy_s[r] += pending.latency_s - pending.answer_s;
+        }
+        if self.trace.is_some() {
+            self.trace_answer(w, &pending);
         }
         self.provider.finish(r, pending.failure.is_some());
         self.account_tokens(w, r, &pending);
@@ -1486,6 +1428,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     fn finish(mut self, outcome: Outcome) -> RunResult {
+        if let Some(trace) = &mut self.trace {
+            trace::close(trace, self.now);
+        }
         let large = self.heap_bytes() >= RELEASE_OFF_PATH_BYTES;
         if outcome.is_stall() {
             // The run's clock reached the stall; its jobs still running never end.

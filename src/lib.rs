@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod objective;
 pub mod provider;
 pub mod report;
+pub mod request_log;
 pub mod rng;
 pub mod rounding;
 pub mod scenario;

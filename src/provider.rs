@@ -461,6 +461,14 @@ impl<'w> Provider<'w> {
         self.endpoints[e].limits.headers(&endpoint.limits, now, out);
     }
 
+    /// [`Provider::limit_headers`] leaving the state as it is (for the trace).
+    pub fn peek_limit_headers(&self, e: usize, now: f64, out: &mut Vec<LimitHeader>) {
+        let endpoint = &self.world.endpoints()[e];
+        self.endpoints[e]
+            .limits
+            .peek_headers(&endpoint.limits, now, out);
+    }
+
     /// Requests in flight at endpoint `e`.
     pub fn in_flight(&self, e: usize) -> u32 {
         self.endpoints[e].in_flight

@@ -179,6 +179,31 @@ fn run_one(
     into_run(algorithm, seed, result, elapsed(), config.rng)
 }
 
+/// One run of `algorithm` on `world` with its per-request trace (for `--request-log`), within
+/// the same wall-clock budget as a sweep's runs; `None` if the name does not [`resolve`].
+pub fn traced(
+    world: &World,
+    algorithm: &str,
+    seed: u64,
+    rng: RngScheme,
+    wall_budget: (&dyn Fn() -> f64, f64),
+) -> Option<RunResult> {
+    let strategy = strategy(world, algorithm)?;
+    let (clock, budget_s) = wall_budget;
+    let started = clock();
+    let out_of_time = || clock() - started > budget_s;
+    Some(harness::run(
+        world,
+        strategy.as_ref(),
+        &RunConfig {
+            seed,
+            rng,
+            trace: true,
+            out_of_time: &out_of_time,
+        },
+    ))
+}
+
 /// The report's view of a harness result; the wall time goes into the `wall_s` metric.
 ///
 /// A stalled run keeps its metrics, except under the reference's random numbers: the

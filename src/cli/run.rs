@@ -67,6 +67,14 @@ pub struct RunArgs {
     /// Write one CSV row per (algorithm, seed) to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Write the requests of one run as a request log (JSON Lines, docs/request-log.md) to PATH
+    /// (`-` for standard output); `--log-run` picks the run.
+    #[arg(long, value_name = "PATH")]
+    pub request_log: Option<PathBuf>,
+    /// The run `--request-log` records: `ALGORITHM` or `ALGORITHM:SEED` (a seed of this run, as
+    /// the CSV's seed column shows it) [default: the verdict's pick, the first seed].
+    #[arg(long, value_name = "ALGORITHM[:SEED]", requires = "request_log")]
+    pub log_run: Option<String>,
     /// Comma-separated metrics for the table [default: the objective's and a few key ones].
     #[arg(
         long,
@@ -335,14 +343,55 @@ pub fn main(args: &RunArgs) -> u8 {
         errln!("error: {message}");
         return super::EXIT_ERROR;
     }
+    let logged = match args.request_log.as_ref().map(|_| {
+        log_run(
+            args.log_run.as_deref(),
+            &algorithms,
+            &world,
+            args.exec.seeds.most(),
+        )
+    }) {
+        Some(Err(message)) => {
+            errln!("error: {}", crate::text::escape(&message));
+            return super::EXIT_ERROR;
+        }
+        Some(Ok(pick)) => Some(pick),
+        None => None,
+    };
     // A refusal drops the plan, which removes its temporaries.
     let Some(report) = compare(&world, &algorithms, args, &overrides) else {
         return super::EXIT_ERROR;
     };
+    let traced = logged.map(|(name, seed)| {
+        let name = name.unwrap_or_else(|| {
+            let leader = report.decision.leader();
+            leader.unwrap_or(&algorithms[0]).to_owned()
+        });
+        let origin = now();
+        let clock = move || origin.elapsed().as_secs_f64();
+        let result = sweep::traced(
+            &world,
+            &name,
+            seed,
+            args.exec.rng.scheme(),
+            (&clock, args.exec.wall_budget),
+        )
+        .expect("algorithm names are checked before the runs");
+        if !args.exec.quiet {
+            errln!(
+                "simbench: request log of {} seed {seed}: {} ({})",
+                crate::text::escape(&name),
+                plural(result.trace.len(), "request"),
+                result.outcome.name()
+            );
+        }
+        result
+    });
+    let log = traced.as_ref().map(|r| (&world, r.trace.as_slice()));
     if report.nothing_finished() {
         // A failed command replaces no output.
         plan.abandon(
-            renderer(&report, &choice),
+            renderer(&report, &choice, log),
             || table(&report),
             args.exec.quiet,
         );
@@ -353,7 +402,7 @@ pub fn main(args: &RunArgs) -> u8 {
         return super::EXIT_ERROR;
     }
     let code = plan.finish(
-        renderer(&report, &choice),
+        renderer(&report, &choice, log),
         || table(&report),
         args.exec.quiet,
     );
@@ -489,6 +538,7 @@ enum Rendering {
     Json,
     Markdown,
     Csv,
+    RequestLog,
 }
 
 /// The outputs named by `--json`, `--markdown` and `--csv`.
@@ -497,6 +547,11 @@ fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
         ("--json", args.json.as_ref(), Rendering::Json),
         ("--markdown", args.markdown.as_ref(), Rendering::Markdown),
         ("--csv", args.csv.as_ref(), Rendering::Csv),
+        (
+            "--request-log",
+            args.request_log.as_ref(),
+            Rendering::RequestLog,
+        ),
     ])
 }
 
@@ -601,6 +656,7 @@ fn in_plan_order(runs: &[report::Run], algorithms: &[String]) -> Vec<report::Run
 fn renderer<'a>(
     report: &'a Report,
     choice: &'a MetricChoice,
+    log: Option<(&'a World, &'a [crate::harness::TraceRecord])>,
 ) -> impl Fn(Rendering, &mut dyn Write) -> std::io::Result<()> + 'a {
     let rows = match choice {
         MetricChoice::Only(_) => choice.clone(),
@@ -613,7 +669,47 @@ fn renderer<'a>(
             out.write_all(report::markdown::render_rows(report, &rows).as_bytes())
         }
         Rendering::Csv => report::csv::write(report, out),
+        Rendering::RequestLog => match log {
+            Some((world, trace)) => crate::request_log::write(world, trace, out),
+            None => Ok(()),
+        },
     }
+}
+
+/// The (algorithm, seed) `--log-run` names, checked against the run's algorithms and seeds;
+/// without an algorithm, the verdict's pick is logged.
+fn log_run(
+    text: Option<&str>,
+    algorithms: &[String],
+    world: &World,
+    seeds: u32,
+) -> Result<(Option<String>, u64), String> {
+    let first = sweep::seeds(world, 1)[0];
+    let Some(text) = text else {
+        return Ok((None, first));
+    };
+    let (name, seed) = match text.rsplit_once(':') {
+        Some((name, seed)) => {
+            let seed = seed.trim().parse::<u64>().map_err(|_| {
+                format!("--log-run: `{seed}` is not a seed (a whole number, e.g. {first})")
+            })?;
+            (name.trim(), seed)
+        }
+        None => (text.trim(), first),
+    };
+    if !algorithms.iter().any(|a| a == name) {
+        return Err(format!(
+            "--log-run names `{name}`, which does not run (running: {})",
+            algorithms.join(", ")
+        ));
+    }
+    let last = sweep::seeds(world, seeds).last().copied().unwrap_or(first);
+    if !(first..=last).contains(&seed) {
+        return Err(format!(
+            "--log-run: seed {seed} is not one of this run's seeds ({first} to {last})"
+        ));
+    }
+    Ok((Some(name.to_owned()), seed))
 }
 
 /// The terminal table, coloured only on a terminal, fitted to its width.

@@ -1,4 +1,4 @@
-//! `simbench schema [scenario|report|sweep]`: print a generated JSON Schema.
+//! `simbench schema [scenario|report|sweep|request-log]`: print a generated JSON Schema.
 
 use super::console;
 
@@ -12,9 +12,11 @@ pub enum SchemaKind {
     Report,
     /// The JSON of `simbench sweep --json` (`schema/sweep.schema.json`).
     Sweep,
+    /// One line of a request log (`schema/request-log.schema.json`).
+    RequestLog,
 }
 
-/// `simbench schema [scenario|report]`.
+/// `simbench schema [scenario|report|sweep|request-log]`.
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
     /// The document whose schema is printed.
@@ -28,6 +30,7 @@ pub fn print_schema(args: &SchemaArgs) -> u8 {
         SchemaKind::Scenario => crate::schema::scenario_schema_text(),
         SchemaKind::Report => crate::report::json::schema_text(),
         SchemaKind::Sweep => crate::report::sweep::schema_text(),
+        SchemaKind::RequestLog => crate::request_log::schema_text(),
     };
     console::exit_code(super::EXIT_OK, console::print(&text))
 }

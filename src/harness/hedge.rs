@@ -121,7 +121,7 @@ impl<R: RandomSource> Sim<'_, R> {
             }
         }
         if self.trace.is_some() {
-            self.record(w, r, active_after_lease, arrival);
+            self.record(w, r, active_after_lease, arrival, true);
         }
     }
 
@@ -141,6 +141,9 @@ impl<R: RandomSource> Sim<'_, R> {
         worker.lease = copy.lease;
         worker.pending = copy.pending;
         worker.dispatched_at = copy.dispatched_at;
+        if self.trace.is_some() {
+            self.trace_copy_won(w);
+        }
         self.cancel(lease, dispatched_at + answer_s);
         let next = self.complete_request(w);
         self.drive(w, next);
@@ -152,6 +155,9 @@ impl<R: RandomSource> Sim<'_, R> {
         let hedging = &mut self.workers[w].hedging;
         hedging.timer = None;
         if let Some(copy) = hedging.copy.take() {
+            if self.trace.is_some() {
+                self.trace_cancelled(w, 1);
+            }
             self.cancel(copy.lease, copy.answers_at());
         }
     }

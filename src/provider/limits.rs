@@ -108,12 +108,17 @@ impl Limits {
     pub fn headers(&mut self, limits: &[Limit], now: f64, out: &mut Vec<LimitHeader>) {
         for (limit, allowance) in limits.iter().zip(&mut self.allowances) {
             allowance.catch_up(limit, now);
-            out.push(LimitHeader {
-                unit: limit.unit,
-                limit: limit.limit,
-                remaining: allowance.level.max(0.0),
-                reset_s: allowance.time_to(limit, limit.limit, now),
-            });
+            out.push(allowance.header(limit, now));
+        }
+    }
+
+    /// [`Limits::headers`] without bringing the state up to date: a recorder that looks must
+    /// not change the run (a level caught up in two steps may differ in its last bit).
+    pub fn peek_headers(&self, limits: &[Limit], now: f64, out: &mut Vec<LimitHeader>) {
+        for (limit, allowance) in limits.iter().zip(&self.allowances) {
+            let mut copy = *allowance;
+            copy.catch_up(limit, now);
+            out.push(copy.header(limit, now));
         }
     }
 }
@@ -137,6 +142,16 @@ impl Allowance {
             }
         }
         self.at = now;
+    }
+
+    /// The limit's `x-ratelimit-*` headers at `now`, the level being up to date.
+    fn header(&self, limit: &Limit, now: f64) -> LimitHeader {
+        LimitHeader {
+            unit: limit.unit,
+            limit: limit.limit,
+            remaining: self.level.max(0.0),
+            reset_s: self.time_to(limit, limit.limit, now),
+        }
     }
 
     /// Seconds from `now` until the level reaches `need` (0 if it has), rounded up to whole

@@ -269,6 +269,15 @@ fn separated(metric: Metric, difference: &Paired) -> bool {
 }
 
 impl Decision {
+    /// The strategy the verdict picks, or leads with when it cannot decide.
+    pub fn leader(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Decided { pick, .. } | Outcome::Alone { pick } => Some(pick),
+            Outcome::Undecided { levels } => levels.first().map(|l| l.leader.as_str()),
+            Outcome::Nothing => None,
+        }
+    }
+
     /// The verdict in one sentence, e.g. `pick backoff for most jobs_done: …`.
     pub fn headline(&self) -> String {
         let level = pct(self.objective.confidence);

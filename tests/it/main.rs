@@ -22,6 +22,7 @@ mod replay;
 mod report;
 mod report_cli;
 mod report_schema;
+mod request_log;
 mod retry_options;
 mod run_cli;
 mod scenario_cli;
