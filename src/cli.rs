@@ -11,6 +11,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod console;
+mod fit;
 mod load;
 mod memory;
 mod output;
@@ -49,6 +50,9 @@ enum Command {
     /// rate) levels and name the highest level that still buys throughput without refusals or
     /// a jump in service p99.
     Sweep(sweep::SweepArgs),
+    /// Learn a world from request logs: write a commented world file whose every value says
+    /// what it rests on.
+    Fit(fit::FitArgs),
     /// List algorithms, metrics, and the scenarios of a folder (or the built-in world).
     List(run::ListArgs),
     /// Print a built-in world's file (`bursty`).
@@ -165,6 +169,7 @@ pub fn main() -> ExitCode {
         Command::Schema(args) => schema::print_schema(&args),
         Command::Run(args) => run::main(&args),
         Command::Sweep(args) => sweep::main(&args),
+        Command::Fit(args) => fit::main(&args),
         Command::List(args) => run::list(&args),
         Command::Show(args) => starter::show(&args),
         Command::Init(args) => starter::init(&args),

@@ -20,6 +20,7 @@ pub mod client;
 pub mod compile;
 pub mod compose;
 pub mod diagnostics;
+pub mod fit;
 pub mod harness;
 pub mod knee;
 pub mod memory;

@@ -24,6 +24,8 @@ pub(crate) enum Role {
     Scenario,
     /// A file the scenario's `extends` chain names.
     Base,
+    /// A request log `simbench fit` reads.
+    Log,
 }
 
 impl Inputs {
@@ -55,6 +57,7 @@ pub(super) fn check(outputs: &[(&'static str, &Path)], inputs: &Inputs) -> Resul
                 let what = match role {
                     Role::Scenario => "the scenario file".to_owned(),
                     Role::Base => format!("a base that the scenario extends ({})", input.display()),
+                    Role::Log => "a log being read".to_owned(),
                 };
                 return Err(format!(
                     "{flag} {} is {what}; refusing to overwrite it (nothing was written)",

@@ -1,0 +1,759 @@
+//! `simbench fit`: a world learnt from request logs.
+//!
+//! The logs are read into a compact [`input::Log`] (numbers only: prompts and bodies never
+//! reach it); each endpoint's admission is replayed to find its capacity, cycle, bucket and
+//! published limits ([`admission`]); served durations give the latency ([`latency`]); failures
+//! over time give the error rate and storms ([`failures`]); job, step and attempt ids give the
+//! load and the retry policy ([`load`]). The result is a commented world file ([`doc`]) whose
+//! every value says what it rests on, and a report of what could not be identified. Pure: no
+//! I/O, no clock.
+
+pub mod admission;
+pub mod doc;
+pub mod failures;
+pub mod input;
+pub mod latency;
+pub mod load;
+pub mod stats;
+
+use admission::{Arrival, Met};
+use doc::{Doc, float, string};
+use input::{Log, Request};
+use latency::{Sampled, TokenSample};
+
+use crate::request_log::{EntryOutcome, ErrorKind, HeaderUnit};
+
+/// A fitted world.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    /// The world file.
+    pub toml: String,
+    /// Every value written, with its basis or why it is a default.
+    pub report: Vec<doc::ReportLine>,
+}
+
+/// Why no world can be fitted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FitError {
+    /// The logs hold no request.
+    Empty,
+    /// No request was served, so there is no latency to fit.
+    NothingServed,
+}
+
+impl std::fmt::Display for FitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FitError::Empty => write!(f, "the logs hold no request"),
+            FitError::NothingServed => write!(
+                f,
+                "no request in the logs was served (every one was refused, rejected or cut \
+                 short), so there is no latency to fit"
+            ),
+        }
+    }
+}
+
+/// Fits a world named `name` to `log`.
+pub fn fit(log: &Log, name: &str) -> Result<Fitted, FitError> {
+    if log.is_empty() {
+        return Err(FitError::Empty);
+    }
+    if !log
+        .segments
+        .iter()
+        .flat_map(|s| &s.requests)
+        .any(|r| r.outcome.served())
+    {
+        return Err(FitError::NothingServed);
+    }
+    let endpoints = fit_endpoints(log);
+    let load = load::fit(log);
+    let mut doc = Doc::default();
+    preamble(&mut doc, log, name);
+    top_level(&mut doc, log, name, &load);
+    cycle(&mut doc, &endpoints);
+    load::write_retry(&mut doc, &load);
+    provider(&mut doc, log, &endpoints);
+    load::write_load(&mut doc, &load);
+    tokens(&mut doc, log);
+    for fit in &endpoints {
+        write_endpoint(&mut doc, fit, &load);
+    }
+    Ok(Fitted {
+        toml: doc.render(),
+        report: doc.report,
+    })
+}
+
+fn preamble(doc: &mut Doc, log: &Log, name: &str) {
+    doc.preamble(format!(
+        "Fitted by `simbench fit` {} from {} requests in {} ({}).",
+        env!("CARGO_PKG_VERSION"),
+        log.len(),
+        plural(log.segments.len(), "log"),
+        log.segments
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    doc.preamble(format!(
+        "`{name}`: each value says what it rests on; \"not identified\" marks a default."
+    ));
+}
+
+fn top_level(doc: &mut Doc, log: &Log, name: &str, load: &load::LoadFit) {
+    doc.table("", "", &[]);
+    doc.fitted("name", string(name), "");
+    doc.fitted(
+        "summary",
+        string(&format!(
+            "Fitted from {} requests to {}.",
+            log.len(),
+            plural(log.endpoints.len(), "endpoint")
+        )),
+        "",
+    );
+    load::write_top(doc, load);
+}
+
+/// Everything fitted about one endpoint.
+struct EndpointFit {
+    id: String,
+    served: u64,
+    latency: LatencyChoice,
+    failures: failures::FailureFit,
+    capacity: admission::CapacityFit,
+    bucket: Option<admission::BucketFit>,
+    published: Vec<admission::PublishedFit>,
+    overloaded: u64,
+    rejected: u64,
+}
+
+enum LatencyChoice {
+    Sampled(latency::SampledFit),
+    Tokens(latency::TokenFit),
+}
+
+fn fit_endpoints(log: &Log) -> Vec<EndpointFit> {
+    let published: Vec<Vec<admission::PublishedFit>> = (0..log.endpoints.len() as u32)
+        .map(|e| admission::fit_published(log, e))
+        .collect();
+    let limit_refusal = |s: usize, i: usize| -> bool {
+        let r = &log.segments[s].requests[i];
+        explained_by_published(r, &published[r.endpoint as usize], log, s)
+    };
+    let mut arrivals = admission::arrivals(log, &limit_refusal);
+    (0..log.endpoints.len())
+        .map(|e| {
+            let mut mine: Vec<Vec<Arrival>> = arrivals
+                .iter_mut()
+                .map(|s| std::mem::take(&mut s[e]))
+                .collect();
+            let capacity = admission::fit_capacity(&mut mine);
+            let bucket = admission::fit_bucket(&mine);
+            let requests: Vec<&Request> = log.of(e as u32).collect();
+            let latency = fit_latency(log, e as u32, &mine, &capacity);
+            let failures = fit_failures(log, e as u32);
+            EndpointFit {
+                id: log.endpoints[e].clone(),
+                served: requests.iter().filter(|r| r.outcome.served()).count() as u64,
+                latency,
+                failures,
+                capacity,
+                bucket,
+                published: published[e].clone(),
+                overloaded: requests
+                    .iter()
+                    .filter(|r| r.outcome == EntryOutcome::Overloaded)
+                    .count() as u64,
+                rejected: requests
+                    .iter()
+                    .filter(|r| r.outcome == EntryOutcome::Rejected)
+                    .count() as u64,
+            }
+        })
+        .collect()
+}
+
+/// Whether a 429 is a published limit's: the limits' remaining allowance, as the endpoint's
+/// latest headers before it said, could not cover it. Without headers, no 429 is.
+fn explained_by_published(
+    r: &Request,
+    published: &[admission::PublishedFit],
+    log: &Log,
+    segment: usize,
+) -> bool {
+    if published.is_empty() || r.outcome != EntryOutcome::RateLimited {
+        return false;
+    }
+    let headers = &log.segments[segment].headers;
+    published.iter().any(|p| {
+        let key = (r.endpoint, input::unit_key(p.unit));
+        let Some(samples) = headers.get(&key) else {
+            return false;
+        };
+        // The sample recorded with this refusal (at its instant), else the latest before.
+        let i = samples.partition_point(|s| s.at <= r.start);
+        let Some(seen) = i.checked_sub(1).map(|i| samples[i]) else {
+            return false;
+        };
+        let need = match p.unit {
+            HeaderUnit::Requests => 1.0,
+            HeaderUnit::InputTokens => r.input,
+            HeaderUnit::OutputTokens => r.max_tokens,
+            HeaderUnit::Tokens => r.input + r.max_tokens,
+        };
+        !need.is_nan() && seen.remaining < need.max(1.0)
+    })
+}
+
+fn fit_latency(
+    log: &Log,
+    e: u32,
+    arrivals: &[Vec<Arrival>],
+    capacity: &admission::CapacityFit,
+) -> LatencyChoice {
+    let served: Vec<f64> = log
+        .of(e)
+        .filter(|r| r.outcome.served())
+        .map(|r| r.end - r.start)
+        .collect();
+    let censored: Vec<f64> = log
+        .of(e)
+        .filter(|r| {
+            matches!(
+                r.outcome,
+                EntryOutcome::ClientTimeout | EntryOutcome::Cancelled
+            )
+        })
+        .map(|r| r.end - r.start)
+        .collect();
+    let samples = token_samples(log, e, arrivals, capacity);
+    if let Some(fit) = latency::fit_tokens(&samples)
+        && fit.latency_error < 0.05
+    {
+        return LatencyChoice::Tokens(fit);
+    }
+    LatencyChoice::Sampled(latency::fit_sampled(&served, &censored).unwrap_or(
+        latency::SampledFit {
+            model: Sampled::Constant {
+                mean_s: served.first().copied().unwrap_or(0.4).max(1e-6),
+            },
+            n: served.len(),
+            censored: censored.len(),
+            ks: 0.0,
+            tail_found: false,
+        },
+    ))
+}
+
+/// The served successes of `e` with tokens and a time to first token, with the load each met.
+fn token_samples(
+    log: &Log,
+    e: u32,
+    arrivals: &[Vec<Arrival>],
+    capacity: &admission::CapacityFit,
+) -> Vec<TokenSample> {
+    let cap = |t: f64| {
+        capacity
+            .model
+            .map_or(f64::from(capacity.peak_in_flight.max(1)), |m| {
+                f64::from(m.at(t))
+            })
+    };
+    let mut out = Vec::new();
+    for (segment, mine) in log.segments.iter().zip(arrivals) {
+        let requests = segment.requests.iter().filter(|r| r.endpoint == e);
+        for (r, a) in requests.zip(mine) {
+            if r.outcome == EntryOutcome::Ok
+                && a.met == Met::Admitted
+                && r.ttft.is_finite()
+                && r.output.is_finite()
+                && r.input.is_finite()
+            {
+                out.push(TokenSample {
+                    input: r.input,
+                    output: r.output,
+                    ttft: r.ttft,
+                    latency: r.end - r.start,
+                    load: f64::from(a.in_flight) / cap(r.start),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn fit_failures(log: &Log, e: u32) -> failures::FailureFit {
+    let segments: Vec<Vec<(f64, bool)>> = log
+        .segments
+        .iter()
+        .map(|s| {
+            s.requests
+                .iter()
+                .filter(|r| r.endpoint == e && r.outcome.served())
+                .map(|r| (r.start, r.outcome == EntryOutcome::Error))
+                .collect()
+        })
+        .collect();
+    failures::fit(&segments)
+}
+
+/// The cycle with the most evidence among the endpoints' (the format has one for all).
+fn best_cycle(endpoints: &[EndpointFit]) -> Option<(&EndpointFit, admission::CapacityModel)> {
+    endpoints
+        .iter()
+        .filter_map(|f| {
+            let m = f.capacity.model?;
+            (m.period_s > 0.0).then_some((f, m))
+        })
+        .max_by_key(|(f, _)| f.capacity.flat_violations - f.capacity.violations)
+}
+
+fn cycle(doc: &mut Doc, endpoints: &[EndpointFit]) {
+    doc.table("[cycle]", "cycle", &[]);
+    match best_cycle(endpoints) {
+        Some((f, m)) => {
+            let basis = format!(
+                "from {} admissions and {} capacity refusals at `{}`: the cycle decides {} of \
+                 them otherwise than the log, a flat capacity {}",
+                f.capacity.admissions,
+                f.capacity.refusals,
+                f.id,
+                f.capacity.violations,
+                f.capacity.flat_violations
+            );
+            doc.fitted("period_s", float(m.period_s, 4), basis);
+            doc.fitted("trough", float(m.trough, 3), "lowest capacity factor");
+            doc.fitted("peak", "1.0".into(), "capacities are written at the peak");
+            doc.fitted("phase_s", float(m.phase_s, 4), "the trough is at phase_s");
+        }
+        None => {
+            doc.assumed(
+                "period_s",
+                "0.0".into(),
+                "no endpoint's refusals follow a cycle (a flat capacity explains them, or none \
+                 was refused)",
+            );
+            doc.fitted("trough", "1.0".into(), "");
+            doc.fitted("peak", "1.0".into(), "");
+        }
+    }
+}
+
+fn provider(doc: &mut Doc, log: &Log, endpoints: &[EndpointFit]) {
+    doc.table("[provider]", "provider", &[]);
+    let mut afters: Vec<f64> = endpoints
+        .iter()
+        .filter_map(|f| f.capacity.retry_after_s)
+        .collect();
+    afters.sort_by(f64::total_cmp);
+    if afters.is_empty() {
+        doc.assumed(
+            "capacity_retry_after_s",
+            "0.25".into(),
+            "no capacity refusal carried a Retry-After",
+        );
+    } else {
+        let refusals: u64 = endpoints.iter().map(|f| f.capacity.refusals).sum();
+        doc.fitted(
+            "capacity_retry_after_s",
+            float(stats::quantile(&afters, 0.5), 4),
+            format!("median Retry-After of {refusals} capacity refusals"),
+        );
+    }
+    let mut kinds = [0u64; 3];
+    for r in log.segments.iter().flat_map(|s| &s.requests) {
+        if r.outcome == EntryOutcome::Error {
+            kinds[match r.error {
+                Some(ErrorKind::Connection) => 1,
+                Some(ErrorKind::Timeout) => 2,
+                _ => 0,
+            }] += 1;
+        }
+    }
+    let total: u64 = kinds.iter().sum();
+    doc.table("[provider.failure_kinds]", "provider.failure_kinds", &[]);
+    if total == 0 {
+        for (key, share) in [
+            ("http_503", "0.5"),
+            ("connection", "0.3"),
+            ("timeout", "0.2"),
+        ] {
+            doc.assumed(key, share.into(), "no failed request in the logs");
+        }
+        return;
+    }
+    let share = |k: u64| k as f64 / total as f64;
+    let (a, b) = (share(kinds[0]), share(kinds[1]));
+    let (a4, b4) = ((a * 1e4).round() / 1e4, (b * 1e4).round() / 1e4);
+    let c4 = ((1.0 - a4 - b4) * 1e4).round() / 1e4;
+    let basis = |k: u64| format!("{k} of {total} failures");
+    doc.fitted("http_503", float(a4, 4), basis(kinds[0]));
+    doc.fitted("connection", float(b4, 4), basis(kinds[1]));
+    doc.fitted("timeout", float(c4.max(0.0), 4), basis(kinds[2]));
+}
+
+/// `[tokens]` from the prompt and output sizes, when the logs have them.
+fn tokens(doc: &mut Doc, log: &Log) {
+    let requests = || log.segments.iter().flat_map(|s| &s.requests);
+    let mut input: Vec<f64> = requests()
+        .filter(|r| r.input.is_finite() && r.input >= 1.0 && r.attempt <= 1 && !r.hedge)
+        .map(|r| r.input)
+        .collect();
+    let mut output: Vec<f64> = requests()
+        .filter(|r| r.outcome == EntryOutcome::Ok && r.output.is_finite() && r.output >= 1.0)
+        .map(|r| r.output)
+        .collect();
+    if input.is_empty() || output.is_empty() {
+        return;
+    }
+    input.sort_by(f64::total_cmp);
+    output.sort_by(f64::total_cmp);
+    let max_tokens = requests()
+        .map(|r| r.max_tokens)
+        .filter(|m| m.is_finite())
+        .fold(output[output.len() - 1], f64::max);
+    doc.table("[tokens]", "tokens", &[]);
+    doc.fitted("input", size(&input), size_note(&input, "prompts"));
+    doc.fitted(
+        "output",
+        size(&output),
+        size_note(&output, "successful answers"),
+    );
+    doc.fitted(
+        "max_tokens",
+        format!("{}", max_tokens.ceil() as u64),
+        "the largest max_tokens asked (or output seen)",
+    );
+    let mut timeouts: Vec<f64> = requests()
+        .filter(|r| r.outcome == EntryOutcome::ClientTimeout)
+        .map(|r| r.end - r.start)
+        .collect();
+    if !timeouts.is_empty() {
+        timeouts.sort_by(f64::total_cmp);
+        doc.fitted(
+            "request_timeout_s",
+            float(stats::quantile(&timeouts, 0.5), 4),
+            format!("median duration of {} client timeouts", timeouts.len()),
+        );
+    }
+}
+
+/// A lognormal size when it fits (KS ≤ 0.05), else 21 empirical quantiles.
+fn size(sorted: &[f64]) -> String {
+    let (median, sigma, ks) = lognormal_size(sorted);
+    if ks <= 0.05 || sorted.len() < 50 {
+        return format!(
+            "{{ distribution = \"lognormal\", median = {}, sigma = {} }}",
+            float(median.max(1.0), 4),
+            float(sigma.clamp(0.0, 5.0), 3)
+        );
+    }
+    let points: Vec<String> = (0..=20)
+        .map(|i| {
+            let q = i as f64 / 20.0;
+            format!(
+                "[{}, {}]",
+                float(q, 2),
+                float(stats::quantile(sorted, q).max(1.0), 5)
+            )
+        })
+        .collect();
+    format!(
+        "{{ distribution = \"empirical\", quantiles = [{}] }}",
+        points.join(", ")
+    )
+}
+
+fn size_note(sorted: &[f64], what: &str) -> String {
+    let (_, _, ks) = lognormal_size(sorted);
+    format!(
+        "{} {what}; lognormal KS {}{}",
+        sorted.len(),
+        float(ks, 2),
+        if ks <= 0.05 || sorted.len() < 50 {
+            ""
+        } else {
+            ", so empirical quantiles"
+        }
+    )
+}
+
+fn lognormal_size(sorted: &[f64]) -> (f64, f64, f64) {
+    let logs: Vec<f64> = sorted.iter().map(|x| x.ln()).collect();
+    let (mu, sigma) = stats::mean_sd(&logs);
+    let ks = stats::ks_distance(sorted, |x| {
+        if sigma > 0.0 {
+            stats::normal_cdf(((x + 0.5).ln() - mu) / sigma)
+        } else if x >= mu.exp() {
+            1.0
+        } else {
+            0.0
+        }
+    });
+    (mu.exp(), sigma, ks)
+}
+
+fn write_endpoint(doc: &mut Doc, f: &EndpointFit, load: &load::LoadFit) {
+    let prefix = format!("endpoints.{}", f.id);
+    doc.table("[[endpoints]]", &prefix, &[]);
+    doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
+    match f.capacity.model {
+        Some(m) => doc.fitted(
+            "capacity",
+            m.capacity.to_string(),
+            format!(
+                "at the cycle's peak; {} capacity refusals, most in flight at an admission {}",
+                f.capacity.refusals, f.capacity.peak_in_flight
+            ),
+        ),
+        None => doc.assumed(
+            "capacity",
+            load.most_in_flight()
+                .max(f.capacity.peak_in_flight)
+                .to_string(),
+            format!(
+                "never refused for concurrency (at most {} in flight); set so it never binds",
+                f.capacity.peak_in_flight
+            ),
+        ),
+    }
+    if f.overloaded > 0 {
+        doc.fitted(
+            "saturated",
+            string("overloaded"),
+            format!("{} \"overloaded\" answers when full", f.overloaded),
+        );
+    }
+    if !f.published.is_empty() {
+        let items: Vec<String> = f.published.iter().map(published_item).collect();
+        let basis: Vec<String> = f
+            .published
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: {} headers{}",
+                    unit_name(p.unit),
+                    p.n,
+                    if p.rolling {
+                        format!(", window spread {}", float(p.spread, 2))
+                    } else {
+                        ", fixed reset".into()
+                    }
+                )
+            })
+            .collect();
+        doc.fitted(
+            "limits",
+            format!("[{}]", items.join(", ")),
+            format!("from x-ratelimit headers ({})", basis.join("; ")),
+        );
+    }
+    write_latency(doc, f, &prefix);
+    write_failures(doc, f, &prefix);
+    if let Some(b) = &f.bucket {
+        write_bucket(doc, b, &prefix);
+    }
+    if f.rejected > 0 {
+        // Rejections come from incidents, which the fit does not model.
+        let _ = f.rejected;
+    }
+}
+
+fn unit_name(unit: HeaderUnit) -> &'static str {
+    unit.unit().name()
+}
+
+fn published_item(p: &admission::PublishedFit) -> String {
+    let window = match p.window_s {
+        1.0 => "per = \"second\"".to_owned(),
+        60.0 => "per = \"minute\"".to_owned(),
+        3600.0 => "per = \"hour\"".to_owned(),
+        86_400.0 => "per = \"day\"".to_owned(),
+        w => format!("window_s = {}", float(w, 5)),
+    };
+    let reset = match (p.rolling, p.window_s >= 86_400.0) {
+        (true, true) => ", reset = \"rolling\"",
+        (false, false) => ", reset = \"fixed\"",
+        _ => "",
+    };
+    format!(
+        "{{ unit = \"{}\", limit = {}, {window}{reset} }}",
+        unit_name(p.unit),
+        float(p.limit.round(), 8)
+    )
+}
+
+fn write_latency(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
+    doc.table("[endpoints.latency]", &format!("{prefix}.latency"), &[]);
+    match &f.latency {
+        LatencyChoice::Tokens(t) => {
+            let basis = format!(
+                "{} successes with tokens and ttft; median error {} (ttft), {} (duration)",
+                t.n,
+                float(t.ttft_error, 2),
+                float(t.latency_error, 2)
+            );
+            doc.fitted("distribution", string("tokens"), basis);
+            doc.fitted("ttft_s", float(t.ttft_s, 4), "idle time to first token");
+            doc.fitted("ttft_per_1k_input_s", float(t.ttft_per_1k_input_s, 4), "");
+            doc.fitted("ttft_load", float(t.ttft_load, 4), "");
+            doc.fitted("decode_tokens_per_s", float(t.decode_tokens_per_s, 5), "");
+            doc.fitted("load_slowdown", float(t.load_slowdown, 4), "");
+            tail(doc, t.tail_rate, t.tail_factor, t.tail_rate > 0.0);
+        }
+        LatencyChoice::Sampled(s) => {
+            let basis = format!(
+                "{} served{}; KS {}",
+                s.n,
+                if s.censored > 0 {
+                    format!(", {} cut short (as lower bounds)", s.censored)
+                } else {
+                    String::new()
+                },
+                float(s.ks, 2)
+            );
+            match s.model {
+                Sampled::Lognormal {
+                    median_s,
+                    sigma,
+                    tail_rate,
+                    tail_factor,
+                } => {
+                    doc.fitted("median_s", float(median_s, 4), basis);
+                    doc.fitted("sigma", float(sigma, 4), "");
+                    tail(doc, tail_rate, tail_factor, s.tail_found);
+                }
+                Sampled::Exponential { mean_s } => {
+                    doc.fitted("distribution", string("exponential"), basis);
+                    doc.fitted("mean_s", float(mean_s, 4), "");
+                    doc.fitted("tail_rate", "0.0".into(), "");
+                }
+                Sampled::Constant { mean_s } => {
+                    doc.fitted("distribution", string("constant"), basis);
+                    doc.fitted("mean_s", float(mean_s, 6), "");
+                    doc.fitted("tail_rate", "0.0".into(), "");
+                }
+            }
+        }
+    }
+}
+
+fn tail(doc: &mut Doc, rate: f64, factor: f64, found: bool) {
+    if found {
+        doc.fitted(
+            "tail_rate",
+            float(rate, 3),
+            "share of requests in the slow tail",
+        );
+        doc.fitted("tail_factor", float(factor, 3), "the tail's multiplier");
+    } else {
+        doc.assumed(
+            "tail_rate",
+            "0.0".into(),
+            "no slow tail stands out (BIC), so none",
+        );
+    }
+}
+
+fn write_failures(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
+    doc.table("[endpoints.failures]", &format!("{prefix}.failures"), &[]);
+    let fit = &f.failures;
+    let basis = format!("{} failed of {} served", fit.failed, fit.n);
+    match &fit.storms {
+        Some(s) => {
+            doc.fitted(
+                "error_rate",
+                float(fit.error_rate, 3),
+                format!("{basis}; outside storms (two-state hidden Markov model)"),
+            );
+            doc.fitted(
+                "storm_rate",
+                float(s.storm_rate, 3),
+                format!(
+                    "{}% of the time in storm, storms chained {} s on average; log-likelihood \
+                     +{} over no storms",
+                    float(s.share * 100.0, 3),
+                    float(s.mean_chain_s, 3),
+                    float(s.loglik_gain, 3)
+                ),
+            );
+            doc.fitted(
+                "storm_check_s",
+                float(failures::CHECK_S, 3),
+                "any interval gives the same share and length",
+            );
+            doc.fitted("storm_duration_s", float(s.duration_s, 3), "");
+            doc.fitted(
+                "storm_error_rate",
+                float(s.error_rate, 3),
+                "error rate inside a storm",
+            );
+        }
+        None => {
+            doc.fitted("error_rate", float(fit.error_rate, 3), basis);
+            doc.assumed(
+                "storm_rate",
+                "0.0".into(),
+                "errors do not cluster in time beyond chance, so no storms",
+            );
+        }
+    }
+}
+
+fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {
+    doc.table(
+        "[endpoints.rate_limit]",
+        &format!("{prefix}.rate_limit"),
+        &[],
+    );
+    let per_window = (b.bucket.refill_per_s * 60.0).round().max(1.0);
+    doc.fitted(
+        "per_window",
+        format!("{}", per_window as u64),
+        format!(
+            "replaying {} checked arrivals ({} quota refusals) decides {} otherwise than the log",
+            b.checked, b.refusals, b.mismatches
+        ),
+    );
+    doc.fitted("window_s", "60.0".into(), "per_window is per minute");
+    doc.fitted(
+        "burst",
+        float(b.bucket.burst_size / per_window, 4),
+        "bucket size / per_window",
+    );
+    doc.fitted(
+        "retry_after_s",
+        float(
+            if b.retry_after_s.is_nan() {
+                1.0
+            } else {
+                b.retry_after_s
+            },
+            4,
+        ),
+        "median Retry-After of its refusals",
+    );
+    doc.fitted(
+        "tightening",
+        float(b.bucket.tightening, 3),
+        "allowance factor per refusal",
+    );
+    doc.fitted("tightening_floor", float(b.bucket.floor.min(1.0), 3), "");
+    doc.fitted(
+        "recovery_per_window",
+        float(b.bucket.recovery_per_s * 60.0, 4),
+        "",
+    );
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

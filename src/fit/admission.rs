@@ -1,0 +1,678 @@
+//! What the provider admits: concurrency capacity and its cycle, the 429 refusals and which
+//! limit sent them, the token bucket, the published limits.
+//!
+//! The log holds every arrival at an endpoint in order, with what it met, so the provider's
+//! admission can be replayed exactly: the requests in flight at each arrival are counted from
+//! the log itself, and a candidate capacity (or bucket) is scored by how many of the log's
+//! admissions and refusals it would have decided otherwise. The true parameters score zero;
+//! the fit searches for the lowest score, from estimates read off the data.
+
+use std::collections::{BTreeMap, BinaryHeap};
+
+use super::input::{HeaderSample, Log, Request, key_unit};
+use crate::request_log::{EntryOutcome, HeaderUnit};
+
+/// What an arrival met, for the replay.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Met {
+    /// Admitted.
+    Admitted,
+    /// A 429 from the concurrency limit.
+    Capacity,
+    /// A 429 from the token bucket (no published limit explains it).
+    Quota,
+    /// A 429 that a published limit's headers explain.
+    Limit,
+    /// "Overloaded".
+    Overloaded,
+    /// Turned away (outage, key, too large): no limit saw it.
+    Other,
+}
+
+/// One arrival at an endpoint.
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    /// When \[s\].
+    pub at: f64,
+    /// Admitted requests in flight at the endpoint when it arrived.
+    pub in_flight: u32,
+    /// What it met.
+    pub met: Met,
+    /// The Retry-After it carried \[s\] or `NaN`.
+    pub retry_after: f64,
+}
+
+/// Per segment, per endpoint: the arrivals in order.
+pub fn arrivals(log: &Log, limit_refusal: &dyn Fn(usize, usize) -> bool) -> Vec<Vec<Vec<Arrival>>> {
+    log.segments
+        .iter()
+        .enumerate()
+        .map(|(s, segment)| {
+            (0..log.endpoints.len() as u32)
+                .map(|e| endpoint_arrivals(&segment.requests, e, |i| limit_refusal(s, i)))
+                .collect()
+        })
+        .collect()
+}
+
+/// Counts the requests in flight at each arrival at `e`: an answer at the instant of a send
+/// is taken to come first, as a worker's next call follows its answer.
+fn endpoint_arrivals(
+    requests: &[Request],
+    e: u32,
+    is_limit: impl Fn(usize) -> bool,
+) -> Vec<Arrival> {
+    let mut ends: BinaryHeap<std::cmp::Reverse<OrdF64>> = BinaryHeap::new();
+    let mut out = Vec::new();
+    for (i, r) in requests.iter().enumerate().filter(|(_, r)| r.endpoint == e) {
+        while ends.peek().is_some_and(|end| end.0.0 <= r.start) {
+            ends.pop();
+        }
+        let met = match r.outcome {
+            _ if r.admitted() => Met::Admitted,
+            EntryOutcome::RateLimited if is_limit(i) => Met::Limit,
+            // Capacity or quota: classified once the capacity is known.
+            EntryOutcome::RateLimited => Met::Quota,
+            EntryOutcome::Overloaded => Met::Overloaded,
+            _ => Met::Other,
+        };
+        out.push(Arrival {
+            at: r.start,
+            in_flight: ends.len() as u32,
+            met,
+            retry_after: r.retry_after,
+        });
+        if r.admitted() {
+            ends.push(std::cmp::Reverse(OrdF64(r.end)));
+        }
+    }
+    out
+}
+
+/// A totally ordered `f64` for the heap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrdF64(f64);
+impl Eq for OrdF64 {}
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// A capacity with its cycle: `max(1, round(capacity · factor(t)))`, the factor swinging from
+/// `trough` to 1 over `period_s` (0 = flat).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapacityModel {
+    /// Peak concurrency.
+    pub capacity: u32,
+    /// Cycle period \[s\]; 0 for none.
+    pub period_s: f64,
+    /// Lowest factor.
+    pub trough: f64,
+    /// Shift \[s\]: the trough is at `phase_s`.
+    pub phase_s: f64,
+}
+
+impl CapacityModel {
+    /// The limit at `t`, as the provider rounds it.
+    pub fn at(&self, t: f64) -> u32 {
+        let factor = if self.period_s > 0.0 {
+            let mid = (1.0 + self.trough) / 2.0;
+            let amp = (1.0 - self.trough) / 2.0;
+            mid - amp * (2.0 * std::f64::consts::PI / self.period_s * (t - self.phase_s)).cos()
+        } else {
+            1.0
+        };
+        let raw = (f64::from(self.capacity) * factor).round_ties_even();
+        if raw < 1.0 { 1 } else { raw as u32 }
+    }
+
+    /// Arrivals the model decides otherwise than the log: an admission above the limit, a
+    /// capacity refusal or "overloaded" below it.
+    fn violations(&self, bounds: &[Bound]) -> u64 {
+        bounds
+            .iter()
+            .map(|b| {
+                let cap = self.at(b.at);
+                u64::from(if b.upper { b.k < cap } else { b.k >= cap })
+            })
+            .sum()
+    }
+}
+
+/// One constraint on the capacity: an admission at `k` in flight (`cap > k`) or a refusal at
+/// `k` (`cap <= k`).
+#[derive(Clone, Copy, Debug)]
+struct Bound {
+    at: f64,
+    k: u32,
+    upper: bool,
+}
+
+/// The capacity fit of one endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CapacityFit {
+    /// The model; `None` when the limit was never reached (no capacity refusal).
+    pub model: Option<CapacityModel>,
+    /// The most requests ever in flight at an admission, plus one.
+    pub peak_in_flight: u32,
+    /// Capacity refusals and "overloaded" answers seen.
+    pub refusals: u64,
+    /// Admissions seen.
+    pub admissions: u64,
+    /// Arrivals the model decides otherwise than the log.
+    pub violations: u64,
+    /// The same for the best flat capacity.
+    pub flat_violations: u64,
+    /// The Retry-After of its refusals (median) \[s\].
+    pub retry_after_s: Option<f64>,
+}
+
+/// Splits the 429s of one endpoint's arrivals into capacity and quota refusals, then fits the
+/// capacity and its cycle. A group of 429s sharing one Retry-After is the concurrency limit's
+/// when most of them came with the endpoint as full as it ever was around then.
+pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
+    classify_429s(arrivals);
+    let mut bounds = Vec::new();
+    let (mut peak, mut refusals, mut admissions) = (0u32, 0u64, 0u64);
+    let mut after = Vec::new();
+    for segment in arrivals.iter() {
+        for a in segment {
+            match a.met {
+                Met::Admitted => {
+                    peak = peak.max(a.in_flight + 1);
+                    admissions += 1;
+                    bounds.push(Bound {
+                        at: a.at,
+                        k: a.in_flight,
+                        upper: false,
+                    });
+                }
+                Met::Capacity | Met::Overloaded => {
+                    refusals += 1;
+                    if a.retry_after.is_finite() {
+                        after.push(a.retry_after);
+                    }
+                    bounds.push(Bound {
+                        at: a.at,
+                        k: a.in_flight,
+                        upper: true,
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    after.sort_by(f64::total_cmp);
+    let retry_after_s = (!after.is_empty()).then(|| super::stats::quantile(&after, 0.5));
+    if refusals == 0 {
+        return CapacityFit {
+            model: None,
+            peak_in_flight: peak,
+            refusals,
+            admissions,
+            violations: 0,
+            flat_violations: 0,
+            retry_after_s,
+        };
+    }
+    let span = bounds.iter().fold(0.0f64, |m, b| m.max(b.at));
+    let flat = (1..=peak.max(1) + 1)
+        .map(|c| CapacityModel {
+            capacity: c,
+            period_s: 0.0,
+            trough: 1.0,
+            phase_s: 0.0,
+        })
+        .min_by_key(|m| (m.violations(&bounds), m.capacity))
+        .expect("a candidate");
+    let flat_violations = flat.violations(&bounds);
+    let cycled = search_cycle(&bounds, peak, span);
+    let model = match cycled {
+        Some(c) if accept_cycle(c.violations(&bounds), flat_violations) => c,
+        _ => flat,
+    };
+    CapacityFit {
+        violations: model.violations(&bounds),
+        model: Some(model),
+        peak_in_flight: peak,
+        refusals,
+        admissions,
+        flat_violations,
+        retry_after_s,
+    }
+}
+
+/// A cycle earns its three parameters when it explains at least half of the flat model's
+/// violations and at least ten arrivals.
+fn accept_cycle(cycled: u64, flat: u64) -> bool {
+    cycled * 2 <= flat && flat - cycled >= 10
+}
+
+/// Grid search over period, phase and trough (the peak capacity near the most seen in
+/// flight), then a finer grid around the best.
+fn search_cycle(bounds: &[Bound], peak: u32, span: f64) -> Option<CapacityModel> {
+    if span < 20.0 || bounds.len() < 50 {
+        return None;
+    }
+    // Thin the bounds to the tightest per second: the search evaluates each many times.
+    let thin = thin_bounds(bounds);
+    let mut best: Option<(u64, CapacityModel)> = None;
+    let consider = |m: CapacityModel, best: &mut Option<(u64, CapacityModel)>| {
+        let v = m.violations(&thin);
+        if best.as_ref().is_none_or(|(bv, _)| v < *bv) {
+            *best = Some((v, m));
+        }
+    };
+    let periods: Vec<f64> = (0..48)
+        .map(|i| 10.0 * (span / 10.0).powf(i as f64 / 47.0))
+        .collect();
+    for &period_s in &periods {
+        for p in 0..24 {
+            for t in 1..10 {
+                for capacity in [peak, peak + 1] {
+                    let m = CapacityModel {
+                        capacity,
+                        period_s,
+                        trough: t as f64 / 10.0,
+                        phase_s: period_s * p as f64 / 24.0,
+                    };
+                    consider(m, &mut best);
+                }
+            }
+        }
+    }
+    // Refine around the best, shrinking the steps while they help.
+    let mut scale = 1.0;
+    while scale > 0.01 {
+        let (score, centre) = best?;
+        for dp in -5..=5 {
+            for dphase in -5..=5 {
+                for dt in -5..=5 {
+                    for capacity in [peak, peak + 1] {
+                        let period_s = centre.period_s * (1.0 + dp as f64 * 0.01 * scale);
+                        let m = CapacityModel {
+                            capacity,
+                            period_s,
+                            trough: (centre.trough + dt as f64 * 0.02 * scale).clamp(0.01, 1.0),
+                            phase_s: centre.phase_s + dphase as f64 * period_s / 96.0 * scale,
+                        };
+                        consider(m, &mut best);
+                    }
+                }
+            }
+        }
+        if best.as_ref().is_some_and(|(s, _)| *s == score) {
+            scale /= 3.0;
+        }
+    }
+    best.map(|(_, m)| CapacityModel {
+        phase_s: m.phase_s.rem_euclid(m.period_s),
+        ..m
+    })
+}
+
+/// Per second and kind, the tightest bound: the highest admission, the lowest refusal.
+fn thin_bounds(bounds: &[Bound]) -> Vec<Bound> {
+    let mut by_second: BTreeMap<(i64, bool), Bound> = BTreeMap::new();
+    for b in bounds {
+        let key = ((b.at.floor()) as i64, b.upper);
+        by_second
+            .entry(key)
+            .and_modify(|kept| {
+                if (b.upper && b.k < kept.k) || (!b.upper && b.k > kept.k) {
+                    *kept = *b;
+                }
+            })
+            .or_insert(*b);
+    }
+    by_second.into_values().collect()
+}
+
+/// Marks each 429 not explained by a published limit as capacity or quota. 429s sharing a
+/// Retry-After (to the millisecond) are one limit's; the group is the concurrency limit's
+/// when most of its refusals came at the most in flight seen within two seconds.
+fn classify_429s(arrivals: &mut [Vec<Arrival>]) {
+    let mut groups: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
+    let mut full: Vec<Vec<bool>> = Vec::new();
+    for segment in arrivals.iter() {
+        let local = local_peaks(segment);
+        let flags: Vec<bool> = segment
+            .iter()
+            .zip(&local)
+            .map(|(a, peak)| a.in_flight >= *peak)
+            .collect();
+        for (a, f) in segment.iter().zip(&flags) {
+            if a.met == Met::Quota {
+                let g = groups.entry(group_key(a.retry_after)).or_default();
+                g.0 += u64::from(*f);
+                g.1 += 1;
+            }
+        }
+        full.push(flags);
+    }
+    for (segment, flags) in arrivals.iter_mut().zip(&full) {
+        for (a, f) in segment.iter_mut().zip(flags) {
+            if a.met != Met::Quota {
+                continue;
+            }
+            let capacity = if a.retry_after.is_nan() {
+                *f
+            } else {
+                let (at_full, n) = groups[&group_key(a.retry_after)];
+                at_full * 2 > n
+            };
+            if capacity {
+                a.met = Met::Capacity;
+            }
+        }
+    }
+}
+
+fn group_key(retry_after: f64) -> i64 {
+    if retry_after.is_nan() {
+        i64::MIN
+    } else {
+        (retry_after * 1000.0).round() as i64
+    }
+}
+
+/// For each arrival, the most in flight at any admission within two seconds, plus one (at
+/// least 1): the capacity as the admissions around it show it.
+fn local_peaks(segment: &[Arrival]) -> Vec<u32> {
+    const WINDOW_S: f64 = 2.0;
+    let admitted: Vec<(f64, u32)> = segment
+        .iter()
+        .filter(|a| a.met == Met::Admitted)
+        .map(|a| (a.at, a.in_flight + 1))
+        .collect();
+    let global = admitted.iter().map(|a| a.1).max().unwrap_or(1);
+    segment
+        .iter()
+        .map(|a| {
+            let from = admitted.partition_point(|x| x.0 < a.at - WINDOW_S);
+            let to = admitted.partition_point(|x| x.0 <= a.at + WINDOW_S);
+            admitted[from..to]
+                .iter()
+                .map(|x| x.1)
+                .max()
+                .unwrap_or(global)
+                .max(1)
+        })
+        .collect()
+}
+
+/// A token bucket: `refill_per_s`, `burst_size`, and tightening on refusals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bucket {
+    /// Tokens per second at full allowance.
+    pub refill_per_s: f64,
+    /// Most tokens held.
+    pub burst_size: f64,
+    /// Factor per refusal.
+    pub tightening: f64,
+    /// Lowest allowance.
+    pub floor: f64,
+    /// Allowance regained per second.
+    pub recovery_per_s: f64,
+}
+
+impl Bucket {
+    /// Replays the arrivals (capacity refusals tighten, quota checks refill and charge one)
+    /// and counts those it decides otherwise than the log.
+    fn mismatches(&self, segments: &[Vec<Arrival>]) -> u64 {
+        let mut wrong = 0;
+        for segment in segments {
+            let (mut tokens, mut allowance, mut at) = (self.burst_size, 1.0f64, 0.0f64);
+            for a in segment {
+                match a.met {
+                    Met::Capacity => allowance = (allowance * self.tightening).max(self.floor),
+                    Met::Admitted | Met::Quota => {
+                        let elapsed = (a.at - at).max(0.0);
+                        if elapsed > 0.0 {
+                            allowance = (allowance + self.recovery_per_s * elapsed).min(1.0);
+                            tokens = (tokens + elapsed * self.refill_per_s * allowance)
+                                .min(self.burst_size);
+                            at = a.at;
+                        }
+                        let admit = tokens >= 1.0;
+                        if admit {
+                            tokens = (tokens - 1.0).max(0.0);
+                        } else {
+                            allowance = (allowance * self.tightening).max(self.floor);
+                        }
+                        wrong += u64::from(admit != (a.met == Met::Admitted));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        wrong
+    }
+}
+
+/// The bucket fit of one endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketFit {
+    /// The bucket.
+    pub bucket: Bucket,
+    /// Quota refusals seen.
+    pub refusals: u64,
+    /// Arrivals checked by the bucket (admissions and quota refusals).
+    pub checked: u64,
+    /// Arrivals the fitted bucket decides otherwise than the log.
+    pub mismatches: u64,
+    /// The Retry-After of its refusals (median) \[s\].
+    pub retry_after_s: f64,
+}
+
+/// Fits a token bucket to the quota refusals of one endpoint; `None` when there are none.
+pub fn fit_bucket(segments: &[Vec<Arrival>]) -> Option<BucketFit> {
+    let mut after = Vec::new();
+    let (mut refusals, mut checked, mut admitted) = (0u64, 0u64, 0u64);
+    let mut span = 0.0f64;
+    for segment in segments {
+        for a in segment {
+            match a.met {
+                Met::Quota => {
+                    refusals += 1;
+                    checked += 1;
+                    if a.retry_after.is_finite() {
+                        after.push(a.retry_after);
+                    }
+                }
+                Met::Admitted => {
+                    admitted += 1;
+                    checked += 1;
+                }
+                _ => {}
+            }
+        }
+        span += segment.last().map_or(0.0, |a| a.at) - segment.first().map_or(0.0, |a| a.at);
+    }
+    if refusals == 0 || span <= 0.0 {
+        return None;
+    }
+    after.sort_by(f64::total_cmp);
+    let rate = admitted as f64 / span;
+    // A coarse grid (on a bounded prefix of the arrivals, so a long log costs no more), then
+    // coordinate descent from its best few on every arrival.
+    let prefix = prefix_of(segments, GRID_ARRIVALS);
+    let mut starts: Vec<(u64, Bucket)> = Vec::new();
+    for r in [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0] {
+        for burst_windows in [0.25, 0.5, 1.0, 1.5, 2.0, 3.0] {
+            for tightening in [1.0, 0.8, 0.6, 0.5, 0.35, 0.2] {
+                for floor in [1.0, 0.5, 0.25, 0.1] {
+                    let b = Bucket {
+                        refill_per_s: rate * r,
+                        burst_size: (rate * r * 60.0 * burst_windows).max(1.0),
+                        tightening,
+                        floor,
+                        recovery_per_s: 1.0 / 60.0,
+                    };
+                    starts.push((b.mismatches(&prefix), b));
+                }
+            }
+        }
+    }
+    starts.sort_by_key(|a| a.0);
+    let mut best = starts[0].1;
+    let mut score = best.mismatches(segments);
+    for &(_, start) in starts.iter().take(4) {
+        let (b, s) = descend(start, segments);
+        if s < score {
+            (best, score) = (b, s);
+        }
+    }
+    Some(BucketFit {
+        bucket: best,
+        refusals,
+        checked,
+        mismatches: score,
+        retry_after_s: super::stats::quantile(&after, 0.5),
+    })
+}
+
+/// Arrivals the bucket's grid search replays at most.
+const GRID_ARRIVALS: usize = 50_000;
+
+/// The first `n` arrivals, segment by segment.
+fn prefix_of(segments: &[Vec<Arrival>], n: usize) -> Vec<Vec<Arrival>> {
+    let mut left = n;
+    segments
+        .iter()
+        .map(|s| {
+            let take = s.len().min(left);
+            left -= take;
+            s[..take].to_vec()
+        })
+        .collect()
+}
+
+/// Coordinate descent on log scales from `start`, the step halving when no move helps.
+fn descend(start: Bucket, segments: &[Vec<Arrival>]) -> (Bucket, u64) {
+    let mut best = start;
+    let mut score = best.mismatches(segments);
+    let mut step = 0.5f64;
+    while step > 0.002 {
+        let mut improved = false;
+        for axis in 0..5 {
+            for dir in [-1.0, 1.0] {
+                let candidate = nudge(best, axis, dir * step);
+                let s = candidate.mismatches(segments);
+                if s < score {
+                    (best, score, improved) = (candidate, s, true);
+                }
+            }
+        }
+        if !improved {
+            step /= 2.0;
+        }
+    }
+    (best, score)
+}
+
+/// Moves one parameter of `b` by `log_step` on a log scale (the tightening and floor within
+/// (0, 1]).
+fn nudge(b: Bucket, axis: usize, log_step: f64) -> Bucket {
+    let scale = log_step.exp();
+    let mut out = b;
+    match axis {
+        0 => out.refill_per_s *= scale,
+        1 => out.burst_size = (b.burst_size * scale).max(1.0),
+        2 => out.tightening = (b.tightening * scale).clamp(0.01, 1.0),
+        3 => out.floor = (b.floor * scale).clamp(0.01, 1.0),
+        _ => out.recovery_per_s *= scale,
+    }
+    out
+}
+
+/// A published limit read from the headers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PublishedFit {
+    /// What it counts.
+    pub unit: HeaderUnit,
+    /// The allowance per window.
+    pub limit: f64,
+    /// The window \[s\].
+    pub window_s: f64,
+    /// Whether it refills continuously (else at window boundaries).
+    pub rolling: bool,
+    /// Header samples it rests on.
+    pub n: usize,
+    /// Relative spread (interquartile range over median) of the window estimates.
+    pub spread: f64,
+}
+
+/// The published limits of endpoint `e`, from every segment's headers.
+pub fn fit_published(log: &Log, e: u32) -> Vec<PublishedFit> {
+    let mut by_unit: BTreeMap<u8, Vec<HeaderSample>> = BTreeMap::new();
+    for segment in &log.segments {
+        for ((endpoint, unit), samples) in &segment.headers {
+            if *endpoint == e {
+                by_unit.entry(*unit).or_default().extend(samples);
+            }
+        }
+    }
+    by_unit
+        .into_iter()
+        .filter_map(|(unit, samples)| published(key_unit(unit), &samples))
+        .collect()
+}
+
+fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit> {
+    let mut limits: Vec<f64> = samples.iter().map(|s| s.limit).collect();
+    limits.sort_by(f64::total_cmp);
+    let limit = super::stats::quantile(&limits, 0.5);
+    if limit.is_nan() || limit <= 0.0 {
+        return None;
+    }
+    // Rolling: reset = (limit - remaining) · window / limit.
+    let mut windows: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.remaining < 0.999 * limit && s.reset_s > 0.0)
+        .map(|s| s.reset_s * limit / (limit - s.remaining))
+        .collect();
+    windows.sort_by(f64::total_cmp);
+    let rolling_window = super::stats::quantile(&windows, 0.5);
+    let spread = (super::stats::quantile(&windows, 0.75) - super::stats::quantile(&windows, 0.25))
+        / rolling_window;
+    if windows.len() >= 5 && spread < 0.05 {
+        return Some(PublishedFit {
+            unit,
+            limit,
+            window_s: snap_window(rolling_window),
+            rolling: true,
+            n: samples.len(),
+            spread,
+        });
+    }
+    // Fixed: every reset points at the same boundaries, a multiple of the window.
+    let boundaries: Vec<f64> = samples.iter().map(|s| s.at + s.reset_s).collect();
+    let window_s = [86_400.0, 3600.0, 60.0, 1.0].into_iter().find(|w| {
+        boundaries
+            .iter()
+            .all(|b| ((b / w).round() * w - b).abs() < 0.01)
+    })?;
+    Some(PublishedFit {
+        unit,
+        limit,
+        window_s,
+        rolling: false,
+        n: samples.len(),
+        spread: 0.0,
+    })
+}
+
+/// A window within 1 % of a named one is that one.
+fn snap_window(w: f64) -> f64 {
+    [1.0, 60.0, 3600.0, 86_400.0]
+        .into_iter()
+        .find(|named| (w / named - 1.0).abs() < 0.01)
+        .unwrap_or(w)
+}

@@ -1,0 +1,184 @@
+//! The fitted world as commented TOML: every value carries what it rests on, and every value
+//! the data could not give is written as the default used, saying so.
+
+use std::fmt::Write as _;
+
+/// One `key = value  # note` line.
+#[derive(Clone, Debug)]
+struct Item {
+    key: String,
+    value: String,
+    note: String,
+}
+
+/// A table (or the top level when `header` is empty) with its lines.
+#[derive(Clone, Debug)]
+struct Table {
+    header: String,
+    comment: Vec<String>,
+    items: Vec<Item>,
+}
+
+/// One line of the fit report: a value written, with its basis, or a default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportLine {
+    /// The key, dotted, with endpoints by id (`endpoints.a.latency.median_s`).
+    pub key: String,
+    /// The value as written.
+    pub value: String,
+    /// How many requests it rests on and how well it fits; or why the default was used.
+    pub note: String,
+    /// Whether the data identified it (else it is a default).
+    pub identified: bool,
+}
+
+/// The document under construction.
+#[derive(Clone, Debug, Default)]
+pub struct Doc {
+    preamble: Vec<String>,
+    tables: Vec<Table>,
+    /// Every value, for `--report`.
+    pub report: Vec<ReportLine>,
+    prefix: String,
+}
+
+impl Doc {
+    /// A comment line at the top of the file.
+    pub fn preamble(&mut self, line: impl Into<String>) {
+        self.preamble.push(line.into());
+    }
+
+    /// Starts a table: `[name]`, `[[name]]`, or the top level for `""`. `report_prefix` is
+    /// the dotted path its keys are reported under.
+    pub fn table(&mut self, header: &str, report_prefix: &str, comment: &[String]) {
+        self.tables.push(Table {
+            header: header.to_owned(),
+            comment: comment.to_vec(),
+            items: Vec::new(),
+        });
+        self.prefix = report_prefix.to_owned();
+    }
+
+    /// A fitted value.
+    pub fn fitted(&mut self, key: &str, value: String, note: impl Into<String>) {
+        self.push(key, value, note.into(), true);
+    }
+
+    /// A value the data could not identify: the default used and why.
+    pub fn assumed(&mut self, key: &str, value: String, why: impl Into<String>) {
+        self.push(key, value, format!("not identified: {}", why.into()), false);
+    }
+
+    fn push(&mut self, key: &str, value: String, note: String, identified: bool) {
+        let full = if self.prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.prefix)
+        };
+        self.report.push(ReportLine {
+            key: full,
+            value: value.clone(),
+            note: note.clone(),
+            identified,
+        });
+        let table = self.tables.last_mut().expect("a table is open");
+        table.items.push(Item {
+            key: key.to_owned(),
+            value,
+            note,
+        });
+    }
+
+    /// The TOML text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for line in &self.preamble {
+            if line.starts_with("#:") {
+                let _ = writeln!(out, "{line}");
+            } else {
+                let _ = writeln!(out, "# {line}");
+            }
+        }
+        for table in &self.tables {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            for line in &table.comment {
+                let _ = writeln!(out, "# {line}");
+            }
+            if !table.header.is_empty() {
+                let _ = writeln!(out, "{}", table.header);
+            }
+            let width = table
+                .items
+                .iter()
+                .map(|i| i.key.len() + i.value.len() + 3)
+                .filter(|w| *w <= 48)
+                .max()
+                .unwrap_or(0);
+            for item in &table.items {
+                let line = format!("{} = {}", item.key, item.value);
+                if item.note.is_empty() {
+                    let _ = writeln!(out, "{line}");
+                } else {
+                    let _ = writeln!(out, "{line:width$}  # {}", item.note);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A TOML float with at most `digits` significant digits (always with a decimal point).
+pub fn float(x: f64, digits: usize) -> String {
+    if x == 0.0 {
+        return "0.0".into();
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    let decimals = (digits as i32 - 1 - magnitude).max(1) as usize;
+    let mut text = format!("{x:.decimals$}");
+    if text.contains('.') {
+        while text.ends_with('0') && !text.ends_with(".0") {
+            text.pop();
+        }
+    }
+    text
+}
+
+/// A TOML string.
+pub fn string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_keep_their_significant_digits_and_a_point() {
+        assert_eq!(float(0.250_123_4, 4), "0.2501");
+        assert_eq!(float(1200.0, 4), "1200.0");
+        assert_eq!(float(0.0, 4), "0.0");
+        assert_eq!(float(60.000_01, 6), "60.0");
+        assert_eq!(float(1.5e-5, 3), "0.000015");
+    }
+
+    #[test]
+    fn notes_are_aligned_comments_and_reported() {
+        let mut doc = Doc::default();
+        doc.table("", "", &[]);
+        doc.fitted("jobs", "10".into(), "from 10 jobs");
+        doc.table("[cycle]", "cycle", &["The capacity cycle.".into()]);
+        doc.assumed("period_s", "0.0".into(), "no refusal");
+        let text = doc.render();
+        assert!(text.contains("jobs = 10  # from 10 jobs"), "{text}");
+        assert!(
+            text.contains(
+                "# The capacity cycle.\n[cycle]\nperiod_s = 0.0  # not identified: no refusal"
+            ),
+            "{text}"
+        );
+        assert_eq!(doc.report[1].key, "cycle.period_s");
+        assert!(!doc.report[1].identified);
+    }
+}

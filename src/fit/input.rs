@@ -1,0 +1,434 @@
+//! Reading request logs: JSON Lines of [`Entry`] values into a compact [`Log`], every problem
+//! located by file, line, column and field.
+//!
+//! The fitter keeps numbers only: an entry's endpoint becomes an index, its optional fields
+//! `NaN` or a sentinel, so a million requests take about 100 MB. Headers are summarised per
+//! (endpoint, unit) as they are read.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::request_log::{Entry, EntryOutcome, ErrorKind, HeaderUnit};
+
+/// A problem with an input log, located as precisely as the format allows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogError {
+    /// The file as named on the command line.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// The field at fault (a key, or a path such as `log.entries[3].time`), when known.
+    pub field: Option<String>,
+    /// What is wrong, and what would be right.
+    pub message: String,
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Absent numbers are `NaN`, absent ids `u32::MAX` / `u64::MAX`.
+pub const NONE_ID: u32 = u32::MAX;
+
+/// One request, compact.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    /// Sent \[s\], on the log's own clock.
+    pub start: f64,
+    /// Ended \[s\].
+    pub end: f64,
+    /// Index into [`Log::endpoints`].
+    pub endpoint: u32,
+    /// How it ended.
+    pub outcome: EntryOutcome,
+    /// What went wrong, when it did.
+    pub error: Option<ErrorKind>,
+    /// HTTP status, 0 when none.
+    pub status: u16,
+    /// Retry-After \[s\] or `NaN`.
+    pub retry_after: f64,
+    /// Prompt tokens or `NaN`.
+    pub input: f64,
+    /// Output tokens or `NaN`.
+    pub output: f64,
+    /// `max_tokens` or `NaN`.
+    pub max_tokens: f64,
+    /// Time to first token \[s\] or `NaN`.
+    pub ttft: f64,
+    /// Job id or `u64::MAX`.
+    pub job: u64,
+    /// Step, attempt and call or [`NONE_ID`].
+    pub step: u32,
+    /// Attempt (1-based) or [`NONE_ID`].
+    pub attempt: u32,
+    /// Call or [`NONE_ID`].
+    pub call: u32,
+    /// A hedge copy.
+    pub hedge: bool,
+}
+
+impl Request {
+    /// Admitted by the provider (served, or ended by the client while in service).
+    pub fn admitted(&self) -> bool {
+        matches!(
+            self.outcome,
+            EntryOutcome::Ok
+                | EntryOutcome::Error
+                | EntryOutcome::ClientTimeout
+                | EntryOutcome::Cancelled
+                | EntryOutcome::Unfinished
+        )
+    }
+}
+
+/// One observed value of a rate-limit header.
+#[derive(Clone, Copy, Debug)]
+pub struct HeaderSample {
+    /// When the answer came \[s\].
+    pub at: f64,
+    /// `x-ratelimit-limit-*`.
+    pub limit: f64,
+    /// `x-ratelimit-remaining-*`.
+    pub remaining: f64,
+    /// `x-ratelimit-reset-*` \[s\].
+    pub reset_s: f64,
+}
+
+/// The most header samples kept per (file, endpoint, unit): enough to pin a limit and its
+/// window, bounded however long the log.
+pub const MAX_HEADER_SAMPLES: usize = 20_000;
+
+/// One input file's requests, sorted by send time (ties in file order).
+#[derive(Clone, Debug, Default)]
+pub struct Segment {
+    /// The file as named.
+    pub name: String,
+    /// Its requests.
+    pub requests: Vec<Request>,
+    /// Header samples per (endpoint, unit), at most [`MAX_HEADER_SAMPLES`] each.
+    pub headers: BTreeMap<(u32, HeaderUnitKey), Vec<HeaderSample>>,
+}
+
+/// [`HeaderUnit`] as an ordered key.
+pub type HeaderUnitKey = u8;
+
+/// The key of a header unit.
+pub fn unit_key(unit: HeaderUnit) -> HeaderUnitKey {
+    match unit {
+        HeaderUnit::Requests => 0,
+        HeaderUnit::Tokens => 1,
+        HeaderUnit::InputTokens => 2,
+        HeaderUnit::OutputTokens => 3,
+    }
+}
+
+/// The unit of a key.
+pub fn key_unit(key: HeaderUnitKey) -> HeaderUnit {
+    match key {
+        0 => HeaderUnit::Requests,
+        1 => HeaderUnit::Tokens,
+        2 => HeaderUnit::InputTokens,
+        _ => HeaderUnit::OutputTokens,
+    }
+}
+
+/// Every input file, with one list of endpoint names shared by all.
+#[derive(Clone, Debug, Default)]
+pub struct Log {
+    /// Endpoint names in order of first appearance.
+    pub endpoints: Vec<String>,
+    /// One per input file; times of different files are never compared.
+    pub segments: Vec<Segment>,
+}
+
+impl Log {
+    /// Adds one file's entries (already read and checked).
+    pub fn push_segment(&mut self, name: &str, entries: impl IntoIterator<Item = Entry>) {
+        let mut segment = self.segment(name);
+        for entry in entries {
+            segment.add(&entry);
+        }
+        segment.finish();
+    }
+
+    /// Starts a file's segment: entries are added one by one, so a reader can stream them.
+    pub fn segment(&mut self, name: &str) -> SegmentBuilder<'_> {
+        SegmentBuilder {
+            segment: Segment {
+                name: name.to_owned(),
+                ..Segment::default()
+            },
+            log: self,
+        }
+    }
+
+    fn endpoint_index(&mut self, name: &str) -> u32 {
+        match self.endpoints.iter().position(|e| e == name) {
+            Some(i) => i as u32,
+            None => {
+                self.endpoints.push(name.to_owned());
+                (self.endpoints.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Requests in every file.
+    pub fn len(&self) -> usize {
+        self.segments.iter().map(|s| s.requests.len()).sum()
+    }
+
+    /// No request in any file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every request of endpoint `e`, file by file.
+    pub fn of(&self, e: u32) -> impl Iterator<Item = &Request> {
+        self.segments
+            .iter()
+            .flat_map(|s| s.requests.iter())
+            .filter(move |r| r.endpoint == e)
+    }
+}
+
+/// One file's segment being read.
+pub struct SegmentBuilder<'a> {
+    log: &'a mut Log,
+    segment: Segment,
+}
+
+impl SegmentBuilder<'_> {
+    /// Adds one entry: its numbers, and its headers while the sample has room.
+    pub fn add(&mut self, entry: &Entry) {
+        let endpoint = self.log.endpoint_index(&entry.endpoint);
+        for h in &entry.ratelimit {
+            let samples = self
+                .segment
+                .headers
+                .entry((endpoint, unit_key(h.unit)))
+                .or_default();
+            if samples.len() < MAX_HEADER_SAMPLES {
+                samples.push(HeaderSample {
+                    at: entry.end_s,
+                    limit: h.limit,
+                    remaining: h.remaining,
+                    reset_s: h.reset_s,
+                });
+            }
+        }
+        self.segment.requests.push(compact(entry, endpoint));
+    }
+
+    /// Entries added so far.
+    pub fn len(&self) -> usize {
+        self.segment.requests.len()
+    }
+
+    /// No entry added yet.
+    pub fn is_empty(&self) -> bool {
+        self.segment.requests.is_empty()
+    }
+
+    /// Sorts the requests by send time (a stable sort: ties keep file order) and adds the
+    /// segment to the log.
+    pub fn finish(mut self) {
+        self.segment
+            .requests
+            .sort_by(|a, b| a.start.total_cmp(&b.start));
+        for samples in self.segment.headers.values_mut() {
+            samples.sort_by(|a, b| a.at.total_cmp(&b.at));
+        }
+        self.log.segments.push(self.segment);
+    }
+}
+
+fn compact(entry: &Entry, endpoint: u32) -> Request {
+    let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
+    let id = |x: Option<u32>| x.unwrap_or(NONE_ID);
+    Request {
+        start: entry.start_s,
+        end: entry.end_s,
+        endpoint,
+        outcome: entry.outcome,
+        error: entry.error,
+        status: entry.status.unwrap_or(0),
+        retry_after: nan(entry.retry_after_s),
+        input: nan(entry.input_tokens),
+        output: nan(entry.output_tokens),
+        max_tokens: nan(entry.max_tokens),
+        ttft: nan(entry.ttft_s),
+        job: entry.job.unwrap_or(u64::MAX),
+        step: id(entry.step),
+        attempt: id(entry.attempt),
+        call: id(entry.call),
+        hedge: entry.hedge,
+    }
+}
+
+/// Reads a request log in JSON Lines (blank lines are skipped), handing each checked entry
+/// to `sink`; the first problem is returned, located. Returns the entries read.
+pub fn read_jsonl(
+    file: &str,
+    reader: impl std::io::BufRead,
+    sink: &mut dyn FnMut(Entry),
+) -> Result<usize, LogError> {
+    let mut count = 0;
+    for (i, line) in reader.lines().enumerate() {
+        let located = |column: Option<usize>, field: Option<String>, message: String| LogError {
+            file: file.to_owned(),
+            line: Some(i + 1),
+            column,
+            field,
+            message,
+        };
+        let line = line.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => located(None, None, "is not UTF-8 text".into()),
+            _ => located(None, None, format!("cannot be read: {e}")),
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: Entry = serde_json::from_str(&line).map_err(|e| {
+            let (field, message) = describe_serde(&e, &line);
+            located(Some(e.column()), field, message)
+        })?;
+        check_entry(&entry).map_err(|(field, message)| {
+            let column = line.find(&format!("\"{field}\"")).map(|c| c + 1);
+            located(column, Some(field.to_owned()), message)
+        })?;
+        sink(entry);
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// The field a serde error is about and its message without serde's location suffix.
+fn describe_serde(error: &serde_json::Error, line: &str) -> (Option<String>, String) {
+    let text = error.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    };
+    let named = ["missing field `", "unknown field `", "duplicate field `"]
+        .iter()
+        .find_map(|prefix| {
+            let rest = message.strip_prefix(prefix)?;
+            Some(rest[..rest.find('`')?].to_owned())
+        });
+    let field = named.or_else(|| key_before(line, error.column()));
+    let message = match error.classify() {
+        serde_json::error::Category::Eof => format!("{message} (the line is cut short)"),
+        serde_json::error::Category::Syntax => {
+            format!("{message} (each line must be one JSON object)")
+        }
+        _ => message,
+    };
+    (field, message)
+}
+
+/// The last object key that starts before `column` (1-based) of `line`: the field whose value
+/// serde rejected there.
+fn key_before(line: &str, column: usize) -> Option<String> {
+    let prefix = line.get(..column.min(line.len()))?;
+    let colon = prefix.rfind("\":")?;
+    let open = prefix[..colon].rfind('"')?;
+    Some(prefix[open + 1..colon].to_owned())
+}
+
+/// What serde cannot check: finite, ordered times and counts that make sense.
+pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
+    let finite = |name: &'static str, x: f64| {
+        if x.is_finite() {
+            Ok(())
+        } else {
+            Err((name, format!("{x} is not a finite number")))
+        }
+    };
+    finite("start_s", e.start_s)?;
+    finite("end_s", e.end_s)?;
+    if e.end_s < e.start_s {
+        return Err((
+            "end_s",
+            format!(
+                "the request ends ({}) before it starts ({}); both are seconds on one clock",
+                e.end_s, e.start_s
+            ),
+        ));
+    }
+    if e.endpoint.is_empty() {
+        return Err((
+            "endpoint",
+            "is empty; name the endpoint or deployment".into(),
+        ));
+    }
+    let non_negative = [
+        ("retry_after_s", e.retry_after_s),
+        ("input_tokens", e.input_tokens),
+        ("output_tokens", e.output_tokens),
+        ("max_tokens", e.max_tokens),
+        ("ttft_s", e.ttft_s),
+    ];
+    for (name, value) in non_negative {
+        if let Some(x) = value
+            && !(x.is_finite() && x >= 0.0)
+        {
+            return Err((name, format!("{x} must be a finite number >= 0")));
+        }
+    }
+    for h in &e.ratelimit {
+        for x in [h.limit, h.remaining, h.reset_s] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(("ratelimit", format!("{x} must be a finite number >= 0")));
+            }
+        }
+    }
+    if e.attempt == Some(0) {
+        return Err(("attempt", "attempts count from 1 (the first try)".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> LogError {
+        read_jsonl("log.jsonl", text.as_bytes(), &mut |_| ()).expect_err("refused")
+    }
+
+    #[test]
+    fn bad_lines_are_located_by_line_column_and_field() {
+        let ok = r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"ok"}"#;
+        let e = error(&format!(
+            "{ok}\n{ok}\n{{\"start_s\":0,\"end_s\":\"x\",\"endpoint\":\"a\",\"outcome\":\"ok\"}}"
+        ));
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("end_s")));
+        assert!(e.message.contains("invalid type"), "{e}");
+        let e = error(r#"{"start_s":0,"end_s":1,"outcome":"ok"}"#);
+        assert_eq!(e.field.as_deref(), Some("endpoint"));
+        assert!(e.to_string().starts_with("log.jsonl:1:"), "{e}");
+        let e = error(r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"ok","stat":200}"#);
+        assert_eq!(e.field.as_deref(), Some("stat"));
+        let e = error(r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"#);
+        assert!(e.message.contains("cut short"), "{e}");
+        let e = error(r#"{"start_s":5,"end_s":1,"endpoint":"a","outcome":"ok"}"#);
+        assert_eq!((e.field.as_deref(), e.column), (Some("end_s"), Some(14)));
+        let e = error(r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"fine"}"#);
+        assert_eq!(e.field.as_deref(), Some("outcome"));
+        assert!(e.message.contains("rate_limited"), "{e}");
+    }
+}

@@ -1,0 +1,370 @@
+//! The load and the client's retry policy, from job, step and attempt ids.
+//!
+//! A job runs from its first request to its last answer. In a closed loop the most jobs at
+//! once is the worker count, and a worker's next job starts the instant its last one ends; in
+//! an open loop jobs arrive on their own schedule. Which limit ended a run — its job count or
+//! its horizon — shows only across several logs: equal job counts mean the jobs ran out,
+//! different ones that the horizon came first.
+
+use std::collections::BTreeMap;
+
+use super::doc::{Doc, float};
+use super::input::{Log, NONE_ID, Request};
+use super::stats;
+use crate::request_log::EntryOutcome;
+
+/// The fitted load.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadFit {
+    /// Whether requests carry job ids.
+    pub has_jobs: bool,
+    /// Jobs per log (first to last).
+    pub jobs_per_log: Vec<u64>,
+    /// The most jobs at once in any log.
+    pub most_jobs: u32,
+    /// Steps per job and calls per step.
+    pub steps_per_job: u32,
+    /// Calls per step.
+    pub calls_per_step: u32,
+    /// The last job start \[s\] after its log's first request, the latest over logs.
+    pub last_start_s: f64,
+    /// Closed or open loop, with the evidence.
+    pub model: LoadModel,
+    /// The retry policy.
+    pub retry: Option<RetryFit>,
+}
+
+/// Closed or open.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoadModel {
+    /// Workers, each a job at a time: share of job starts at another job's end.
+    Closed {
+        /// That share.
+        handoff_share: f64,
+    },
+    /// Arrivals at a rate.
+    Open {
+        /// Jobs per second.
+        rate_per_s: f64,
+        /// Coefficient of variation of the gaps (1 Poisson, 0 uniform).
+        gap_cv: f64,
+    },
+}
+
+/// The retry policy seen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryFit {
+    /// The most attempts at a step.
+    pub max_attempts: u32,
+    /// Backoff base \[s\] (the first retry's longest delay).
+    pub base: f64,
+    /// Growth per attempt.
+    pub factor: f64,
+    /// Longest delay \[s\].
+    pub cap: f64,
+    /// `"full"`, `"equal"` or `"none"`.
+    pub jitter: &'static str,
+    /// Retries whose delay was measured (after a failure without Retry-After).
+    pub n: usize,
+}
+
+impl LoadFit {
+    /// The most requests the load can have in flight at once (for a capacity that never
+    /// binds).
+    pub fn most_in_flight(&self) -> u32 {
+        self.most_jobs.max(1)
+    }
+}
+
+/// Fits the load from every log.
+pub fn fit(log: &Log) -> LoadFit {
+    let has_jobs = log
+        .segments
+        .iter()
+        .flat_map(|s| &s.requests)
+        .all(|r| r.job != u64::MAX);
+    let mut jobs_per_log = Vec::new();
+    let (mut most_jobs, mut steps, mut calls) = (0u32, 1u32, 1u32);
+    let mut last_start_s = 0.0f64;
+    let mut handoffs = (0u64, 0u64);
+    let mut starts_all: Vec<Vec<f64>> = Vec::new();
+    for segment in &log.segments {
+        let spans = job_spans(&segment.requests, has_jobs);
+        jobs_per_log.push(spans.len() as u64);
+        most_jobs = most_jobs.max(most_at_once(&spans));
+        let origin = segment.requests.first().map_or(0.0, |r| r.start);
+        let mut starts: Vec<f64> = spans.iter().map(|s| s.0 - origin).collect();
+        starts.sort_by(f64::total_cmp);
+        last_start_s = last_start_s.max(starts.last().copied().unwrap_or(0.0));
+        let mut ends: Vec<f64> = spans.iter().map(|s| s.1).collect();
+        ends.sort_by(f64::total_cmp);
+        for s in &spans {
+            if s.0 > origin {
+                handoffs.1 += 1;
+                let i = ends.partition_point(|e| *e < s.0 - 1e-9);
+                handoffs.0 += u64::from(ends.get(i).is_some_and(|e| (e - s.0).abs() <= 1e-9));
+            }
+        }
+        starts_all.push(starts);
+        for r in &segment.requests {
+            if r.step != NONE_ID {
+                steps = steps.max(r.step + 1);
+            }
+            if r.call != NONE_ID {
+                calls = calls.max(r.call + 1);
+            }
+        }
+    }
+    let handoff_share = if handoffs.1 > 0 {
+        handoffs.0 as f64 / handoffs.1 as f64
+    } else {
+        1.0
+    };
+    let model = if has_jobs && handoff_share < 0.3 {
+        open_model(&starts_all).unwrap_or(LoadModel::Closed { handoff_share })
+    } else {
+        LoadModel::Closed { handoff_share }
+    };
+    LoadFit {
+        has_jobs,
+        jobs_per_log,
+        most_jobs,
+        steps_per_job: if has_jobs { steps } else { 1 },
+        calls_per_step: if has_jobs { calls } else { 1 },
+        last_start_s,
+        model,
+        retry: has_jobs.then(|| fit_retry(log)).flatten(),
+    }
+}
+
+/// `(first start, last end)` per job (per request without ids).
+fn job_spans(requests: &[Request], has_jobs: bool) -> Vec<(f64, f64)> {
+    if !has_jobs {
+        return requests.iter().map(|r| (r.start, r.end)).collect();
+    }
+    let mut spans: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+    for r in requests {
+        spans
+            .entry(r.job)
+            .and_modify(|s| {
+                s.0 = s.0.min(r.start);
+                s.1 = s.1.max(r.end);
+            })
+            .or_insert((r.start, r.end));
+    }
+    spans.into_values().collect()
+}
+
+/// The most spans open at once (an end at an instant closes before a start opens).
+fn most_at_once(spans: &[(f64, f64)]) -> u32 {
+    let mut events: Vec<(f64, i32)> = spans.iter().flat_map(|s| [(s.0, 1), (s.1, -1)]).collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut open, mut most) = (0i32, 0i32);
+    for (_, d) in events {
+        open += d;
+        most = most.max(open);
+    }
+    most.max(0) as u32
+}
+
+fn open_model(starts: &[Vec<f64>]) -> Option<LoadModel> {
+    let mut gaps = Vec::new();
+    let (mut count, mut span) = (0usize, 0.0);
+    for s in starts.iter().filter(|s| s.len() >= 2) {
+        gaps.extend(s.windows(2).map(|w| w[1] - w[0]));
+        count += s.len() - 1;
+        span += s[s.len() - 1] - s[0];
+    }
+    if count < 10 || span <= 0.0 {
+        return None;
+    }
+    let (mean, sd) = stats::mean_sd(&gaps);
+    Some(LoadModel::Open {
+        rate_per_s: count as f64 / span,
+        gap_cv: sd / mean,
+    })
+}
+
+/// The retry policy from attempts: the most attempts at a step, and the delays between a
+/// failure without Retry-After and the next attempt of its step.
+fn fit_retry(log: &Log) -> Option<RetryFit> {
+    let mut max_attempts = 1;
+    let mut delays: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for segment in &log.segments {
+        // Per (job, step): the end of the attempt's last request and whether it had a
+        // Retry-After, then the next attempt's first start.
+        let mut last: BTreeMap<(u64, u32), (u32, f64, bool)> = BTreeMap::new();
+        for r in segment
+            .requests
+            .iter()
+            .filter(|r| !r.hedge && r.attempt != NONE_ID)
+        {
+            max_attempts = max_attempts.max(r.attempt);
+            let key = (r.job, r.step);
+            if let Some(&(attempt, end, after)) = last.get(&key)
+                && r.attempt == attempt + 1
+                && !after
+            {
+                delays
+                    .entry(attempt)
+                    .or_default()
+                    .push((r.start - end).max(0.0));
+            }
+            let failed = !matches!(r.outcome, EntryOutcome::Ok);
+            if failed {
+                last.insert(key, (r.attempt, r.end, r.retry_after.is_finite()));
+            }
+        }
+    }
+    let n = delays.values().map(Vec::len).sum();
+    // Under full jitter the delay of retry k is uniform up to its longest, twice its median;
+    // a wait for a lease after the delay adds to it, so this is an upper bound.
+    let raw: Vec<(u32, f64)> = delays
+        .iter_mut()
+        .filter(|(_, d)| d.len() >= 5)
+        .map(|(k, d)| {
+            d.sort_by(f64::total_cmp);
+            (*k, 2.0 * stats::quantile(d, 0.5))
+        })
+        .collect();
+    let first = raw.first()?;
+    let base = first.1.max(1e-4);
+    let factor = raw
+        .get(1)
+        .map_or(2.0, |second| {
+            (second.1 / first.1).powf(1.0 / f64::from(second.0 - first.0))
+        })
+        .clamp(1.0, 100.0);
+    let cap = raw.iter().map(|r| r.1).fold(base, f64::max);
+    Some(RetryFit {
+        max_attempts,
+        base,
+        factor,
+        cap,
+        jitter: "full",
+        n,
+    })
+}
+
+/// `seed`, `jobs`, `concurrency`, `horizon_s`, `steps_per_job`, `calls_per_step`.
+pub fn write_top(doc: &mut Doc, load: &LoadFit) {
+    doc.fitted("seed", "1".into(), "");
+    let counts = &load.jobs_per_log;
+    let most = counts.iter().copied().max().unwrap_or(0);
+    let all_equal = counts.len() >= 2 && counts.iter().all(|c| *c == most);
+    let horizon = (load.last_start_s * 1.001).ceil().max(1.0);
+    if all_equal {
+        doc.fitted(
+            "jobs",
+            most.to_string(),
+            format!("every one of {} logs ran {most} jobs", counts.len()),
+        );
+        doc.assumed(
+            "horizon_s",
+            float((horizon * 2.0).max(60.0), 6),
+            "the jobs ran out before any horizon; set to twice the last job start",
+        );
+    } else {
+        let why = if counts.len() >= 2 {
+            format!(
+                "the logs ran {} jobs: the horizon ended them, not a job count",
+                join(counts)
+            )
+        } else {
+            "one log cannot tell a job count from a horizon; several logs can".into()
+        };
+        doc.assumed(
+            "jobs",
+            (most * 4).max(1).to_string(),
+            format!("{why}; four times the most jobs seen"),
+        );
+        doc.fitted("horizon_s", float(horizon, 6), "the last job start");
+    }
+    match load.model {
+        LoadModel::Closed { handoff_share } => doc.fitted(
+            "concurrency",
+            load.most_jobs.max(1).to_string(),
+            format!(
+                "the most jobs at once; {}% of job starts follow another's end at once (a \
+                 closed loop)",
+                float(handoff_share * 100.0, 3)
+            ),
+        ),
+        LoadModel::Open { .. } => doc.fitted(
+            "concurrency",
+            load.most_jobs.max(1).to_string(),
+            "the most jobs at once",
+        ),
+    }
+    let ids = if load.has_jobs {
+        "the largest step and call ids"
+    } else {
+        "the log has no job ids"
+    };
+    doc.fitted("steps_per_job", load.steps_per_job.to_string(), ids);
+    doc.fitted("calls_per_step", load.calls_per_step.to_string(), ids);
+}
+
+/// `[load]`, for an open loop.
+pub fn write_load(doc: &mut Doc, load: &LoadFit) {
+    if let LoadModel::Open { rate_per_s, gap_cv } = load.model {
+        doc.table("[load]", "load", &[]);
+        doc.fitted(
+            "model",
+            "\"open\"".into(),
+            "job starts do not follow job ends",
+        );
+        doc.fitted("rate_per_s", float(rate_per_s, 5), "job starts per second");
+        let poisson = gap_cv > 0.5;
+        doc.fitted(
+            "arrivals",
+            if poisson {
+                "\"poisson\""
+            } else {
+                "\"uniform\""
+            }
+            .into(),
+            format!("the gaps' coefficient of variation is {}", float(gap_cv, 3)),
+        );
+        doc.fitted(
+            "max_in_flight",
+            load.most_jobs.max(1).to_string(),
+            "the most jobs at once",
+        );
+    }
+}
+
+/// `[retry]`.
+pub fn write_retry(doc: &mut Doc, load: &LoadFit) {
+    doc.table("[retry]", "retry", &[]);
+    let Some(r) = &load.retry else {
+        let why = if load.has_jobs {
+            "too few retries after a failure without Retry-After"
+        } else {
+            "the log has no job, step and attempt ids"
+        };
+        doc.assumed("max_attempts", "5".into(), why);
+        return;
+    };
+    doc.fitted(
+        "max_attempts",
+        r.max_attempts.to_string(),
+        "the most attempts at a step",
+    );
+    let basis = format!(
+        "from {} retry delays after failures without Retry-After (full jitter assumed: twice the median; an upper bound, as it includes any wait for a lease)",
+        r.n
+    );
+    doc.fitted("base", float(r.base, 4), basis);
+    doc.fitted("factor", float(r.factor, 3), "");
+    doc.fitted("cap", float(r.cap.max(r.base), 4), "the longest delay seen");
+    doc.fitted("jitter", format!("\"{}\"", r.jitter), "");
+}
+
+fn join(counts: &[u64]) -> String {
+    counts
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

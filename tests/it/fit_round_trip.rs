@@ -1,0 +1,244 @@
+//! Round trips (`simbench fit`, docs/calibration.md): simulate a world with `--request-log`,
+//! fit a world to the logs, then compare the two — the parameters the logs can identify, and
+//! the decisive check, the ranking of the strategies on the world's headline metric.
+//!
+//! Rankings are compared pair by pair. Two strategies whose paired difference on the true
+//! world is significant (95 %, ten seeds) must come in the same order on the fitted world; a
+//! pair the true world itself cannot separate has no order to keep.
+
+use std::path::{Path, PathBuf};
+
+use simbench::world::{Distribution, World};
+
+use crate::request_log::{all_worlds, load};
+use crate::support::{scratch_dir, simbench};
+
+/// Logs fitted per world (one run each, consecutive seeds).
+const LOGS: u32 = 5;
+/// Seeds of each comparison.
+const SEEDS: &str = "10";
+
+/// The JSON report of `simbench run ARGS --quiet --json -`.
+fn report(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--quiet", "--json", "-"]);
+    let out = simbench(&all);
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 3),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// Per algorithm, its per-seed values of `metric`, in seed order.
+fn per_seed(report: &serde_json::Value, metric: &str) -> Vec<(String, Vec<f64>)> {
+    let mut out: Vec<(String, Vec<f64>)> = Vec::new();
+    for run in report["runs"].as_array().expect("runs") {
+        let Some(value) = run["metrics"][metric].as_f64() else {
+            continue;
+        };
+        let name = run["algorithm"].as_str().unwrap().to_owned();
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, values)) => values.push(value),
+            None => out.push((name, vec![value])),
+        }
+    }
+    out
+}
+
+/// Whether `a − b` is significantly positive or negative (paired t, 95 %).
+fn separated(a: &[f64], b: &[f64]) -> Option<bool> {
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let n = d.len() as f64;
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    // t(0.975, 9).
+    let half = 2.262 * (var / n).sqrt();
+    (mean.abs() > half && half.is_finite()).then_some(mean > 0.0)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// What one round trip found.
+#[derive(Debug)]
+struct Trip {
+    world: String,
+    metric: String,
+    separated_pairs: usize,
+    inverted: Vec<String>,
+    same_pick: bool,
+    params: Vec<String>,
+}
+
+fn round_trip(path: &Path, dir: &Path) -> Trip {
+    let file = path.to_str().unwrap();
+    let truth = report(&[file, "--seeds", SEEDS]);
+    let metric = truth["objective"]["metric"].as_str().unwrap().to_owned();
+    let algorithms: Vec<String> = per_seed(&truth, &metric).into_iter().map(|a| a.0).collect();
+    let first_seed = truth["seeds"][0].as_u64().unwrap();
+    let logged = leader(&truth).unwrap_or_else(|| algorithms[0].clone());
+    let mut logs: Vec<PathBuf> = Vec::new();
+    for k in 0..u64::from(LOGS) {
+        let log = dir.join(format!("log{k}.jsonl"));
+        let out = simbench(&[
+            "run",
+            file,
+            "--algorithms",
+            &logged,
+            "--seeds",
+            &LOGS.to_string(),
+            "--request-log",
+            log.to_str().unwrap(),
+            "--log-run",
+            &format!("{logged}:{}", first_seed + k),
+            "--quiet",
+        ]);
+        assert!(
+            out.status.code().is_some_and(|c| c == 0 || c == 3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        logs.push(log);
+    }
+    let fitted = dir.join("fitted.toml");
+    let mut args = vec!["fit", "-o", fitted.to_str().unwrap(), "--quiet"];
+    args.extend(logs.iter().map(|l| l.to_str().unwrap()));
+    let out = simbench(&args);
+    assert!(
+        out.status.success(),
+        "{file}: fit: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fitted_file = fitted.to_str().unwrap();
+    // A world's named variants are client configuration, which no log holds: compared are
+    // the strategies both worlds know.
+    let fitted_world = load(&fitted);
+    let known: Vec<&String> = algorithms
+        .iter()
+        .filter(|a| simbench::sweep::strategy(&fitted_world, a).is_some())
+        .collect();
+    let list = known
+        .iter()
+        .map(|a| a.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let model = report(&[fitted_file, "--seeds", SEEDS, "--algorithms", &list]);
+    let a: Vec<_> = per_seed(&truth, &metric)
+        .into_iter()
+        .filter(|(n, _)| known.contains(&n))
+        .collect();
+    let b = per_seed(&model, &metric);
+    let mut separated_pairs = 0;
+    let mut inverted = Vec::new();
+    for i in 0..a.len() {
+        for j in i + 1..a.len() {
+            let Some(order) = separated(&a[i].1, &a[j].1) else {
+                continue;
+            };
+            separated_pairs += 1;
+            let fitted_order = mean(&b[i].1) > mean(&b[j].1);
+            if fitted_order != order {
+                inverted.push(format!(
+                    "{} vs {}: true {:.1} vs {:.1}, fitted {:.1} vs {:.1}",
+                    a[i].0,
+                    a[j].0,
+                    mean(&a[i].1),
+                    mean(&a[j].1),
+                    mean(&b[i].1),
+                    mean(&b[j].1)
+                ));
+            }
+        }
+    }
+    Trip {
+        world: path.file_name().unwrap().to_string_lossy().into_owned(),
+        metric,
+        separated_pairs,
+        inverted,
+        same_pick: leader(&model) == leader(&truth),
+        params: compare_params(&load(path), &load(&fitted)),
+    }
+}
+
+fn leader(report: &serde_json::Value) -> Option<String> {
+    let verdict = &report["verdict"];
+    verdict["pick"]
+        .as_str()
+        .or_else(|| verdict["comparisons"][0]["first"].as_str())
+        .map(str::to_owned)
+}
+
+/// The identifiable parameters, true against fitted, as `key: true → fitted (error)`.
+fn compare_params(truth: &World, fitted: &World) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in truth.endpoints() {
+        let Some(f) = fitted.endpoints().iter().find(|f| f.id == t.id) else {
+            out.push(format!("{}: never served in the logs", t.id));
+            continue;
+        };
+        let mut row = |key: &str, want: f64, got: f64| {
+            out.push(format!(
+                "{}.{key}: {want:.4} → {got:.4} ({:+.1} %)",
+                t.id,
+                (got / want - 1.0) * 100.0
+            ));
+        };
+        if t.latency.distribution == Distribution::Lognormal
+            && f.latency.distribution == Distribution::Lognormal
+        {
+            row("median_s", t.latency.median_s, f.latency.median_s);
+            row("sigma", t.latency.sigma, f.latency.sigma);
+        }
+        if let (Some(tt), Some(ft)) = (&t.latency.tokens, &f.latency.tokens) {
+            row("ttft_s", tt.ttft_s, ft.ttft_s);
+            row(
+                "decode_tokens_per_s",
+                tt.decode_tokens_per_s,
+                ft.decode_tokens_per_s,
+            );
+        }
+        row("error_rate", t.failures.error_rate, f.failures.error_rate);
+        let cap = |e: &simbench::world::Endpoint, w: &World| {
+            (f64::from(e.capacity) * e.weight * w.cycle().peak).round()
+        };
+        row("peak_capacity", cap(t, truth), cap(f, fitted));
+        if let (Some(tb), Some(fb)) = (&t.rate_limit, &f.rate_limit) {
+            row("refill_per_s", tb.refill_per_s, fb.refill_per_s);
+        }
+        for (tl, fl) in t.limits.iter().zip(&f.limits) {
+            row(&format!("limit.{}", tl.unit.name()), tl.limit, fl.limit);
+        }
+    }
+    out
+}
+
+/// Measures every round trip and prints what it found; see the module doc for what is
+/// asserted.
+#[test]
+#[ignore = "measurement: run with --ignored --nocapture"]
+fn fit_round_trip_on_every_world() {
+    let mut trips = Vec::new();
+    for path in all_worlds() {
+        let dir = scratch_dir("fit-round-trip");
+        let trip = round_trip(&path, &dir);
+        eprintln!(
+            "{}: {} — {} separated pairs, {} inverted, same pick {}",
+            trip.world,
+            trip.metric,
+            trip.separated_pairs,
+            trip.inverted.len(),
+            trip.same_pick
+        );
+        for line in trip.inverted.iter().chain(&trip.params) {
+            eprintln!("    {line}");
+        }
+        std::fs::remove_dir_all(dir).ok();
+        trips.push(trip);
+    }
+    let inverted: usize = trips.iter().map(|t| t.inverted.len()).sum();
+    eprintln!("total inverted pairs: {inverted}");
+}
