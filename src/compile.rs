@@ -118,6 +118,20 @@ pub fn load_with(
     bytes: &[u8],
     options: &LoadOptions<'_>,
 ) -> Result<World, ScenarioErrors> {
+    load_resolved(origin, bytes, options).map(|(world, _)| world)
+}
+
+/// [`load_with`], also returning the document as resolved (its bases merged in, the
+/// overrides applied), for a tool that copies parts of a checked world (`simbench fit
+/// --client`).
+///
+/// # Errors
+/// As [`load_with`].
+pub fn load_resolved(
+    origin: &str,
+    bytes: &[u8],
+    options: &LoadOptions<'_>,
+) -> Result<(World, toml::Value), ScenarioErrors> {
     let Composed {
         sources,
         doc,
@@ -138,12 +152,13 @@ pub fn load_with(
     check(&instance.json, &root, &layers, &mut problems);
     drop_knock_ons(&mut problems, reported);
     if problems.is_empty() && findings.is_empty() {
-        match doc::to_toml(&root).try_into::<Scenario>() {
+        let resolved = doc::to_toml(&root);
+        match resolved.clone().try_into::<Scenario>() {
             Ok(scenario) => {
                 let world = build(&scenario, &algorithm_order(&root));
                 objective::check_applies(&world, &mut problems);
                 if problems.is_empty() {
-                    return Ok(world);
+                    return Ok((world, resolved));
                 }
             }
             Err(e) => problems.push(Problem {

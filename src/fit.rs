@@ -9,8 +9,10 @@
 //! I/O, no clock.
 
 pub mod admission;
+pub mod client;
 pub mod doc;
 pub mod failures;
+pub mod incidents;
 pub mod input;
 pub mod latency;
 pub mod load;
@@ -54,8 +56,8 @@ impl std::fmt::Display for FitError {
     }
 }
 
-/// Fits a world named `name` to `log`.
-pub fn fit(log: &Log, name: &str) -> Result<Fitted, FitError> {
+/// Fits a world named `name` to `log`; the client's side comes from `client` when given.
+pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitted, FitError> {
     if log.is_empty() {
         return Err(FitError::Empty);
     }
@@ -67,18 +69,44 @@ pub fn fit(log: &Log, name: &str) -> Result<Fitted, FitError> {
     {
         return Err(FitError::NothingServed);
     }
-    let endpoints = fit_endpoints(log);
+    let outages = incidents::fit(log);
+    let endpoints = fit_endpoints(log, &outages);
     let load = load::fit(log);
     let mut doc = Doc::default();
+    doc.client = client;
     preamble(&mut doc, log, name);
     top_level(&mut doc, log, name, &load);
     cycle(&mut doc, &endpoints);
-    load::write_retry(&mut doc, &load);
+    match doc.client_table("retry") {
+        Some(Some((text, from))) => doc.raw("retry", text, &from),
+        Some(None) => {}
+        None => load::write_retry(&mut doc, &load),
+    }
     provider(&mut doc, log, &endpoints);
-    load::write_load(&mut doc, &load);
+    match doc.client_table("load") {
+        Some(Some((text, from))) => doc.raw("load", text, &from),
+        Some(None) => {}
+        None => load::write_load(&mut doc, &load),
+    }
     tokens(&mut doc, log);
+    for table in client::TABLES
+        .iter()
+        .filter(|t| !["load", "retry"].contains(t))
+    {
+        if let Some(Some((text, from))) = doc.client_table(table) {
+            doc.raw(table, text, &from);
+        }
+    }
+    write_incidents(&mut doc, log, &outages);
+    let ids: Vec<&str> = endpoints.iter().map(|e| e.id.as_str()).collect();
+    if let Some(c) = &doc.client
+        && let Some(text) = c.pools_text(&ids)
+    {
+        let from = c.name.clone();
+        doc.raw("pools", text, &from);
+    }
     for fit in &endpoints {
-        write_endpoint(&mut doc, fit, &load);
+        write_endpoint(&mut doc, fit);
     }
     Ok(Fitted {
         toml: doc.render(),
@@ -101,6 +129,22 @@ fn preamble(doc: &mut Doc, log: &Log, name: &str) {
     doc.preamble(format!(
         "`{name}`: each value says what it rests on; \"not identified\" marks a default."
     ));
+    if let Some(c) = doc.client.clone() {
+        doc.preamble(format!(
+            "The client's side (load, retry, breaker, variants, objective, pools, prices) is \
+             copied from {}.",
+            c.name
+        ));
+        let missing = c.missing(&log.endpoints);
+        if !missing.is_empty() {
+            let line = format!(
+                "Left out: {} of {} never appear in the logs, so nothing about them is known.",
+                missing.join(", "),
+                c.name
+            );
+            doc.preamble(line);
+        }
+    }
 }
 
 fn top_level(doc: &mut Doc, log: &Log, name: &str, load: &load::LoadFit) {
@@ -136,14 +180,11 @@ enum LatencyChoice {
     Tokens(latency::TokenFit),
 }
 
-fn fit_endpoints(log: &Log) -> Vec<EndpointFit> {
+fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
     let published: Vec<Vec<admission::PublishedFit>> = (0..log.endpoints.len() as u32)
         .map(|e| admission::fit_published(log, e))
         .collect();
-    let limit_refusal = |s: usize, i: usize| -> bool {
-        let r = &log.segments[s].requests[i];
-        explained_by_published(r, &published[r.endpoint as usize], log, s)
-    };
+    let limit_refusal = |s: usize, i: usize| log.segments[s].requests[i].limit_refused;
     let mut arrivals = admission::arrivals(log, &limit_refusal);
     (0..log.endpoints.len())
         .map(|e| {
@@ -155,7 +196,7 @@ fn fit_endpoints(log: &Log) -> Vec<EndpointFit> {
             let bucket = admission::fit_bucket(&mine);
             let requests: Vec<&Request> = log.of(e as u32).collect();
             let latency = fit_latency(log, e as u32, &mine, &capacity);
-            let failures = fit_failures(log, e as u32);
+            let failures = fit_failures(log, e as u32, outages);
             EndpointFit {
                 id: log.endpoints[e].clone(),
                 served: requests.iter().filter(|r| r.outcome.served()).count() as u64,
@@ -175,38 +216,6 @@ fn fit_endpoints(log: &Log) -> Vec<EndpointFit> {
             }
         })
         .collect()
-}
-
-/// Whether a 429 is a published limit's: the limits' remaining allowance, as the endpoint's
-/// latest headers before it said, could not cover it. Without headers, no 429 is.
-fn explained_by_published(
-    r: &Request,
-    published: &[admission::PublishedFit],
-    log: &Log,
-    segment: usize,
-) -> bool {
-    if published.is_empty() || r.outcome != EntryOutcome::RateLimited {
-        return false;
-    }
-    let headers = &log.segments[segment].headers;
-    published.iter().any(|p| {
-        let key = (r.endpoint, input::unit_key(p.unit));
-        let Some(samples) = headers.get(&key) else {
-            return false;
-        };
-        // The sample recorded with this refusal (at its instant), else the latest before.
-        let i = samples.partition_point(|s| s.at <= r.start);
-        let Some(seen) = i.checked_sub(1).map(|i| samples[i]) else {
-            return false;
-        };
-        let need = match p.unit {
-            HeaderUnit::Requests => 1.0,
-            HeaderUnit::InputTokens => r.input,
-            HeaderUnit::OutputTokens => r.max_tokens,
-            HeaderUnit::Tokens => r.input + r.max_tokens,
-        };
-        !need.is_nan() && seen.remaining < need.max(1.0)
-    })
 }
 
 fn fit_latency(
@@ -286,14 +295,16 @@ fn token_samples(
     out
 }
 
-fn fit_failures(log: &Log, e: u32) -> failures::FailureFit {
+/// The failures of `e` outside its outages (which are incidents, not weather).
+fn fit_failures(log: &Log, e: u32, outages: &[incidents::Outage]) -> failures::FailureFit {
+    let out = |t: f64| outages.iter().any(|o| o.endpoint == e && o.covers(t));
     let segments: Vec<Vec<(f64, bool)>> = log
         .segments
         .iter()
         .map(|s| {
             s.requests
                 .iter()
-                .filter(|r| r.endpoint == e && r.outcome.served())
+                .filter(|r| r.endpoint == e && r.outcome.served() && !out(r.start))
                 .map(|r| (r.start, r.outcome == EntryOutcome::Error))
                 .collect()
         })
@@ -440,6 +451,27 @@ fn tokens(doc: &mut Doc, log: &Log) {
             format!("median duration of {} client timeouts", timeouts.len()),
         );
     }
+    let copies: Vec<(&str, String, String)> = doc
+        .client
+        .as_ref()
+        .map(|c| {
+            client::TOKEN_KEYS
+                .iter()
+                .filter_map(|k| {
+                    Some((
+                        *k,
+                        c.value(&format!("tokens.{k}"))?.to_string(),
+                        c.name.clone(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (key, value, from) in copies {
+        if !doc.has(key) {
+            doc.copied(key, value, &from);
+        }
+    }
 }
 
 /// A lognormal size when it fits (KS ≤ 0.05), else 21 empirical quantiles.
@@ -497,7 +529,7 @@ fn lognormal_size(sorted: &[f64]) -> (f64, f64, f64) {
     (mu.exp(), sigma, ks)
 }
 
-fn write_endpoint(doc: &mut Doc, f: &EndpointFit, load: &load::LoadFit) {
+fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
     let prefix = format!("endpoints.{}", f.id);
     doc.table("[[endpoints]]", &prefix, &[]);
     doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
@@ -512,14 +544,23 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, load: &load::LoadFit) {
         ),
         None => doc.assumed(
             "capacity",
-            load.most_in_flight()
-                .max(f.capacity.peak_in_flight)
-                .to_string(),
-            format!(
-                "never refused for concurrency (at most {} in flight); set so it never binds",
-                f.capacity.peak_in_flight
-            ),
+            f.capacity.peak_in_flight.max(1).to_string(),
+            "never refused for concurrency: the most in flight at an admission, a lower bound \
+             (a client's pool is sized by it, so a larger guess would change the client)",
         ),
+    }
+    let client_keys: Vec<(&str, String, String)> = doc
+        .client
+        .as_ref()
+        .map(|c| {
+            client::ENDPOINT_KEYS
+                .iter()
+                .filter_map(|k| Some((*k, c.endpoint(&f.id)?.get(*k)?.to_string(), c.name.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (key, value, from) in client_keys {
+        doc.copied(key, value, &from);
     }
     if f.overloaded > 0 {
         doc.fitted(
@@ -560,6 +601,50 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, load: &load::LoadFit) {
     if f.rejected > 0 {
         // Rejections come from incidents, which the fit does not model.
         let _ = f.rejected;
+    }
+}
+
+fn write_incidents(doc: &mut Doc, log: &Log, outages: &[incidents::Outage]) {
+    for (i, o) in outages.iter().enumerate() {
+        doc.table("[[incidents]]", &format!("incidents.{i}"), &[]);
+        let what = if o.refuse {
+            "every request refused"
+        } else {
+            "every request served failed with a 503"
+        };
+        doc.fitted(
+            "kind",
+            string("outage"),
+            format!(
+                "{what}{}: {} requests in {} of {} logs",
+                if o.end_s.is_none() {
+                    " until the logs end"
+                } else {
+                    ""
+                },
+                o.requests,
+                o.seen_in,
+                log.segments.len()
+            ),
+        );
+        doc.fitted(
+            "endpoints",
+            format!("[{}]", string(&log.endpoints[o.endpoint as usize])),
+            "",
+        );
+        doc.fitted(
+            "start_s",
+            float(o.start_s, 5),
+            "the first request it met (median over the logs)",
+        );
+        if let Some(end) = o.end_s {
+            doc.fitted("end_s", float(end, 5), "the first request served again");
+        }
+        doc.fitted(
+            "effect",
+            string(if o.refuse { "refuse" } else { "error" }),
+            "",
+        );
     }
 }
 

@@ -33,6 +33,11 @@ pub struct FitArgs {
     /// PATH, write it there instead (`-`, or no PATH, prints it).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "-")]
     pub report: Option<PathBuf>,
+    /// The team's own world file: the client's side of the fitted world (load, retry,
+    /// breaker, strategy variants, objective, gates, pools, prices, client timeouts) is
+    /// copied from it, since no log holds it; the provider's side still comes from the logs.
+    #[arg(long, value_name = "WORLD")]
+    pub client: Option<PathBuf>,
     /// No "wrote" lines and no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -62,6 +67,31 @@ pub fn main(args: &FitArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
+    let client = match &args.client {
+        None => None,
+        Some(path) => match super::load::load_resolved(path, &[], &inputs) {
+            Ok((_, toml::Value::Table(doc))) => Some(crate::fit::client::Client {
+                name: path.display().to_string(),
+                doc,
+            }),
+            Ok(_) => None,
+            Err(super::load::LoadError::Unreadable(e)) => {
+                errln!(
+                    "error: cannot read {}: {}",
+                    path.display(),
+                    super::io_reason(&e)
+                );
+                return super::EXIT_ERROR;
+            }
+            Err(super::load::LoadError::Invalid(errors)) => {
+                let colour = super::console::colour_stderr();
+                super::console::stderr(
+                    &errors.render(crate::diagnostics::RenderOptions { colour, width: 100 }),
+                );
+                return super::EXIT_INVALID;
+            }
+        },
+    };
     let log = match read_logs(&args.logs) {
         Ok(log) => log,
         Err(message) => {
@@ -69,7 +99,7 @@ pub fn main(args: &FitArgs) -> u8 {
             return super::EXIT_INVALID;
         }
     };
-    let fitted = match crate::fit::fit(&log, &args.name) {
+    let fitted = match crate::fit::fit(&log, &args.name, client) {
         Ok(fitted) => fitted,
         Err(why) => {
             errln!("error: cannot fit a world: {why}");

@@ -49,6 +49,15 @@ pub(super) fn load_recorded(
     overrides: &[Override],
     inputs: &Inputs,
 ) -> Result<World, LoadError> {
+    load_resolved(path, overrides, inputs).map(|(world, _)| world)
+}
+
+/// [`load_recorded`], also returning the resolved document (see [`compile::load_resolved`]).
+pub(super) fn load_resolved(
+    path: &Path,
+    overrides: &[Override],
+    inputs: &Inputs,
+) -> Result<(World, toml::Value), LoadError> {
     inputs.record(path, Role::Scenario);
     let bytes = read_limited(path).map_err(LoadError::Unreadable)?;
     let chain = Chain::new(path);
@@ -60,7 +69,7 @@ pub(super) fn load_recorded(
         read: &read,
         overrides,
     };
-    compile::load_with(&path.display().to_string(), &bytes, &options)
+    compile::load_resolved(&path.display().to_string(), &bytes, &options)
         .map_err(|errors| LoadError::Invalid(Box::new(errors)))
 }
 

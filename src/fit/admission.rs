@@ -611,18 +611,25 @@ pub struct PublishedFit {
 
 /// The published limits of endpoint `e`, from every segment's headers.
 pub fn fit_published(log: &Log, e: u32) -> Vec<PublishedFit> {
-    let mut by_unit: BTreeMap<u8, Vec<HeaderSample>> = BTreeMap::new();
+    let mut by_limit: BTreeMap<(u8, u64), Vec<HeaderSample>> = BTreeMap::new();
     for segment in &log.segments {
-        for ((endpoint, unit), samples) in &segment.headers {
+        for ((endpoint, unit, limit), samples) in &segment.headers {
             if *endpoint == e {
-                by_unit.entry(*unit).or_default().extend(samples);
+                by_limit.entry((*unit, *limit)).or_default().extend(samples);
             }
         }
     }
-    by_unit
+    let mut out: Vec<PublishedFit> = by_limit
         .into_iter()
-        .filter_map(|(unit, samples)| published(key_unit(unit), &samples))
-        .collect()
+        .filter_map(|((unit, _), samples)| published(key_unit(unit), &samples))
+        .collect();
+    // Requests first, then by window: the order vendors document them in.
+    out.sort_by(|a, b| {
+        (a.unit != HeaderUnit::Requests)
+            .cmp(&(b.unit != HeaderUnit::Requests))
+            .then(a.window_s.total_cmp(&b.window_s))
+    });
+    out
 }
 
 fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit> {
@@ -653,7 +660,15 @@ fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit>
         });
     }
     // Fixed: every reset points at the same boundaries, a multiple of the window.
-    let boundaries: Vec<f64> = samples.iter().map(|s| s.at + s.reset_s).collect();
+    // A full allowance says reset 0, which points at no boundary.
+    let boundaries: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.reset_s > 0.0)
+        .map(|s| s.at + s.reset_s)
+        .collect();
+    if boundaries.len() < 3 {
+        return None;
+    }
     let window_s = [86_400.0, 3600.0, 60.0, 1.0].into_iter().find(|w| {
         boundaries
             .iter()

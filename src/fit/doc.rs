@@ -11,12 +11,14 @@ struct Item {
     note: String,
 }
 
-/// A table (or the top level when `header` is empty) with its lines.
+/// A table (or the top level when `header` is empty) with its lines, or a block of TOML
+/// copied as it is (`raw`).
 #[derive(Clone, Debug)]
 struct Table {
     header: String,
     comment: Vec<String>,
     items: Vec<Item>,
+    raw: Option<String>,
 }
 
 /// One line of the fit report: a value written, with its basis, or a default.
@@ -40,6 +42,8 @@ pub struct Doc {
     /// Every value, for `--report`.
     pub report: Vec<ReportLine>,
     prefix: String,
+    /// The client's world, whose keys replace the fitted ones.
+    pub client: Option<super::client::Client>,
 }
 
 impl Doc {
@@ -55,13 +59,67 @@ impl Doc {
             header: header.to_owned(),
             comment: comment.to_vec(),
             items: Vec::new(),
+            raw: None,
         });
         self.prefix = report_prefix.to_owned();
+    }
+
+    /// A block copied from the client's world, reported under `key`.
+    pub fn raw(&mut self, key: &str, text: String, from: &str) {
+        self.report.push(ReportLine {
+            key: key.to_owned(),
+            value: format!("[{key}]"),
+            note: format!("from {from}"),
+            identified: true,
+        });
+        self.tables.push(Table {
+            header: String::new(),
+            comment: vec![format!(
+                "From {from}: the client's own setting, not in any log."
+            )],
+            items: Vec::new(),
+            raw: Some(text),
+        });
+    }
+
+    /// With a client's world, its table `name`: `Some(None)` when it leaves the table to the
+    /// defaults (then nothing is written); `None` without a client (then the fit writes it).
+    pub fn client_table(&self, name: &str) -> Option<Option<(String, String)>> {
+        let client = self.client.as_ref()?;
+        Some(client.table_text(name).map(|t| (t, client.name.clone())))
     }
 
     /// A fitted value.
     pub fn fitted(&mut self, key: &str, value: String, note: impl Into<String>) {
         self.push(key, value, note.into(), true);
+    }
+
+    /// A value copied from the client's world.
+    pub fn copied(&mut self, key: &str, value: String, from: &str) {
+        let full = if self.prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.prefix)
+        };
+        self.report.push(ReportLine {
+            key: full,
+            value: value.clone(),
+            note: format!("from {from}"),
+            identified: true,
+        });
+        let table = self.tables.last_mut().expect("a table is open");
+        table.items.push(Item {
+            key: key.to_owned(),
+            value,
+            note: format!("from {from}"),
+        });
+    }
+
+    /// Whether a key of the current table was written.
+    pub fn has(&self, key: &str) -> bool {
+        self.tables
+            .last()
+            .is_some_and(|t| t.items.iter().any(|i| i.key == key))
     }
 
     /// A value the data could not identify: the default used and why.
@@ -74,6 +132,35 @@ impl Doc {
             key.to_owned()
         } else {
             format!("{}.{key}", self.prefix)
+        };
+        if let Some(c) = &self.client
+            && c.owns(&full)
+            && c.value(&full).is_none()
+        {
+            let note = format!(
+                "left to the default, as in {}; the logs give {value}",
+                c.name
+            );
+            self.report.push(ReportLine {
+                key: full,
+                value: "(default)".into(),
+                note,
+                identified: true,
+            });
+            return;
+        }
+        let from_client = self.client.as_ref().and_then(|c| {
+            let v = c.value(&full)?;
+            Some((v.to_string(), c.name.clone()))
+        });
+        let (value, note, identified) = match from_client {
+            Some((mine, from)) if mine != value => (
+                mine,
+                format!("from {from}; the logs give {value} ({note})"),
+                true,
+            ),
+            Some((mine, from)) => (mine, format!("from {from}; the logs agree ({note})"), true),
+            None => (value, note, identified),
         };
         self.report.push(ReportLine {
             key: full,
@@ -105,6 +192,10 @@ impl Doc {
             }
             for line in &table.comment {
                 let _ = writeln!(out, "# {line}");
+            }
+            if let Some(raw) = &table.raw {
+                out.push_str(raw);
+                continue;
             }
             if !table.header.is_empty() {
                 let _ = writeln!(out, "{}", table.header);

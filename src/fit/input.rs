@@ -79,6 +79,9 @@ pub struct Request {
     pub call: u32,
     /// A hedge copy.
     pub hedge: bool,
+    /// A 429 whose own rate-limit headers show a limit without room for it (a published
+    /// limit refused it, not the concurrency limit or a bucket).
+    pub limit_refused: bool,
 }
 
 impl Request {
@@ -108,7 +111,7 @@ pub struct HeaderSample {
     pub reset_s: f64,
 }
 
-/// The most header samples kept per (file, endpoint, unit): enough to pin a limit and its
+/// The most header samples kept per (file, endpoint, limit): enough to pin a limit and its
 /// window, bounded however long the log.
 pub const MAX_HEADER_SAMPLES: usize = 20_000;
 
@@ -119,8 +122,9 @@ pub struct Segment {
     pub name: String,
     /// Its requests.
     pub requests: Vec<Request>,
-    /// Header samples per (endpoint, unit), at most [`MAX_HEADER_SAMPLES`] each.
-    pub headers: BTreeMap<(u32, HeaderUnitKey), Vec<HeaderSample>>,
+    /// Header samples per (endpoint, unit, limit as bits): two limits of one unit (a minute's
+    /// and a day's tokens) are told apart by their size. At most [`MAX_HEADER_SAMPLES`] each.
+    pub headers: BTreeMap<(u32, HeaderUnitKey, u64), Vec<HeaderSample>>,
 }
 
 /// [`HeaderUnit`] as an ordered key.
@@ -219,7 +223,7 @@ impl SegmentBuilder<'_> {
             let samples = self
                 .segment
                 .headers
-                .entry((endpoint, unit_key(h.unit)))
+                .entry((endpoint, unit_key(h.unit), h.limit.to_bits()))
                 .or_default();
             if samples.len() < MAX_HEADER_SAMPLES {
                 samples.push(HeaderSample {
@@ -249,6 +253,18 @@ impl SegmentBuilder<'_> {
         self.segment
             .requests
             .sort_by(|a, b| a.start.total_cmp(&b.start));
+        // Times count from the file's first request, so logs on any clock (a simulation's,
+        // the Unix epoch) line up with each other and with a world's time 0.
+        let origin = self.segment.requests.first().map_or(0.0, |r| r.start);
+        if origin != 0.0 {
+            for r in &mut self.segment.requests {
+                r.start -= origin;
+                r.end -= origin;
+            }
+            for sample in self.segment.headers.values_mut().flatten() {
+                sample.at -= origin;
+            }
+        }
         for samples in self.segment.headers.values_mut() {
             samples.sort_by(|a, b| a.at.total_cmp(&b.at));
         }
@@ -276,6 +292,23 @@ fn compact(entry: &Entry, endpoint: u32) -> Request {
         attempt: id(entry.attempt),
         call: id(entry.call),
         hedge: entry.hedge,
+        limit_refused: entry.outcome == EntryOutcome::RateLimited
+            && entry
+                .ratelimit
+                .iter()
+                .any(|h| h.remaining < need(entry, h.unit).max(1.0)),
+    }
+}
+
+/// What a request takes from a limit counting `unit`, as far as the client knows it.
+fn need(entry: &Entry, unit: HeaderUnit) -> f64 {
+    let input = entry.input_tokens.unwrap_or(0.0);
+    let max_tokens = entry.max_tokens.unwrap_or(0.0);
+    match unit {
+        HeaderUnit::Requests => 1.0,
+        HeaderUnit::InputTokens => input,
+        HeaderUnit::OutputTokens => max_tokens,
+        HeaderUnit::Tokens => input + max_tokens,
     }
 }
 

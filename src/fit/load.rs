@@ -185,6 +185,10 @@ fn open_model(starts: &[Vec<f64>]) -> Option<LoadModel> {
     })
 }
 
+/// The largest KS distance between the first retries' delays and a full-jitter uniform for
+/// which they are read as one.
+const MAX_DELAY_KS: f64 = 0.25;
+
 /// The retry policy from attempts: the most attempts at a step, and the delays between a
 /// failure without Retry-After and the next attempt of its step.
 fn fit_retry(log: &Log) -> Option<RetryFit> {
@@ -228,6 +232,13 @@ fn fit_retry(log: &Log) -> Option<RetryFit> {
         })
         .collect();
     let first = raw.first()?;
+    // Delays that do not look like a jittered backoff (a client that queued for a lease long
+    // after its delay) identify nothing.
+    let d = &delays[&first.0];
+    let ks = stats::ks_distance(d, |x| (x / first.1).clamp(0.0, 1.0));
+    if ks > MAX_DELAY_KS {
+        return None;
+    }
     let base = first.1.max(1e-4);
     let factor = raw
         .get(1)
@@ -339,7 +350,8 @@ pub fn write_retry(doc: &mut Doc, load: &LoadFit) {
     doc.table("[retry]", "retry", &[]);
     let Some(r) = &load.retry else {
         let why = if load.has_jobs {
-            "too few retries after a failure without Retry-After"
+            "too few retries after a failure without Retry-After, or delays that are not a \
+             jittered backoff (the client waited for a lease after them); the defaults"
         } else {
             "the log has no job, step and attempt ids"
         };

@@ -13,8 +13,8 @@ use simbench::world::{Distribution, World};
 use crate::request_log::{all_worlds, load};
 use crate::support::{scratch_dir, simbench};
 
-/// Logs fitted per world (one run each, consecutive seeds).
-const LOGS: u32 = 5;
+/// Logs fitted per world and strategy (one run each, consecutive seeds).
+const LOGS: u32 = 3;
 /// Seeds of each comparison.
 const SEEDS: &str = "10";
 
@@ -80,32 +80,48 @@ fn round_trip(path: &Path, dir: &Path) -> Trip {
     let metric = truth["objective"]["metric"].as_str().unwrap().to_owned();
     let algorithms: Vec<String> = per_seed(&truth, &metric).into_iter().map(|a| a.0).collect();
     let first_seed = truth["seeds"][0].as_u64().unwrap();
+    // What a team would log: the client it runs (the leader) and a load test (the strategy
+    // that sent the most requests, which meets the provider's limits).
     let logged = leader(&truth).unwrap_or_else(|| algorithms[0].clone());
+    let busiest = per_seed(&truth, "requests")
+        .into_iter()
+        .max_by(|a, b| mean(&a.1).total_cmp(&mean(&b.1)))
+        .map(|a| a.0)
+        .unwrap();
     let mut logs: Vec<PathBuf> = Vec::new();
-    for k in 0..u64::from(LOGS) {
-        let log = dir.join(format!("log{k}.jsonl"));
-        let out = simbench(&[
-            "run",
-            file,
-            "--algorithms",
-            &logged,
-            "--seeds",
-            &LOGS.to_string(),
-            "--request-log",
-            log.to_str().unwrap(),
-            "--log-run",
-            &format!("{logged}:{}", first_seed + k),
-            "--quiet",
-        ]);
-        assert!(
-            out.status.code().is_some_and(|c| c == 0 || c == 3),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        logs.push(log);
+    for name in [&logged, &busiest] {
+        for k in 0..u64::from(LOGS) {
+            let log = dir.join(format!("{name}-{k}.jsonl"));
+            let out = simbench(&[
+                "run",
+                file,
+                "--algorithms",
+                name,
+                "--seeds",
+                &LOGS.to_string(),
+                "--request-log",
+                log.to_str().unwrap(),
+                "--log-run",
+                &format!("{name}:{}", first_seed + k),
+                "--quiet",
+            ]);
+            assert!(
+                out.status.code().is_some_and(|c| c == 0 || c == 3),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            logs.push(log);
+        }
     }
     let fitted = dir.join("fitted.toml");
-    let mut args = vec!["fit", "-o", fitted.to_str().unwrap(), "--quiet"];
+    let mut args = vec![
+        "fit",
+        "-o",
+        fitted.to_str().unwrap(),
+        "--quiet",
+        "--client",
+        file,
+    ];
     args.extend(logs.iter().map(|l| l.to_str().unwrap()));
     let out = simbench(&args);
     assert!(
@@ -222,7 +238,14 @@ fn compare_params(truth: &World, fitted: &World) -> Vec<String> {
 #[ignore = "measurement: run with --ignored --nocapture"]
 fn fit_round_trip_on_every_world() {
     let mut trips = Vec::new();
-    for path in all_worlds() {
+    // `SIMBENCH_FIT_WORLDS=bursty,llm` measures only the worlds whose names contain one.
+    let only = std::env::var("SIMBENCH_FIT_WORLDS").ok();
+    let wanted = |p: &Path| {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| name.contains(w)))
+    };
+    for path in all_worlds().into_iter().filter(|p| wanted(p)) {
         let dir = scratch_dir("fit-round-trip");
         let trip = round_trip(&path, &dir);
         eprintln!(

@@ -1,0 +1,136 @@
+//! `--client WORLD.toml`: the client's side of the fitted world taken from the team's own
+//! world file, since no request log holds it — the load it runs, its retry policy and
+//! breaker, its named strategy variants, objective and gates, its pools and prices. The
+//! provider's side still comes from the logs; where the logs also say something about a
+//! client key (the jobs they ran, the attempts they made), the comment shows both.
+
+/// Top-level keys that describe the client's load.
+pub const TOP_KEYS: [&str; 6] = [
+    "seed",
+    "jobs",
+    "concurrency",
+    "horizon_s",
+    "steps_per_job",
+    "calls_per_step",
+];
+
+/// Whole tables that belong to the client, in the order they are written.
+pub const TABLES: [&str; 9] = [
+    "load",
+    "retry",
+    "breaker",
+    "recovery",
+    "validity",
+    "objective",
+    "thresholds",
+    "unsuited",
+    "algorithms",
+];
+
+/// Keys of `[tokens]` that the client chooses.
+pub const TOKEN_KEYS: [&str; 3] = ["max_tokens", "request_timeout_s", "context"];
+
+/// Per-endpoint keys that belong to the client (its pools, its contract, its own cap).
+pub const ENDPOINT_KEYS: [&str; 3] = ["pool", "price", "client_cap"];
+
+/// The client's world, resolved.
+#[derive(Clone, Debug)]
+pub struct Client {
+    /// The file, for comments.
+    pub name: String,
+    /// Its resolved document.
+    pub doc: toml::Table,
+}
+
+impl Client {
+    /// The client's value at a reported key path (`jobs`, `tokens.max_tokens`,
+    /// `endpoints.<id>.pool`), when that key is the client's and the file sets it.
+    pub fn value(&self, path: &str) -> Option<&toml::Value> {
+        if TOP_KEYS.contains(&path) {
+            return self.doc.get(path);
+        }
+        if let Some(key) = path.strip_prefix("tokens.") {
+            return TOKEN_KEYS
+                .contains(&key)
+                .then(|| self.doc.get("tokens")?.get(key))
+                .flatten();
+        }
+        let rest = path.strip_prefix("endpoints.")?;
+        let (id, key) = rest.rsplit_once('.')?;
+        if !ENDPOINT_KEYS.contains(&key) {
+            return None;
+        }
+        self.endpoint(id)?.get(key)
+    }
+
+    /// Whether a reported key path is the client's (then the client's file decides it, and a
+    /// key it leaves out takes the format's default, as it does for the client).
+    pub fn owns(&self, path: &str) -> bool {
+        TOP_KEYS.contains(&path)
+            || path
+                .strip_prefix("tokens.")
+                .is_some_and(|k| TOKEN_KEYS.contains(&k))
+            || path.rsplit_once('.').is_some_and(|(head, key)| {
+                head.starts_with("endpoints.") && ENDPOINT_KEYS.contains(&key)
+            })
+            || TABLES
+                .iter()
+                .any(|t| path == *t || path.starts_with(&format!("{t}.")))
+    }
+
+    /// The client's endpoint `id`, if its file has one.
+    pub fn endpoint(&self, id: &str) -> Option<&toml::Table> {
+        self.doc
+            .get("endpoints")?
+            .as_array()?
+            .iter()
+            .filter_map(toml::Value::as_table)
+            .find(|e| e.get("id").and_then(toml::Value::as_str) == Some(id))
+    }
+
+    /// Table `name` as TOML text (`[retry]` and its sub-tables), if the file has it.
+    pub fn table_text(&self, name: &str) -> Option<String> {
+        let value = self.doc.get(name)?;
+        let mut wrapper = toml::Table::new();
+        wrapper.insert(name.to_owned(), value.clone());
+        toml::to_string(&wrapper).ok()
+    }
+
+    /// The `[[pools]]` the endpoints in `ids` use, as TOML text.
+    pub fn pools_text(&self, ids: &[&str]) -> Option<String> {
+        let used: Vec<&str> = ids
+            .iter()
+            .filter_map(|id| self.endpoint(id)?.get("pool")?.as_str())
+            .collect();
+        let pools: Vec<toml::Value> = self
+            .doc
+            .get("pools")?
+            .as_array()?
+            .iter()
+            .filter(|p| {
+                p.get("name")
+                    .and_then(toml::Value::as_str)
+                    .is_some_and(|n| used.contains(&n))
+            })
+            .cloned()
+            .collect();
+        if pools.is_empty() {
+            return None;
+        }
+        let mut wrapper = toml::Table::new();
+        wrapper.insert("pools".into(), toml::Value::Array(pools));
+        toml::to_string(&wrapper).ok()
+    }
+
+    /// The client's endpoint ids the logs never mention.
+    pub fn missing(&self, seen: &[String]) -> Vec<String> {
+        let Some(all) = self.doc.get("endpoints").and_then(toml::Value::as_array) else {
+            return Vec::new();
+        };
+        all.iter()
+            .filter_map(|e| e.get("id")?.as_str())
+            .filter(|id| !seen.iter().any(|s| s == id))
+            .map(str::to_owned)
+            .collect()
+    }
+}
