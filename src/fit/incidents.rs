@@ -77,13 +77,12 @@ fn runs(requests: &[Request], e: u32, refuse: bool) -> Vec<Outage> {
         if hit(r, refuse) {
             let (start, _, n) = run.unwrap_or((r.start, r.start, 0));
             run = Some((start, r.start, n + 1));
-        } else if working(r, refuse) {
-            if let Some((start, last, n)) = run.take()
-                && n >= MIN_RUN
-                && last - start >= MIN_SPAN_S
-            {
-                out.push(outage(e, start, Some(r.start), refuse, n));
-            }
+        } else if working(r, refuse)
+            && let Some((start, last, n)) = run.take()
+            && n >= MIN_RUN
+            && last - start >= MIN_SPAN_S
+        {
+            out.push(outage(e, start, Some(r.start), refuse, n));
         }
     }
     if let Some((start, last, n)) = run
