@@ -260,52 +260,36 @@ fn search_cycle(bounds: &[Bound], peak: u32, span: f64) -> Option<CapacityModel>
     if span < 20.0 || bounds.len() < 50 {
         return None;
     }
-    // Thin the bounds to the tightest per second: the search evaluates each many times.
-    let thin = thin_bounds(bounds);
-    let mut best: Option<(u64, CapacityModel)> = None;
-    let consider = |m: CapacityModel, best: &mut Option<(u64, CapacityModel)>| {
-        let v = m.violations(&thin);
-        if best.as_ref().is_none_or(|(bv, _)| v < *bv) {
-            *best = Some((v, m));
-        }
-    };
-    let periods: Vec<f64> = (0..48)
-        .map(|i| 10.0 * (span / 10.0).powf(i as f64 / 47.0))
+    // Thin the bounds to the tightest per slice of time (at most a few thousand): the search
+    // evaluates each many times. The coarse grid sees every fifth of them.
+    let thin = thin_bounds(bounds, (span / 4000.0).max(1.0));
+    let sparse: Vec<Bound> = thin
+        .iter()
+        .step_by((thin.len() / 2000).max(1))
+        .copied()
         .collect();
-    for &period_s in &periods {
-        for p in 0..24 {
-            for t in 1..10 {
-                for capacity in [peak, peak + 1] {
-                    let m = CapacityModel {
-                        capacity,
-                        period_s,
-                        trough: t as f64 / 10.0,
-                        phase_s: period_s * p as f64 / 24.0,
-                    };
-                    consider(m, &mut best);
-                }
-            }
-        }
+    let mut best: Option<(u64, CapacityModel)> = None;
+    let caps = [peak, peak + 1];
+    let troughs: Vec<f64> = (1..10).map(|t| t as f64 / 10.0).collect();
+    for i in 0..48 {
+        let period_s = 10.0 * (span / 10.0).powf(i as f64 / 47.0);
+        let phases: Vec<f64> = (0..24).map(|p| period_s * p as f64 / 24.0).collect();
+        score_period(&sparse, period_s, &phases, &troughs, &caps, &mut best);
     }
+    best = best.map(|(_, m)| (m.violations(&thin), m));
     // Refine around the best, shrinking the steps while they help.
     let mut scale = 1.0;
     while scale > 0.01 {
         let (score, centre) = best?;
+        let troughs: Vec<f64> = (-5..=5)
+            .map(|dt| (centre.trough + dt as f64 * 0.02 * scale).clamp(0.01, 1.0))
+            .collect();
         for dp in -5..=5 {
-            for dphase in -5..=5 {
-                for dt in -5..=5 {
-                    for capacity in [peak, peak + 1] {
-                        let period_s = centre.period_s * (1.0 + dp as f64 * 0.01 * scale);
-                        let m = CapacityModel {
-                            capacity,
-                            period_s,
-                            trough: (centre.trough + dt as f64 * 0.02 * scale).clamp(0.01, 1.0),
-                            phase_s: centre.phase_s + dphase as f64 * period_s / 96.0 * scale,
-                        };
-                        consider(m, &mut best);
-                    }
-                }
-            }
+            let period_s = centre.period_s * (1.0 + dp as f64 * 0.01 * scale);
+            let phases: Vec<f64> = (-5..=5)
+                .map(|d| centre.phase_s + d as f64 * period_s / 96.0 * scale)
+                .collect();
+            score_period(&thin, period_s, &phases, &troughs, &caps, &mut best);
         }
         if best.as_ref().is_some_and(|(s, _)| *s == score) {
             scale /= 3.0;
@@ -317,11 +301,59 @@ fn search_cycle(bounds: &[Bound], peak: u32, span: f64) -> Option<CapacityModel>
     })
 }
 
-/// Per second and kind, the tightest bound: the highest admission, the lowest refusal.
-fn thin_bounds(bounds: &[Bound]) -> Vec<Bound> {
+/// Scores every (phase, trough, capacity) at one period, keeping the best in `best`. The
+/// cosine of each bound's time is taken once per period: `cos(ω(t − φ))` is
+/// `cos ωt · cos ωφ + sin ωt · sin ωφ`.
+fn score_period(
+    bounds: &[Bound],
+    period_s: f64,
+    phases: &[f64],
+    troughs: &[f64],
+    caps: &[u32],
+    best: &mut Option<(u64, CapacityModel)>,
+) {
+    let omega = 2.0 * std::f64::consts::PI / period_s;
+    let trig: Vec<(f64, f64)> = bounds
+        .iter()
+        .map(|b| ((omega * b.at).cos(), (omega * b.at).sin()))
+        .collect();
+    for &phase_s in phases {
+        let (cp, sp) = ((omega * phase_s).cos(), (omega * phase_s).sin());
+        for &trough in troughs {
+            let (mid, amp) = ((1.0 + trough) / 2.0, (1.0 - trough) / 2.0);
+            for &capacity in caps {
+                let c = f64::from(capacity);
+                let violations: u64 = bounds
+                    .iter()
+                    .zip(&trig)
+                    .map(|(b, (ct, st))| {
+                        let factor = mid - amp * (ct * cp + st * sp);
+                        let cap = ((c * factor).round_ties_even() as u32).max(1);
+                        u64::from(if b.upper { b.k < cap } else { b.k >= cap })
+                    })
+                    .sum();
+                if best.as_ref().is_none_or(|(v, _)| violations < *v) {
+                    *best = Some((
+                        violations,
+                        CapacityModel {
+                            capacity,
+                            period_s,
+                            trough,
+                            phase_s,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Per slice of `width_s` and kind, the tightest bound: the highest admission, the lowest
+/// refusal (each keeps its own time, so no constraint is loosened, only some dropped).
+fn thin_bounds(bounds: &[Bound], width_s: f64) -> Vec<Bound> {
     let mut by_second: BTreeMap<(i64, bool), Bound> = BTreeMap::new();
     for b in bounds {
-        let key = ((b.at.floor()) as i64, b.upper);
+        let key = ((b.at / width_s).floor() as i64, b.upper);
         by_second
             .entry(key)
             .and_modify(|kept| {
