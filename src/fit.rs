@@ -12,11 +12,14 @@ pub mod admission;
 pub mod client;
 pub mod doc;
 pub mod failures;
+pub mod har;
 pub mod incidents;
 pub mod input;
 pub mod latency;
 pub mod load;
+pub mod otlp;
 pub mod stats;
+pub mod time;
 
 use admission::{Arrival, Met};
 use doc::{Doc, float, string};
@@ -411,7 +414,12 @@ fn provider(doc: &mut Doc, log: &Log, endpoints: &[EndpointFit]) {
 fn tokens(doc: &mut Doc, log: &Log) {
     let requests = || log.segments.iter().flat_map(|s| &s.requests);
     let mut input: Vec<f64> = requests()
-        .filter(|r| r.input.is_finite() && r.input >= 1.0 && r.attempt <= 1 && !r.hedge)
+        .filter(|r| {
+            r.input.is_finite()
+                && r.input >= 1.0
+                && (r.attempt == input::NONE_ID || r.attempt <= 1)
+                && !r.hedge
+        })
         .map(|r| r.input)
         .collect();
     let mut output: Vec<f64> = requests()
@@ -477,6 +485,12 @@ fn tokens(doc: &mut Doc, log: &Log) {
 /// A lognormal size when it fits (KS ≤ 0.05), else 21 empirical quantiles.
 fn size(sorted: &[f64]) -> String {
     let (median, sigma, ks) = lognormal_size(sorted);
+    if sorted[0] == sorted[sorted.len() - 1] {
+        return format!(
+            "{{ distribution = \"constant\", value = {} }}",
+            float(sorted[0].max(1.0), 6)
+        );
+    }
     if ks <= 0.05 || sorted.len() < 50 {
         return format!(
             "{{ distribution = \"lognormal\", median = {}, sigma = {} }}",
@@ -501,6 +515,9 @@ fn size(sorted: &[f64]) -> String {
 }
 
 fn size_note(sorted: &[f64], what: &str) -> String {
+    if sorted[0] == sorted[sorted.len() - 1] {
+        return format!("{} {what}, all of one size", sorted.len());
+    }
     let (_, _, ks) = lognormal_size(sorted);
     format!(
         "{} {what}; lognormal KS {}{}",

@@ -38,9 +38,27 @@ pub struct FitArgs {
     /// copied from it, since no log holds it; the provider's side still comes from the logs.
     #[arg(long, value_name = "WORLD")]
     pub client: Option<PathBuf>,
+    /// The logs' format: `auto` (by extension — `.har`, `.jsonl`/`.ndjson` — else by
+    /// content), `jsonl` (docs/request-log.md), `har` (HAR 1.2) or `otlp` (OpenTelemetry spans,
+    /// OTLP JSON, GenAI conventions).
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub format: Format,
     /// No "wrote" lines and no summary.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// The formats `simbench fit` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// By extension, else by content.
+    Auto,
+    /// The request log (JSON Lines).
+    Jsonl,
+    /// HAR 1.2.
+    Har,
+    /// OTLP JSON spans.
+    Otlp,
 }
 
 #[derive(Clone, Copy)]
@@ -92,11 +110,11 @@ pub fn main(args: &FitArgs) -> u8 {
             }
         },
     };
-    let log = match read_logs(&args.logs) {
+    let log = match read_logs(&args.logs, args.format) {
         Ok(log) => log,
-        Err(message) => {
+        Err((code, message)) => {
             errln!("error: {message}");
-            return super::EXIT_INVALID;
+            return code;
         }
     };
     let fitted = match crate::fit::fit(&log, &args.name, client) {
@@ -130,29 +148,92 @@ pub fn main(args: &FitArgs) -> u8 {
 }
 
 /// Reads every log into one [`Log`], one segment per file.
-fn read_logs(paths: &[PathBuf]) -> Result<Log, String> {
+/// Errors carry their exit code: 2 for a file that cannot be read, 1 for a bad log.
+fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
     let mut log = Log::default();
     for path in paths {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read the log {name}: {}", super::io_reason(&e)))?;
+        let unreadable = |e: std::io::Error| {
+            let why = format!("cannot read the log {name}: {}", super::io_reason(&e));
+            (super::EXIT_ERROR, why)
+        };
+        let file = std::fs::File::open(path).map_err(unreadable)?;
         if file.metadata().is_ok_and(|m| m.is_dir()) {
-            return Err(format!(
-                "cannot read the log {name}: it is a folder, not a file"
-            ));
+            let why = format!("cannot read the log {name}: it is a folder, not a file");
+            return Err((super::EXIT_ERROR, why));
         }
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let format = match format {
+            Format::Auto => detect(path, &mut reader).map_err(unreadable)?,
+            other => other,
+        };
+        let located = |e: LogError| {
+            (
+                super::EXIT_INVALID,
+                crate::text::escape(&e.to_string()).into_owned(),
+            )
+        };
         let mut segment = log.segment(&name);
-        let reader = std::io::BufReader::with_capacity(1 << 16, file);
-        input::read_jsonl(&name, reader, &mut |entry| segment.add(&entry))
-            .map_err(|e: LogError| crate::text::escape(&e.to_string()).into_owned())?;
+        match format {
+            Format::Jsonl | Format::Auto => {
+                input::read_jsonl(&name, reader, &mut |entry| segment.add(&entry))
+                    .map_err(located)?;
+            }
+            Format::Har | Format::Otlp => {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut reader, &mut text).map_err(|e| {
+                    match e.kind() {
+                        std::io::ErrorKind::InvalidData => (
+                            super::EXIT_INVALID,
+                            format!("the log {name} is not UTF-8 text"),
+                        ),
+                        _ => unreadable(e),
+                    }
+                })?;
+                let entries = if format == Format::Har {
+                    crate::fit::har::read(&name, &text)
+                } else {
+                    crate::fit::otlp::read(&name, &text)
+                }
+                .map_err(located)?;
+                for entry in &entries {
+                    segment.add(entry);
+                }
+            }
+        }
         if segment.is_empty() {
-            return Err(format!(
-                "the log {name} holds no request (each line is one JSON object, docs/request-log.md)"
-            ));
+            let hint = match format {
+                Format::Har => "a HAR file needs log.entries",
+                Format::Otlp => "no span has gen_ai.* or http.response.status_code attributes",
+                _ => "a request log has one JSON object per line (docs/request-log.md)",
+            };
+            let why = format!("the log {name} holds no request: {hint}");
+            return Err((super::EXIT_INVALID, why));
         }
         segment.finish();
     }
     Ok(log)
+}
+
+/// A log's format from its extension, else from its first bytes.
+fn detect(path: &std::path::Path, reader: &mut impl std::io::BufRead) -> std::io::Result<Format> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("har") => return Ok(Format::Har),
+        Some("jsonl" | "ndjson") => return Ok(Format::Jsonl),
+        _ => {}
+    }
+    let head = String::from_utf8_lossy(reader.fill_buf()?).into_owned();
+    Ok(if head.contains("\"resourceSpans\"") {
+        Format::Otlp
+    } else if head.contains("\"log\"") && head.contains("\"entries\"") {
+        Format::Har
+    } else {
+        Format::Jsonl
+    })
 }
 
 /// The report: one line per value, identified ones first.

@@ -336,7 +336,7 @@ pub fn read_jsonl(
             continue;
         }
         let entry: Entry = serde_json::from_str(&line).map_err(|e| {
-            let (field, message) = describe_serde(&e, &line);
+            let (field, message) = describe_serde(&e, &line, "line");
             located(Some(e.column()), field, message)
         })?;
         check_entry(&entry).map_err(|(field, message)| {
@@ -349,8 +349,13 @@ pub fn read_jsonl(
     Ok(count)
 }
 
-/// The field a serde error is about and its message without serde's location suffix.
-fn describe_serde(error: &serde_json::Error, line: &str) -> (Option<String>, String) {
+/// The field a serde error is about and its message without serde's location suffix; `unit`
+/// is what an early end cuts short (`line` or `file`).
+pub(crate) fn describe_serde(
+    error: &serde_json::Error,
+    line: &str,
+    unit: &str,
+) -> (Option<String>, String) {
     let text = error.to_string();
     let message = match text.rfind(" at line ") {
         Some(at) => text[..at].to_owned(),
@@ -362,13 +367,16 @@ fn describe_serde(error: &serde_json::Error, line: &str) -> (Option<String>, Str
             let rest = message.strip_prefix(prefix)?;
             Some(rest[..rest.find('`')?].to_owned())
         });
-    let field = named.or_else(|| key_before(line, error.column()));
-    let message = match error.classify() {
-        serde_json::error::Category::Eof => format!("{message} (the line is cut short)"),
-        serde_json::error::Category::Syntax => {
-            format!("{message} (each line must be one JSON object)")
+    let eof = error.classify() == serde_json::error::Category::Eof;
+    let field = named.or_else(|| (!eof).then(|| key_before(line, error.column())).flatten());
+    let message = if message.contains("untagged enum Nanos") {
+        "expected whole nanoseconds since the Unix epoch (a string of digits or a number)".into()
+    } else {
+        match error.classify() {
+            serde_json::error::Category::Eof => format!("{message} (the {unit} is cut short)"),
+            serde_json::error::Category::Syntax => format!("{message} (not valid JSON)"),
+            _ => message,
         }
-        _ => message,
     };
     (field, message)
 }

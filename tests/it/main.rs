@@ -8,6 +8,7 @@ mod controllers;
 mod docs_reports;
 mod extreme_worlds;
 mod fidelity;
+mod fit_cli;
 mod fit_round_trip;
 mod gates_cli;
 mod hostile_input;

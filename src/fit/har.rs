@@ -1,0 +1,301 @@
+//! HAR 1.2 (HTTP Archive: what browsers, mitmproxy and debugging proxies export) as request-log
+//! entries.
+//!
+//! Read per entry: `startedDateTime` and `time` (the request's span), the request URL's host
+//! (the endpoint; an Azure-style `/deployments/<name>/` path adds the deployment), the response
+//! status, `retry-after-ms` / `retry-after`, the `x-ratelimit-*` headers, and `timings.wait`
+//! as the time to first token of a streamed (`text/event-stream`) answer. Bodies — prompts,
+//! completions, post data — are never read: serde skips them unparsed. Token counts live only
+//! in bodies, so a HAR log gives no token model.
+
+use serde::Deserialize;
+
+use super::input::{LogError, check_entry, describe_serde};
+use super::time::parse_rfc3339;
+use crate::request_log::{Entry, EntryOutcome, ErrorKind, HeaderUnit, RateLimitHeader};
+
+#[derive(Deserialize)]
+struct HarFile {
+    log: HarLog,
+}
+
+#[derive(Deserialize)]
+struct HarLog {
+    entries: Vec<HarEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HarEntry {
+    started_date_time: String,
+    time: f64,
+    request: HarRequest,
+    response: HarResponse,
+    #[serde(default)]
+    timings: Option<HarTimings>,
+}
+
+#[derive(Deserialize)]
+struct HarRequest {
+    url: String,
+}
+
+#[derive(Deserialize)]
+struct HarResponse {
+    status: i64,
+    #[serde(default)]
+    headers: Vec<HarHeader>,
+    #[serde(default)]
+    content: Option<HarContent>,
+}
+
+#[derive(Deserialize)]
+struct HarHeader {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HarContent {
+    #[serde(default)]
+    mime_type: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct HarTimings {
+    #[serde(default)]
+    wait: Option<f64>,
+}
+
+/// Reads a HAR file into entries; the first problem is returned, located.
+pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
+    let har: HarFile = serde_json::from_str(text).map_err(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let (field, message) = describe_serde(&e, line, "file");
+        LogError {
+            file: file.to_owned(),
+            line: Some(e.line()),
+            column: Some(e.column()),
+            field,
+            message,
+        }
+    })?;
+    let mut entries = Vec::with_capacity(har.log.entries.len());
+    for (i, e) in har.log.entries.iter().enumerate() {
+        let at = |field: &str, message: String| {
+            let (line, column) = locate(text, i, field).unzip();
+            LogError {
+                file: file.to_owned(),
+                line,
+                column,
+                field: Some(format!("log.entries[{i}].{field}")),
+                message,
+            }
+        };
+        let start_s = parse_rfc3339(&e.started_date_time).ok_or_else(|| {
+            at(
+                "startedDateTime",
+                format!(
+                    "`{}` is not an ISO 8601 date and time such as 2026-12-01T09:30:00.125Z",
+                    e.started_date_time
+                ),
+            )
+        })?;
+        if !(e.time.is_finite() && e.time >= 0.0) {
+            return Err(at(
+                "time",
+                format!("{} must be a number of milliseconds >= 0", e.time),
+            ));
+        }
+        let entry = entry(e, start_s);
+        check_entry(&entry).map_err(|(field, message)| at(field, message))?;
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// Line and column of `field` in entry `i`: the entry found by its `startedDateTime` key (one
+/// per entry), the field as the first such key after it.
+fn locate(text: &str, i: usize, field: &str) -> Option<(usize, usize)> {
+    let entry = text.match_indices("\"startedDateTime\"").nth(i)?.0;
+    let at = entry + text[entry..].find(&format!("\"{field}\""))?;
+    let line = text[..at].matches('\n').count() + 1;
+    let column = at - text[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
+    Some((line, column))
+}
+
+fn entry(e: &HarEntry, start_s: f64) -> Entry {
+    let header = |name: &str| {
+        e.response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value.trim())
+    };
+    let status = u16::try_from(e.response.status)
+        .ok()
+        .filter(|s| (100..600).contains(s));
+    let retry_after_s = header("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|ms| ms / 1000.0)
+        .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
+        .filter(|s| s.is_finite() && *s >= 0.0);
+    let streamed = e
+        .response
+        .content
+        .as_ref()
+        .and_then(|c| c.mime_type.as_deref())
+        .is_some_and(|m| m.starts_with("text/event-stream"));
+    let ttft_s = e
+        .timings
+        .as_ref()
+        .and_then(|t| t.wait)
+        .filter(|w| streamed && *w >= 0.0)
+        .map(|w| w / 1000.0);
+    let (outcome, error) = outcome_of(status, retry_after_s.is_some());
+    Entry {
+        start_s,
+        end_s: start_s + e.time / 1000.0,
+        endpoint: endpoint_of(&e.request.url),
+        outcome,
+        status,
+        error,
+        retry_after_s,
+        ratelimit: ratelimit_headers(&header),
+        input_tokens: None,
+        output_tokens: None,
+        max_tokens: None,
+        ttft_s,
+        job: None,
+        step: None,
+        attempt: None,
+        call: None,
+        hedge: false,
+    }
+}
+
+/// The outcome and error kind an HTTP status means (no status: the connection failed).
+pub fn outcome_of(status: Option<u16>, retry_after: bool) -> (EntryOutcome, Option<ErrorKind>) {
+    match status {
+        None => (EntryOutcome::Error, Some(ErrorKind::Connection)),
+        Some(200..=299) => (EntryOutcome::Ok, None),
+        Some(429) => (EntryOutcome::RateLimited, None),
+        Some(529) => (EntryOutcome::Overloaded, None),
+        // A 503 with Retry-After is the vendor shedding load, as a 429 is.
+        Some(503) if retry_after => (EntryOutcome::RateLimited, None),
+        Some(504) => (EntryOutcome::Error, Some(ErrorKind::Timeout)),
+        Some(500..=599) => (EntryOutcome::Error, Some(ErrorKind::Upstream)),
+        Some(401 | 403) => (EntryOutcome::Rejected, Some(ErrorKind::Unauthorized)),
+        Some(400 | 413) => (EntryOutcome::Rejected, Some(ErrorKind::TooLarge)),
+        Some(_) => (EntryOutcome::Rejected, None),
+    }
+}
+
+/// `scheme://host[:port]/path?query` → `host[:port]`, plus `/<name>` for an Azure-style
+/// `/deployments/<name>/` path.
+pub fn endpoint_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let deployment = path
+        .split('/')
+        .skip_while(|s| *s != "deployments")
+        .nth(1)
+        .filter(|d| !d.is_empty());
+    match deployment {
+        Some(d) => format!("{host}/{d}"),
+        None => host.to_owned(),
+    }
+}
+
+/// The `x-ratelimit-limit/remaining/reset-{requests,tokens}` headers (OpenAI's names; the
+/// reset as a duration such as `6m0s` or `20ms`).
+pub fn ratelimit_headers<'a>(header: &dyn Fn(&str) -> Option<&'a str>) -> Vec<RateLimitHeader> {
+    let mut out = Vec::new();
+    for (suffix, unit) in [
+        ("requests", HeaderUnit::Requests),
+        ("tokens", HeaderUnit::Tokens),
+        ("input-tokens", HeaderUnit::InputTokens),
+        ("output-tokens", HeaderUnit::OutputTokens),
+    ] {
+        let number = |kind: &str| {
+            header(&format!("x-ratelimit-{kind}-{suffix}"))?
+                .parse::<f64>()
+                .ok()
+        };
+        let (Some(limit), Some(remaining)) = (number("limit"), number("remaining")) else {
+            continue;
+        };
+        let reset_s = header(&format!("x-ratelimit-reset-{suffix}"))
+            .and_then(parse_duration)
+            .unwrap_or(0.0);
+        if [limit, remaining, reset_s]
+            .iter()
+            .all(|x| x.is_finite() && *x >= 0.0)
+        {
+            out.push(RateLimitHeader {
+                unit,
+                limit,
+                remaining,
+                reset_s,
+            });
+        }
+    }
+    out
+}
+
+/// `1h2m3.5s`, `6m0s`, `20ms`, `0.5s` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Option<f64> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        return Some(seconds);
+    }
+    let mut total = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let (number, tail) = rest.split_at(digits);
+        let value: f64 = number.parse().ok()?;
+        let (scale, len) = if tail.starts_with("ms") {
+            (0.001, 2)
+        } else if tail.starts_with('h') {
+            (3600.0, 1)
+        } else if tail.starts_with('m') {
+            (60.0, 1)
+        } else if tail.starts_with('s') {
+            (1.0, 1)
+        } else {
+            return None;
+        };
+        total += value * scale;
+        rest = &tail[len..];
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_urls_and_statuses_read_as_the_vendors_write_them() {
+        assert_eq!(parse_duration("6m0s"), Some(360.0));
+        assert_eq!(parse_duration("20ms"), Some(0.02));
+        assert_eq!(parse_duration("1h2m3.5s"), Some(3723.5));
+        assert_eq!(parse_duration("0.25"), Some(0.25));
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(
+            endpoint_of("https://api.openai.com/v1/chat/completions"),
+            "api.openai.com"
+        );
+        assert_eq!(
+            endpoint_of(
+                "https://x.openai.azure.com/openai/deployments/gpt4o-east/chat/completions?api-version=1"
+            ),
+            "x.openai.azure.com/gpt4o-east"
+        );
+        assert_eq!(outcome_of(Some(429), true).0, EntryOutcome::RateLimited);
+        assert_eq!(outcome_of(Some(503), false).1, Some(ErrorKind::Upstream));
+        assert_eq!(outcome_of(None, false).1, Some(ErrorKind::Connection));
+    }
+}

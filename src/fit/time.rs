@@ -1,0 +1,91 @@
+//! RFC 3339 / ISO 8601 timestamps (`2026-12-01T09:30:00.125+01:00`) as Unix seconds, for the
+//! HAR reader; no calendar crate needed for one format.
+
+/// Seconds since 1970-01-01T00:00:00Z, or `None` when `text` is not such a timestamp.
+pub fn parse_rfc3339(text: &str) -> Option<f64> {
+    let b = text.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let s = text.get(from..from + len)?;
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut fraction = 0.0;
+    if let Some(after) = rest.strip_prefix('.') {
+        let digits = after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len());
+        if digits == 0 {
+            return None;
+        }
+        fraction = format!("0.{}", &after[..digits]).parse().ok()?;
+        rest = &after[digits..];
+    }
+    let offset_s = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && matches!(&rest[..1], "+" | "-") && &rest[3..4] == ":" => {
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            let h: i64 = rest[1..3].parse().ok()?;
+            let m: i64 = rest[4..6].parse().ok()?;
+            sign * (h * 3600 + m * 60)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    Some(seconds as f64 + fraction)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_with_fractions_and_offsets_agree_with_known_epochs() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0.0));
+        let t = parse_rfc3339("2009-04-16T12:07:25.123+01:00").unwrap();
+        assert!((t - 1_239_880_045.123).abs() < 1e-6, "{t}");
+        assert_eq!(
+            parse_rfc3339("2026-12-01T09:30:00-05:30"),
+            Some(1_796_137_200.0)
+        );
+        assert_eq!(parse_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400.0));
+        for bad in [
+            "",
+            "2026-13-01T00:00:00Z",
+            "2026-12-01 00:00",
+            "2026-12-01T00:00:00",
+            "yesterday",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
+}

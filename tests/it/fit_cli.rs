@@ -1,0 +1,237 @@
+//! `simbench fit` as a command: the readers (request log, HAR 1.2, OTLP JSON) on hand-written
+//! specification-conformant files and on broken ones, whose expected diagnostics are kept as
+//! data beside them (`tests/data/logs/broken/NAME.expected`); bodies are never copied; the
+//! three readers fit the same world from the same traffic.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{scratch_dir, simbench};
+
+fn logs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
+}
+
+/// Every broken log is refused with exit 1 and exactly its expected, located diagnostic
+/// (`SIMBENCH_BLESS=1` rewrites the expectations).
+#[test]
+fn fit_cli_refuses_every_broken_log_with_its_located_diagnostic() {
+    let dir = logs().join("broken");
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".expected") {
+            continue;
+        }
+        cases += 1;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_simbench"))
+            .current_dir(&dir)
+            .args(["fit", &name, "-o", "-"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(
+            out.stdout.is_empty(),
+            "{name}: a refused log writes no world"
+        );
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let first = stderr.lines().next().unwrap_or("").to_owned();
+        let expected_path = dir.join(format!("{name}.expected"));
+        if std::env::var_os("SIMBENCH_BLESS").is_some() {
+            std::fs::write(&expected_path, format!("{first}\n")).unwrap();
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap();
+        assert_eq!(first, expected.trim_end(), "{name}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+    assert!(cases >= 12, "{cases} broken logs");
+}
+
+#[test]
+fn fit_cli_reads_har_and_otlp_files_written_from_their_specifications_and_copies_no_body() {
+    let dir = scratch_dir("fit-cli");
+    let world = dir.join("fitted.toml");
+    let report = dir.join("report.txt");
+    let out = simbench(&[
+        "fit",
+        logs().join("proxy.har").to_str().unwrap(),
+        logs().join("spans.otlp.json").to_str().unwrap(),
+        logs().join("collector.json").to_str().unwrap(),
+        "-o",
+        world.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&world).unwrap();
+    let report = std::fs::read_to_string(&report).unwrap();
+    let validated = simbench(&["validate", world.to_str().unwrap()]);
+    assert!(validated.status.success(), "{text}");
+    for secret in ["SECRET-PROMPT-TEXT", "SECRET-COMPLETION-TEXT"] {
+        assert!(
+            !text.contains(secret) && !report.contains(secret),
+            "{secret} copied"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains(secret), "{secret} printed");
+    }
+    // The HAR's host and Azure deployment, the OTLP's server.address and provider name.
+    for id in [
+        "\"api.example-llm.test\"",
+        "\"res.openai.azure.test/gpt-east\"",
+        "\"openai\"",
+    ] {
+        assert!(text.contains(&format!("id = {id}")), "{id}: {text}");
+    }
+    // The HAR's 429s (one per reader) make a bucket; its reset connection (status 0) and the
+    // OTLP spans' usage give the error rate and the sizes.
+    assert!(text.contains("[endpoints.rate_limit]"), "{text}");
+    assert!(
+        text.contains("error_rate = 0.2  # 1 failed of 5 served"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[tokens]") && text.contains("value = 1200.0"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// One simulated run, written as a request log, a HAR file and OTLP spans: the three fits
+/// find the same latency (to the HAR's millisecond precision).
+#[test]
+fn fit_cli_the_three_readers_fit_the_same_latency_from_the_same_traffic() {
+    let dir = scratch_dir("fit-readers");
+    let jsonl = dir.join("run.jsonl");
+    let out = simbench(&[
+        "run",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--request-log",
+        jsonl.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success());
+    let entries: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let har = dir.join("run.har");
+    std::fs::write(&har, to_har(&entries).to_string()).unwrap();
+    let otlp = dir.join("run.json");
+    std::fs::write(&otlp, to_otlp(&entries).to_string()).unwrap();
+    let median = |log: &Path| -> Vec<f64> {
+        let out = simbench(&["fit", log.to_str().unwrap(), "-o", "-", "--quiet"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let doc: toml::Table = toml::from_str(&text).unwrap();
+        let mut medians: Vec<(String, f64)> = doc["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let id = e["id"].as_str().unwrap().to_owned();
+                (id, e["latency"]["median_s"].as_float().unwrap())
+            })
+            .collect();
+        medians.sort_by(|a, b| a.0.cmp(&b.0));
+        medians.into_iter().map(|m| m.1).collect()
+    };
+    let (a, b, c) = (median(&jsonl), median(&har), median(&otlp));
+    assert_eq!(a.len(), 3);
+    for ((x, y), z) in a.iter().zip(&b).zip(&c) {
+        assert!(
+            (x / y - 1.0).abs() < 0.01 && (x / z - 1.0).abs() < 0.01,
+            "{a:?} {b:?} {c:?}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// HAR 1.2 of request-log entries: one entry per request, the endpoint as the host.
+fn to_har(entries: &[serde_json::Value]) -> serde_json::Value {
+    let base = 1_796_117_400.0;
+    let har_entries: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            let start = e["start_s"].as_f64().unwrap();
+            let end = e["end_s"].as_f64().unwrap();
+            let ms = ((base + start) * 1000.0).round() as i64;
+            let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+            let status = e["status"].as_u64().unwrap_or(0);
+            serde_json::json!({
+                "startedDateTime": format!("{}.{millis:03}Z", iso(secs)),
+                "time": (end - start) * 1000.0,
+                "request": { "method": "POST", "url": format!("https://{}/v1/chat/completions", e["endpoint"].as_str().unwrap()), "httpVersion": "HTTP/1.1", "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0 },
+                "response": { "status": status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [], "headers": [], "content": { "size": 0, "mimeType": "application/json" }, "redirectURL": "", "headersSize": -1, "bodySize": 0 },
+                "cache": {},
+                "timings": { "send": 0, "wait": (end - start) * 1000.0, "receive": 0 }
+            })
+        })
+        .collect();
+    serde_json::json!({ "log": { "version": "1.2", "creator": { "name": "test", "version": "1" }, "entries": har_entries } })
+}
+
+/// OTLP JSON spans of request-log entries.
+fn to_otlp(entries: &[serde_json::Value]) -> serde_json::Value {
+    let nanos = |s: f64| {
+        format!(
+            "{}",
+            (1_796_117_400.0 + s) as u64 * 1_000_000_000 + ((s.fract()) * 1e9).round() as u64
+        )
+    };
+    let spans: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            let mut attributes = vec![
+                serde_json::json!({ "key": "gen_ai.operation.name", "value": { "stringValue": "chat" } }),
+                serde_json::json!({ "key": "server.address", "value": { "stringValue": e["endpoint"] } }),
+            ];
+            if let Some(status) = e["status"].as_u64() {
+                attributes.push(serde_json::json!({ "key": "http.response.status_code", "value": { "intValue": status.to_string() } }));
+            }
+            serde_json::json!({
+                "traceId": "00000000000000000000000000000001",
+                "spanId": "0000000000000001",
+                "name": "chat",
+                "kind": 3,
+                "startTimeUnixNano": nanos(e["start_s"].as_f64().unwrap()),
+                "endTimeUnixNano": nanos(e["end_s"].as_f64().unwrap()),
+                "attributes": attributes,
+                "status": { "code": if e["status"].is_null() { 2 } else { 0 } }
+            })
+        })
+        .collect();
+    serde_json::json!({ "resourceSpans": [ { "resource": { "attributes": [] }, "scopeSpans": [ { "scope": { "name": "test" }, "spans": spans } ] } ] })
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of Unix seconds (civil from days, Howard Hinnant's algorithm).
+fn iso(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
