@@ -73,7 +73,12 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
         return Err(FitError::NothingServed);
     }
     let outages = incidents::fit(log);
-    let endpoints = fit_endpoints(log, &outages);
+    let mut endpoints = fit_endpoints(log, &outages);
+    // The client's order, when given: strategies that walk the endpoints in order (round
+    // robin, sticky) depend on it.
+    if let Some(c) = &client {
+        endpoints.sort_by_key(|e| c.order_of(&e.id));
+    }
     let load = load::fit(log);
     let mut doc = Doc::default();
     doc.client = client;
@@ -550,20 +555,36 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
     let prefix = format!("endpoints.{}", f.id);
     doc.table("[[endpoints]]", &prefix, &[]);
     doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
+    // The client's pool is sized by `capacity`, the provider admits `capacity · weight`: a
+    // client that kept more requests out than the provider admits needs both.
+    let pool = f.capacity.most_leased.max(1);
     match f.capacity.model {
-        Some(m) => doc.fitted(
-            "capacity",
-            m.capacity.to_string(),
-            format!(
-                "at the cycle's peak; {} capacity refusals, most in flight at an admission {}",
-                f.capacity.refusals, f.capacity.peak_in_flight
-            ),
-        ),
+        Some(m) => {
+            let capacity = m.capacity.max(pool);
+            doc.fitted(
+                "capacity",
+                capacity.to_string(),
+                format!(
+                    "the client's pool: the most requests it had out at once was {pool}; {} \
+                     capacity refusals, most in flight at an admission {}",
+                    f.capacity.refusals, f.capacity.peak_in_flight
+                ),
+            );
+            if capacity > m.capacity {
+                let weight = f64::from(m.capacity) / f64::from(capacity);
+                doc.fitted(
+                    "weight",
+                    float(weight, 6),
+                    format!("the provider admits {} at the cycle's peak", m.capacity),
+                );
+            }
+        }
         None => doc.assumed(
             "capacity",
-            f.capacity.peak_in_flight.max(1).to_string(),
-            "never refused for concurrency: the most in flight at an admission, a lower bound \
-             (a client's pool is sized by it, so a larger guess would change the client)",
+            pool.max(f.capacity.peak_in_flight).to_string(),
+            "never refused for concurrency: the most requests the client had out at once, a \
+             lower bound (a client's pool is sized by it, so a larger guess would change the \
+             client)",
         ),
     }
     let client_keys: Vec<(&str, String, String)> = doc

@@ -253,8 +253,9 @@ fn render_report(lines: &[ReportLine]) -> String {
         out.push_str("  (none)\n");
     }
     out.push_str(
-        "always defaults: breaker, pools, incidents, caches, prices and the retry options \
-         (budget, throttle) are not in request logs\n",
+        "never in request logs: the client's side (retry policy and its budget and throttle, \
+         breaker, strategy variants, pools, prices, quota units; --client WORLD copies them \
+         from your world), reuse caches, and incidents other than outages\n",
     );
     out.lines()
         .map(|line| crate::text::escape(line).into_owned() + "\n")

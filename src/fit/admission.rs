@@ -161,6 +161,9 @@ pub struct CapacityFit {
     pub model: Option<CapacityModel>,
     /// The most requests ever in flight at an admission, plus one.
     pub peak_in_flight: u32,
+    /// The most requests the client ever had out at once (in flight at any arrival, plus that
+    /// one): its pool's size, at least.
+    pub most_leased: u32,
     /// Capacity refusals and "overloaded" answers seen.
     pub refusals: u64,
     /// Admissions seen.
@@ -180,9 +183,13 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
     classify_429s(arrivals);
     let mut bounds = Vec::new();
     let (mut peak, mut refusals, mut admissions) = (0u32, 0u64, 0u64);
+    let mut most_leased = 0u32;
     let mut after = Vec::new();
     for segment in arrivals.iter() {
         for a in segment {
+            if a.met != Met::Other {
+                most_leased = most_leased.max(a.in_flight + 1);
+            }
             match a.met {
                 Met::Admitted => {
                     peak = peak.max(a.in_flight + 1);
@@ -214,6 +221,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
         return CapacityFit {
             model: None,
             peak_in_flight: peak,
+            most_leased,
             refusals,
             admissions,
             violations: 0,
@@ -241,6 +249,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
         violations: model.violations(&bounds),
         model: Some(model),
         peak_in_flight: peak,
+        most_leased,
         refusals,
         admissions,
         flat_violations,
@@ -456,9 +465,14 @@ pub struct Bucket {
 
 impl Bucket {
     /// Replays the arrivals (capacity refusals tighten, quota checks refill and charge one)
-    /// and counts those it decides otherwise than the log.
-    fn mismatches(&self, segments: &[Vec<Arrival>]) -> u64 {
+    /// and counts those it decides otherwise than the log. The bucket follows what the log
+    /// says happened, not what it would have decided (teacher forcing): one wrong decision
+    /// does not send the rest of the replay astray. Also returns a loss that a search can
+    /// follow: how far the bucket's level was on the wrong side of one token, summed — zero for
+    /// the true parameters, and continuous in them where the count jumps.
+    fn replay(&self, segments: &[Vec<Arrival>]) -> (u64, f64) {
         let mut wrong = 0;
+        let mut loss = 0.0;
         for segment in segments {
             let (mut tokens, mut allowance, mut at) = (self.burst_size, 1.0f64, 0.0f64);
             for a in segment {
@@ -473,18 +487,32 @@ impl Bucket {
                             at = a.at;
                         }
                         let admit = tokens >= 1.0;
-                        if admit {
+                        let admitted = a.met == Met::Admitted;
+                        wrong += u64::from(admit != admitted);
+                        loss += if admitted {
+                            (1.0 - tokens).max(0.0)
+                        } else {
+                            (tokens - 1.0 + 1e-9).max(0.0)
+                        };
+                        if admitted {
                             tokens = (tokens - 1.0).max(0.0);
                         } else {
                             allowance = (allowance * self.tightening).max(self.floor);
                         }
-                        wrong += u64::from(admit != (a.met == Met::Admitted));
                     }
                     _ => {}
                 }
             }
         }
-        wrong
+        (wrong, loss)
+    }
+
+    fn mismatches(&self, segments: &[Vec<Arrival>]) -> u64 {
+        self.replay(segments).0
+    }
+
+    fn loss(&self, segments: &[Vec<Arrival>]) -> f64 {
+        self.replay(segments).1
     }
 }
 
@@ -535,11 +563,11 @@ pub fn fit_bucket(segments: &[Vec<Arrival>]) -> Option<BucketFit> {
     // A coarse grid (on a bounded prefix of the arrivals, so a long log costs no more), then
     // coordinate descent from its best few on every arrival.
     let prefix = prefix_of(segments, GRID_ARRIVALS);
-    let mut starts: Vec<(u64, Bucket)> = Vec::new();
-    for r in [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0] {
-        for burst_windows in [0.25, 0.5, 1.0, 1.5, 2.0, 3.0] {
-            for tightening in [1.0, 0.8, 0.6, 0.5, 0.35, 0.2] {
-                for floor in [1.0, 0.5, 0.25, 0.1] {
+    let mut starts: Vec<(f64, Bucket)> = Vec::new();
+    for r in (0..20).map(|i| 0.5 * 1.15f64.powi(i)) {
+        for burst_windows in [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
+            for tightening in [1.0, 0.8, 0.65, 0.5, 0.4, 0.3, 0.2, 0.1] {
+                for floor in [1.0, 0.5, 0.35, 0.25, 0.1] {
                     let b = Bucket {
                         refill_per_s: rate * r,
                         burst_size: (rate * r * 60.0 * burst_windows).max(1.0),
@@ -547,15 +575,15 @@ pub fn fit_bucket(segments: &[Vec<Arrival>]) -> Option<BucketFit> {
                         floor,
                         recovery_per_s: 1.0 / 60.0,
                     };
-                    starts.push((b.mismatches(&prefix), b));
+                    starts.push((b.loss(&prefix), b));
                 }
             }
         }
     }
-    starts.sort_by_key(|a| a.0);
+    starts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut best = starts[0].1;
-    let mut score = best.mismatches(segments);
-    for &(_, start) in starts.iter().take(4) {
+    let mut score = best.loss(segments);
+    for &(_, start) in starts.iter().take(12) {
         let (b, s) = descend(start, segments);
         if s < score {
             (best, score) = (b, s);
@@ -565,7 +593,7 @@ pub fn fit_bucket(segments: &[Vec<Arrival>]) -> Option<BucketFit> {
         bucket: best,
         refusals,
         checked,
-        mismatches: score,
+        mismatches: best.mismatches(segments),
         retry_after_s: super::stats::quantile(&after, 0.5),
     })
 }
@@ -587,16 +615,16 @@ fn prefix_of(segments: &[Vec<Arrival>], n: usize) -> Vec<Vec<Arrival>> {
 }
 
 /// Coordinate descent on log scales from `start`, the step halving when no move helps.
-fn descend(start: Bucket, segments: &[Vec<Arrival>]) -> (Bucket, u64) {
+fn descend(start: Bucket, segments: &[Vec<Arrival>]) -> (Bucket, f64) {
     let mut best = start;
-    let mut score = best.mismatches(segments);
+    let mut score = best.loss(segments);
     let mut step = 0.5f64;
     while step > 0.002 {
         let mut improved = false;
         for axis in 0..5 {
             for dir in [-1.0, 1.0] {
                 let candidate = nudge(best, axis, dir * step);
-                let s = candidate.mismatches(segments);
+                let s = candidate.loss(segments);
                 if s < score {
                     (best, score, improved) = (candidate, s, true);
                 }

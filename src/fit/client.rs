@@ -30,8 +30,9 @@ pub const TABLES: [&str; 9] = [
 /// Keys of `[tokens]` that the client chooses.
 pub const TOKEN_KEYS: [&str; 3] = ["max_tokens", "request_timeout_s", "context"];
 
-/// Per-endpoint keys that belong to the client (its pools, its contract, its own cap).
-pub const ENDPOINT_KEYS: [&str; 3] = ["pool", "price", "client_cap"];
+/// Per-endpoint keys that belong to the client (its pools, its contract and the quota it was
+/// sold, its own cap).
+pub const ENDPOINT_KEYS: [&str; 4] = ["pool", "price", "client_cap", "quota_units"];
 
 /// The client's world, resolved.
 #[derive(Clone, Debug)]
@@ -120,6 +121,18 @@ impl Client {
         let mut wrapper = toml::Table::new();
         wrapper.insert("pools".into(), toml::Value::Array(pools));
         toml::to_string(&wrapper).ok()
+    }
+
+    /// The position of endpoint `id` in the client's world (endpoints it lacks go last).
+    pub fn order_of(&self, id: &str) -> usize {
+        self.doc
+            .get("endpoints")
+            .and_then(toml::Value::as_array)
+            .and_then(|all| {
+                all.iter()
+                    .position(|e| e.get("id").and_then(toml::Value::as_str) == Some(id))
+            })
+            .unwrap_or(usize::MAX)
     }
 
     /// The client's endpoint ids the logs never mention.

@@ -153,13 +153,18 @@ impl Doc {
             let v = c.value(&full)?;
             Some((v.to_string(), c.name.clone()))
         });
+        let why = if note.is_empty() {
+            String::new()
+        } else {
+            format!(" ({note})")
+        };
         let (value, note, identified) = match from_client {
             Some((mine, from)) if mine != value => (
                 mine,
-                format!("from {from}; the logs give {value} ({note})"),
+                format!("from {from}; the logs give {value}{why}"),
                 true,
             ),
-            Some((mine, from)) => (mine, format!("from {from}; the logs agree ({note})"), true),
+            Some((mine, from)) => (mine, format!("from {from}; the logs agree{why}"), true),
             None => (value, note, identified),
         };
         self.report.push(ReportLine {
