@@ -72,6 +72,8 @@ struct Trip {
     inverted: Vec<String>,
     same_pick: bool,
     params: Vec<String>,
+    /// Identifiable parameters outside the tolerances.
+    out_of_tolerance: Vec<String>,
 }
 
 fn round_trip(path: &Path, dir: &Path) -> Trip {
@@ -177,6 +179,7 @@ fn round_trip(path: &Path, dir: &Path) -> Trip {
         inverted,
         same_pick: leader(&model) == leader(&truth),
         params: compare_params(&load(path), &load(&fitted)),
+        out_of_tolerance: tolerances(&load(path), &load(&fitted)),
     }
 }
 
@@ -232,6 +235,121 @@ fn compare_params(truth: &World, fitted: &World) -> Vec<String> {
     out
 }
 
+/// The identifiable parameters outside the tolerances: latency median 5 %, σ 10 %, the
+/// peak capacity ±1 (where the load could fill it), a bucket's refill and every published
+/// limit 10 %. Error rates are
+/// printed, not asserted: on these logs an endpoint's background failures number in the tens,
+/// so their own Poisson error passes 10 % (docs/calibration.md).
+fn tolerances(truth: &World, fitted: &World) -> Vec<String> {
+    let mut out = Vec::new();
+    let check = |out: &mut Vec<String>, what: String, want: f64, got: f64, tolerance: f64| {
+        if (got / want - 1.0).abs() > tolerance {
+            out.push(format!("{what}: {want} → {got}"));
+        }
+    };
+    for t in truth.endpoints() {
+        let Some(f) = fitted.endpoints().iter().find(|f| f.id == t.id) else {
+            continue;
+        };
+        if t.latency.distribution == Distribution::Lognormal
+            && f.latency.distribution == Distribution::Lognormal
+        {
+            let (tl, fl) = (&t.latency, &f.latency);
+            check(
+                &mut out,
+                format!("{} median_s", t.id),
+                tl.median_s,
+                fl.median_s,
+                0.05,
+            );
+            check(
+                &mut out,
+                format!("{} sigma", t.id),
+                tl.sigma,
+                fl.sigma,
+                0.10,
+            );
+        }
+        let cap = |e: &simbench::world::Endpoint, w: &World| {
+            (f64::from(e.capacity) * e.weight * w.cycle().peak).round()
+        };
+        // Identifiable only if the load could fill it.
+        let fillable = cap(t, truth) <= f64::from(truth.concurrency());
+        if fillable && (cap(t, truth) - cap(f, fitted)).abs() > 1.0 {
+            out.push(format!(
+                "{} capacity: {} → {}",
+                t.id,
+                cap(t, truth),
+                cap(f, fitted)
+            ));
+        }
+        if let (Some(tb), Some(fb)) = (&t.rate_limit, &f.rate_limit) {
+            let what = format!("{} refill_per_s", t.id);
+            check(&mut out, what, tb.refill_per_s, fb.refill_per_s, 0.10);
+        }
+        for tl in &t.limits {
+            match f
+                .limits
+                .iter()
+                .find(|fl| fl.unit == tl.unit && fl.window_s == tl.window_s)
+            {
+                Some(fl) => {
+                    let what = format!("{} limit {}", t.id, tl.unit.name());
+                    check(&mut out, what, tl.limit, fl.limit, 0.10);
+                }
+                None => out.push(format!(
+                    "{} limit {} per {} s not found",
+                    t.id,
+                    tl.unit.name(),
+                    tl.window_s
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// The worlds whose provider the logs can identify (no endpoint unused by the logged
+/// strategies, no incident but outages): every pair of strategies the true world separates
+/// keeps its order on the fitted world, and the identifiable parameters are within their
+/// tolerances — except in the reuse-cache world, whose cache (not fitted) halves the latency
+/// the logs show, while the ranking still holds.
+#[test]
+fn fit_round_trip_keeps_the_ranking_on_worlds_the_logs_identify() {
+    let worlds = [
+        ("bursty.toml", true),
+        ("bursty_tight_metered.toml", true),
+        ("cache_reuse.toml", false),
+        ("dead_endpoint.toml", true),
+        ("harness_congestion.toml", true),
+        ("llm_daily_quota.toml", true),
+        ("llm_eval_harness.toml", true),
+    ];
+    for (path, params) in all_worlds().into_iter().filter_map(|p| {
+        let (_, params) = worlds.iter().find(|(w, _)| p.ends_with(w))?;
+        Some((p, *params))
+    }) {
+        let dir = scratch_dir("fit-round-trip");
+        let trip = round_trip(&path, &dir);
+        std::fs::remove_dir_all(dir).ok();
+        assert!(
+            trip.separated_pairs > 0,
+            "{}: nothing to compare",
+            trip.world
+        );
+        assert!(
+            trip.inverted.is_empty(),
+            "{}: {:#?}",
+            trip.world,
+            trip.inverted
+        );
+        if params {
+            let off = &trip.out_of_tolerance;
+            assert!(off.is_empty(), "{}: {off:#?}", trip.world);
+        }
+    }
+}
+
 /// Measures every round trip and prints what it found; see the module doc for what is
 /// asserted.
 #[test]
@@ -258,6 +376,9 @@ fn fit_round_trip_on_every_world() {
         );
         for line in trip.inverted.iter().chain(&trip.params) {
             eprintln!("    {line}");
+        }
+        for line in &trip.out_of_tolerance {
+            eprintln!("    out of tolerance: {line}");
         }
         std::fs::remove_dir_all(dir).ok();
         trips.push(trip);
