@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 
-use super::input::{LogError, check_entry, describe_serde};
+use super::input::{LogError, check_entry, document_error};
 use super::time::parse_rfc3339;
 use crate::request_log::{Entry, EntryOutcome, ErrorKind, HeaderUnit, RateLimitHeader};
 
@@ -70,17 +70,7 @@ struct HarTimings {
 
 /// Reads a HAR file into entries; the first problem is returned, located.
 pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
-    let har: HarFile = serde_json::from_str(text).map_err(|e| {
-        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
-        let (field, message) = describe_serde(&e, line, "file");
-        LogError {
-            file: file.to_owned(),
-            line: Some(e.line()),
-            column: Some(e.column()),
-            field,
-            message,
-        }
-    })?;
+    let har: HarFile = serde_json::from_str(text).map_err(|e| document_error(file, text, &e))?;
     let mut entries = Vec::with_capacity(har.log.entries.len());
     for (i, e) in har.log.entries.iter().enumerate() {
         let at = |field: &str, message: String| {

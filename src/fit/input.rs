@@ -349,6 +349,19 @@ pub fn read_jsonl(
     Ok(count)
 }
 
+/// A serde error in a whole JSON document (HAR, OTLP), located by its line and column.
+pub(crate) fn document_error(file: &str, text: &str, e: &serde_json::Error) -> LogError {
+    let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+    let (field, message) = describe_serde(e, line, "file");
+    LogError {
+        file: file.to_owned(),
+        line: Some(e.line()),
+        column: Some(e.column()),
+        field,
+        message,
+    }
+}
+
 /// The field a serde error is about and its message without serde's location suffix; `unit`
 /// is what an early end cuts short (`line` or `file`).
 pub(crate) fn describe_serde(

@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 
-use super::input::{LogError, check_entry, describe_serde};
+use super::input::{LogError, check_entry, document_error};
 use crate::request_log::{Entry, EntryOutcome, ErrorKind};
 
 #[derive(Deserialize)]
@@ -121,17 +121,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     let mut entries = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Export>();
     for (exports, export) in stream.enumerate() {
-        let export = export.map_err(|e| {
-            let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
-            let (field, message) = describe_serde(&e, line, "file");
-            LogError {
-                file: file.to_owned(),
-                line: Some(e.line()),
-                column: Some(e.column()),
-                field,
-                message,
-            }
-        })?;
+        let export = export.map_err(|e| document_error(file, text, &e))?;
         let spans = export
             .resource_spans
             .iter()
