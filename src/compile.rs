@@ -83,8 +83,23 @@ pub struct LoadOptions<'a> {
     /// Reads the files an `extends` chain names (paths relative to the file that names them,
     /// already joined). [`load`] uses a reader that refuses.
     pub read: &'a Reader<'a>,
+    /// Reads the data files a world names: quantile CSVs (`quantiles_csv`) and trace logs
+    /// (`[load] trace`), paths joined as for `extends`. Unlike `read`, the same file may be
+    /// read twice (two endpoints sharing one table), and a trace log may be large.
+    pub read_data: &'a Reader<'a>,
     /// Overrides applied in order to the composed document, before any check.
     pub overrides: &'a [Override],
+}
+
+impl Default for LoadOptions<'_> {
+    /// Reads no file and applies no override.
+    fn default() -> Self {
+        LoadOptions {
+            read: &no_files,
+            read_data: &no_files,
+            overrides: &[],
+        }
+    }
 }
 
 /// Loads one self-contained scenario text. A file that `extends` another is reported as such
@@ -96,11 +111,7 @@ pub struct LoadOptions<'a> {
 /// Returns every problem found, with positions, if the bytes are not a valid scenario: too
 /// large, not UTF-8, not TOML, not matching the schema, or breaking a cross-field rule.
 pub fn load(origin: &str, bytes: &[u8]) -> Result<World, ScenarioErrors> {
-    let options = LoadOptions {
-        read: &no_files,
-        overrides: &[],
-    };
-    load_with(origin, bytes, &options)
+    load_with(origin, bytes, &LoadOptions::default())
 }
 
 fn no_files(_: &Path) -> Result<Vec<u8>, String> {
@@ -137,7 +148,13 @@ pub fn load_resolved(
         doc,
         mut findings,
         files,
-    } = compose::document(origin, bytes, options.read, options.overrides);
+    } = compose::document(
+        origin,
+        bytes,
+        options.read,
+        options.read_data,
+        options.overrides,
+    );
     let Some(root) = doc else {
         return Err(ScenarioErrors::new(sources, findings));
     };
@@ -451,21 +468,40 @@ fn check_distribution(
     let at = |name: &str| vec![key("endpoints"), Seg::Index(i), key("latency"), key(name)];
     let shape = string_at(json, &at("distribution")).unwrap_or("lognormal");
     let uses_mean = matches!(shape, "exponential" | "constant");
-    if uses_mean && !written(&at("mean_s")) {
+    let needs = |name: &str, help: String, out: &mut Vec<Problem>| {
         out.push(Problem {
             path: vec![key("endpoints"), Seg::Index(i), key("latency")],
             target: Target::Value,
-            message: format!("`distribution = \"{shape}\"` needs `mean_s`"),
-            label: "this table needs `mean_s`".into(),
-            help: Some(format!(
-                "the {shape} shape is set by its mean: add `mean_s = …` (seconds, > 0)"
-            )),
+            message: format!("`distribution = \"{shape}\"` needs `{name}`"),
+            label: format!("this table needs `{name}`"),
+            help: Some(help),
         });
+    };
+    if uses_mean && !written(&at("mean_s")) {
+        needs(
+            "mean_s",
+            format!("the {shape} shape is set by its mean: add `mean_s = …` (seconds, > 0)"),
+            out,
+        );
+    }
+    if shape == "empirical" {
+        // A CSV that could not be read is reported where it is named.
+        if !written(&at("quantiles")) && !written(&at("quantiles_csv")) {
+            needs(
+                "quantiles",
+                "an empirical latency is set by measured points: `quantiles = [[0, 0.05], \
+                 [0.5, 0.4], [1, 9]]` (quantile, seconds), or `quantiles_csv = \"file.csv\"`"
+                    .into(),
+                out,
+            );
+        }
+        tokens::check_quantiles(json, &at("quantiles"), tokens::PointUnit::Seconds, out);
     }
     let ignored: &[&str] = match shape {
-        "tokens" => &["median_s", "sigma", "mean_s"],
-        _ if uses_mean => &["median_s", "sigma"],
-        _ => &["mean_s"],
+        "tokens" => &["median_s", "sigma", "mean_s", "quantiles"],
+        "empirical" => &["median_s", "sigma", "mean_s", "tail_rate", "tail_factor"],
+        _ if uses_mean => &["median_s", "sigma", "quantiles"],
+        _ => &["mean_s", "quantiles"],
     };
     for name in ignored {
         if stray(&at(name), &at("distribution")) {
@@ -474,16 +510,22 @@ fn check_distribution(
                 target: Target::Key,
                 message: format!("`{name}` is not used by `distribution = \"{shape}\"`"),
                 label: "not used by this shape".into(),
-                help: Some(if shape == "tokens" {
-                    "a latency from tokens is set by ttft_s, ttft_per_1k_input_s, ttft_load, \
-                     decode_tokens_per_s and load_slowdown"
-                        .into()
-                } else if uses_mean {
-                    "exponential and constant latencies are set by `mean_s` alone".into()
-                } else {
-                    "a lognormal latency is set by `median_s` and `sigma`; `mean_s` is for \
-                     distribution = \"exponential\" or \"constant\""
-                        .into()
+                help: Some(match shape {
+                    "tokens" => "a latency from tokens is set by ttft_s, ttft_per_1k_input_s, \
+                                 ttft_load, decode_tokens_per_s and load_slowdown"
+                        .into(),
+                    "empirical" => "an empirical latency is set by its `quantiles` alone; \
+                                    measured points already hold the slow tail"
+                        .into(),
+                    _ if *name == "quantiles" => {
+                        "`quantiles` is for distribution = \"empirical\"".into()
+                    }
+                    _ if uses_mean => {
+                        "exponential and constant latencies are set by `mean_s` alone".into()
+                    }
+                    _ => "a lognormal latency is set by `median_s` and `sigma`; `mean_s` is for \
+                          distribution = \"exponential\" or \"constant\""
+                        .into(),
                 }),
             });
         }
@@ -913,6 +955,7 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
 
 fn build_endpoint(e: &spec::Endpoint, pool: usize, sizes: Option<&world::Tokens>) -> Endpoint {
     let token_latency = tokens::build_latency(&e.latency);
+    let quantiles = tokens::build_quantiles(&e.latency);
     Endpoint {
         limits: e.limits.iter().map(tokens::build_limit).collect(),
         charge: tokens::build_charge(e.token_charge),
@@ -931,16 +974,24 @@ fn build_endpoint(e: &spec::Endpoint, pool: usize, sizes: Option<&world::Tokens>
                 spec::Distribution::Exponential => Distribution::Exponential,
                 spec::Distribution::Constant => Distribution::Constant,
                 spec::Distribution::Tokens => Distribution::Tokens,
+                spec::Distribution::Empirical => Distribution::Empirical,
             },
-            mean_s: match &token_latency {
-                Some(model) => tokens::idle_mean_s(model, sizes),
-                None => e.latency.mean_s.unwrap_or(e.latency.median_s),
+            mean_s: match (&token_latency, &quantiles[..]) {
+                (Some(model), _) => tokens::idle_mean_s(model, sizes),
+                (None, []) => e.latency.mean_s.unwrap_or(e.latency.median_s),
+                (None, points) => crate::tokens::points_mean(points),
             },
             tokens: token_latency,
             median_s: e.latency.median_s,
             sigma: e.latency.sigma,
-            tail_rate: e.latency.tail_rate,
+            // Measured quantiles already hold the slow tail.
+            tail_rate: if quantiles.is_empty() {
+                e.latency.tail_rate
+            } else {
+                0.0
+            },
             tail_factor: e.latency.tail_factor,
+            quantiles,
         },
         failures: Failures {
             error_rate: e.failures.error_rate,

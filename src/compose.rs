@@ -9,6 +9,7 @@
 //! filesystem: the caller hands it a reader, so the core stays pure and tests use a map of
 //! files. It never validates values either; [`crate::compile`] does that on the result.
 
+mod csv;
 pub(crate) mod doc;
 mod merge;
 mod parse;
@@ -16,6 +17,7 @@ mod set;
 
 use std::path::{Path, PathBuf};
 
+pub use csv::MAX_CSV_BYTES;
 use doc::{At, Node, Value};
 pub use set::{Override, check_shape};
 
@@ -45,7 +47,7 @@ pub(crate) struct Composed {
     pub sources: Vec<Source>,
     pub doc: Option<Node>,
     pub findings: Vec<Finding>,
-    /// How many of `sources` are files.
+    /// How many of `sources` are the file and its bases (quantile files and overrides follow).
     pub files: usize,
 }
 
@@ -54,12 +56,21 @@ pub(crate) fn document(
     name: &str,
     bytes: &[u8],
     read: &Reader<'_>,
+    read_data: &Reader<'_>,
     overrides: &[Override],
 ) -> Composed {
     let mut sources = Vec::new();
     let chain = chain(&mut sources, name, bytes, read);
+    let files = sources.len();
+    let mut findings = Vec::new();
     let mut doc = match chain {
-        Ok(layers) => layers.into_iter().rev().reduce(merge::merge),
+        Ok(mut layers) => {
+            for (i, layer) in layers.iter_mut().enumerate() {
+                let name = sources[i].name.clone();
+                findings.extend(csv::expand(layer, &name, &mut sources, read_data, None));
+            }
+            layers.into_iter().rev().reduce(merge::merge)
+        }
         Err(f) => {
             return Composed {
                 files: sources.len(),
@@ -69,14 +80,21 @@ pub(crate) fn document(
             };
         }
     };
-    let files = sources.len();
-    let mut findings = Vec::new();
     if let Some(root) = doc.as_mut() {
+        let first_override = sources.len();
         for ov in overrides {
             if let Err(f) = set::apply(root, &mut sources, ov) {
                 findings.push(*f);
             }
         }
+        // Only an override can have left a CSV path: its path is relative to the working folder.
+        findings.extend(csv::expand(
+            root,
+            "",
+            &mut sources,
+            read_data,
+            Some(first_override),
+        ));
     }
     Composed {
         sources,
@@ -267,7 +285,7 @@ mod tests {
             .get(Path::new("dir/main.toml"))
             .copied()
             .unwrap_or_default();
-        let out = document("dir/main.toml", main.as_bytes(), &read, &overrides);
+        let out = document("dir/main.toml", main.as_bytes(), &read, &read, &overrides);
         if out.findings.is_empty() {
             let doc = out.doc.expect("a document without findings");
             Ok(doc::to_toml(&doc).to_string())

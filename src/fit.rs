@@ -739,8 +739,8 @@ fn write_latency(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
                 },
                 float(s.ks, 2)
             );
-            match s.model {
-                Sampled::Lognormal {
+            match &s.model {
+                &Sampled::Lognormal {
                     median_s,
                     sigma,
                     tail_rate,
@@ -750,15 +750,34 @@ fn write_latency(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
                     doc.fitted("sigma", float(sigma, 4), "");
                     tail(doc, tail_rate, tail_factor, s.tail_found);
                 }
-                Sampled::Exponential { mean_s } => {
+                &Sampled::Exponential { mean_s } => {
                     doc.fitted("distribution", string("exponential"), basis);
                     doc.fitted("mean_s", float(mean_s, 4), "");
                     doc.fitted("tail_rate", "0.0".into(), "");
                 }
-                Sampled::Constant { mean_s } => {
+                &Sampled::Constant { mean_s } => {
                     doc.fitted("distribution", string("constant"), basis);
                     doc.fitted("mean_s", float(mean_s, 6), "");
                     doc.fitted("tail_rate", "0.0".into(), "");
+                }
+                Sampled::Empirical { points } => {
+                    let points: Vec<String> = points
+                        .iter()
+                        .map(|&(q, v)| format!("[{}, {}]", float(q, 3), float(v, 5)))
+                        .collect();
+                    doc.fitted(
+                        "distribution",
+                        string("empirical"),
+                        format!(
+                            "{basis} (no lognormal or exponential fits within KS {})",
+                            latency::MAX_PARAMETRIC_KS
+                        ),
+                    );
+                    doc.fitted(
+                        "quantiles",
+                        format!("[{}]", points.join(", ")),
+                        "the served durations' own quantiles",
+                    );
                 }
             }
         }

@@ -634,6 +634,7 @@ fn sample_latency(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
         }
         Distribution::Lognormal => latency.median_s,
         Distribution::Exponential => -latency.mean_s * (1.0 - stream.uniform()).ln(),
+        Distribution::Empirical => crate::tokens::inverse_cdf(&latency.quantiles, stream.uniform()),
         // Without a call size (never in a checked world) the idle mean stands in.
         Distribution::Constant | Distribution::Tokens => latency.mean_s,
     };
@@ -686,5 +687,40 @@ mod tests {
                 "{check_s}/{duration_s}: {storms}"
             );
         }
+    }
+
+    /// An empirical latency draws through its points: the sample's quantiles are the
+    /// interpolated ones, its mean is the world's expected latency, and no tail is added.
+    #[test]
+    fn empirical_latency_follows_its_quantiles() {
+        let text = "name = \"e\"\nsummary = \"e\"\n[[endpoints]]\nid = \"a\"\ncapacity = 4\n\
+                    latency = { distribution = \"empirical\", quantiles = [[0, 0.1], [0.5, 0.3], [0.9, 1.0], [1, 5.0]] }\n";
+        let world = crate::compile::load("e.toml", text.as_bytes()).expect("valid");
+        let endpoint = &world.endpoints()[0];
+        assert_eq!(
+            endpoint.latency.tail_rate, 0.0,
+            "measured points hold the tail"
+        );
+        let rng = Native::new(3, ["a"]);
+        let n = 200_000u32;
+        let mut draws: Vec<f64> = (0..n)
+            .map(|i| sample_latency(endpoint, &mut rng.acquire(i, 0, 0)))
+            .collect();
+        let mean = draws.iter().sum::<f64>() / f64::from(n);
+        draws.sort_by(f64::total_cmp);
+        let at = |q: f64| draws[(q * f64::from(n)) as usize];
+        for (q, want) in [(0.25, 0.2), (0.5, 0.3), (0.7, 0.65), (0.95, 3.0)] {
+            assert!(
+                (at(q) - want).abs() < 0.02 * want,
+                "q{q}: {} vs {want}",
+                at(q)
+            );
+        }
+        let expected = endpoint.latency.expected_s();
+        assert!(
+            (mean - expected).abs() < 0.01 * expected,
+            "{mean} vs {expected}"
+        );
+        assert!(draws[0] >= 0.1 && draws[draws.len() - 1] <= 5.0);
     }
 }

@@ -808,9 +808,10 @@ impl Default for Cache {
 pub struct Latency {
     /// Shape of the service time: `"lognormal"` (default; `median_s` and `sigma`),
     /// `"exponential"` or `"constant"` (both set by `mean_s`; for checks against queueing
-    /// theory), or `"tokens"` (from the call's tokens and the endpoint's load: `ttft_s`,
+    /// theory), `"tokens"` (from the call's tokens and the endpoint's load: `ttft_s`,
     /// `ttft_per_1k_input_s`, `ttft_load`, `decode_tokens_per_s`, `load_slowdown`; needs
-    /// `[tokens]`). The slow tail applies to all four.
+    /// `[tokens]`), or `"empirical"` (measured `quantiles`, or `quantiles_csv`). The slow tail
+    /// applies to all but `"empirical"`, whose quantiles already hold it.
     pub distribution: Distribution,
 
     /// Mean service time for `"exponential"` and `"constant"` (seconds); required by them and
@@ -865,6 +866,20 @@ pub struct Latency {
     #[schemars(range(min = 0.001, max = 1e9))]
     pub decode_tokens_per_s: Option<f64>,
 
+    /// `"empirical"` shape: points `[quantile, seconds]` of the measured service time, read as
+    /// a piecewise-linear inverse CDF: quantiles rise from 0 to 1 (first 0, last 1), seconds
+    /// never fall and end above 0. At least 2. Give these or `quantiles_csv`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 100_000))]
+    pub quantiles: Option<Vec<[f64; 2]>>,
+
+    /// `"empirical"` shape: a CSV file of `quantile,seconds` rows (an optional header line,
+    /// `#` comments), its path relative to the file that names it, like `extends`. Read when
+    /// the world is loaded, as if its rows were written as `quantiles`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub quantiles_csv: Option<String>,
+
     /// `"tokens"` shape: how much each stream slows at full load (0.5 = a stream runs at 2/3
     /// speed when the endpoint is full). Default 0; must be >= 0.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -885,6 +900,8 @@ pub enum Distribution {
     Constant,
     // ttft + output / speed, from the call's tokens and the endpoint's load.
     Tokens,
+    // Through the measured quantiles.
+    Empirical,
 }
 
 impl Default for Latency {
@@ -901,6 +918,8 @@ impl Default for Latency {
             ttft_load: None,
             decode_tokens_per_s: None,
             load_slowdown: None,
+            quantiles: None,
+            quantiles_csv: None,
         }
     }
 }

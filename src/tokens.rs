@@ -64,16 +64,21 @@ impl Size {
             Size::Constant(n) => *n,
             Size::Uniform { min, max } => (min + max) / 2.0,
             Size::Lognormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
-            Size::Empirical(points) => points
-                .windows(2)
-                .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
-                .sum(),
+            Size::Empirical(points) => points_mean(points),
         }
     }
 }
 
+/// The mean of the piecewise-linear inverse CDF through `points` (quantiles from 0 to 1).
+pub fn points_mean(points: &[(f64, f64)]) -> f64 {
+    points
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
+        .sum()
+}
+
 /// Linear interpolation of `points` (sorted by quantile, from 0 to 1) at `u`.
-fn inverse_cdf(points: &[(f64, f64)], u: f64) -> f64 {
+pub(crate) fn inverse_cdf(points: &[(f64, f64)], u: f64) -> f64 {
     let i = points
         .partition_point(|&(q, _)| q <= u)
         .clamp(1, points.len() - 1);

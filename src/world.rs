@@ -497,6 +497,8 @@ pub enum Distribution {
     /// From the call's tokens and the endpoint's load ([`Latency::tokens`]); `mean_s` holds the
     /// mean at idle for the world's sizes.
     Tokens,
+    /// Piecewise-linear inverse CDF through [`Latency::quantiles`]; `mean_s` holds its mean.
+    Empirical,
 }
 
 /// Service time: a body distribution with an occasional slow tail.
@@ -517,6 +519,9 @@ pub struct Latency {
     pub tail_factor: f64,
     /// The token model of the `tokens` shape.
     pub tokens: Option<TokenLatency>,
+    /// `(quantile, seconds)` points of the `empirical` shape, quantiles from 0 to 1; empty
+    /// for every other shape.
+    pub quantiles: Vec<(f64, f64)>,
 }
 
 impl Latency {
@@ -525,9 +530,10 @@ impl Latency {
     pub fn expected_s(&self) -> f64 {
         let body = match self.distribution {
             Distribution::Lognormal => self.median_s * (self.sigma * self.sigma / 2.0).exp(),
-            Distribution::Exponential | Distribution::Constant | Distribution::Tokens => {
-                self.mean_s
-            }
+            Distribution::Exponential
+            | Distribution::Constant
+            | Distribution::Tokens
+            | Distribution::Empirical => self.mean_s,
         };
         body * (1.0 + self.tail_rate * (self.tail_factor - 1.0))
     }

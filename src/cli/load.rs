@@ -65,8 +65,10 @@ pub(super) fn load_resolved(
         inputs.record(base, Role::Base);
         chain.read(base)
     };
+    let data = |file: &Path| read_data(file, inputs);
     let options = LoadOptions {
         read: &read,
+        read_data: &data,
         overrides,
     };
     compile::load_resolved(&path.display().to_string(), &bytes, &options)
@@ -108,6 +110,28 @@ impl Chain {
         }
         Ok(bytes)
     }
+}
+
+/// The largest data file a scenario may name, in bytes (4 GiB): a trace log of tens of
+/// millions of requests.
+pub(super) const MAX_DATA_BYTES: u64 = 4 << 30;
+
+/// Reads a data file a scenario names (a quantile CSV, a trace log): a regular file, read
+/// without blocking, at most [`MAX_DATA_BYTES`].
+pub(super) fn read_data(path: &Path, inputs: &Inputs) -> Result<Vec<u8>, String> {
+    inputs.record(path, Role::Data);
+    let reason = |e: std::io::Error| super::io_reason(&e);
+    regular(&std::fs::metadata(path).map_err(reason)?).map_err(reason)?;
+    let file = open_without_blocking(path).map_err(reason)?;
+    regular(&file.metadata().map_err(reason)?).map_err(reason)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DATA_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(reason)?;
+    if bytes.len() as u64 > MAX_DATA_BYTES {
+        return Err("it is larger than the 4 GiB limit for a data file".into());
+    }
+    Ok(bytes)
 }
 
 /// What makes two paths one file: device and inode on Unix, the canonical path elsewhere.

@@ -780,8 +780,10 @@ fn load_world(path: Option<&Path>, overrides: &[Override], inputs: &Inputs) -> R
     let loaded = match path {
         None if overrides.is_empty() => return Ok(compile::builtin_bursty()),
         None => {
+            let data = |file: &Path| super::load::read_data(file, inputs);
             let options = LoadOptions {
                 read: &|_: &Path| Err("the built-in world extends nothing".to_owned()),
+                read_data: &data,
                 overrides,
             };
             compile::load_with(

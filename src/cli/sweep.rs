@@ -329,8 +329,10 @@ impl Source {
             chain.read(base)
         };
         let refuse: &Reader<'_> = &|_: &Path| Err("the built-in world extends nothing".to_owned());
+        let data = |file: &Path| load::read_data(file, inputs);
         let options = LoadOptions {
             read: if self.from_disk { from_disk } else { refuse },
+            read_data: &data,
             overrides,
         };
         compile::load_with(&self.origin, &self.bytes, &options).map_err(Box::new)

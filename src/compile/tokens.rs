@@ -97,7 +97,9 @@ fn check_size(
     let needed = shape.keys();
     let name = shape.name();
     for k in needed {
-        if !written(&at(base, k)) {
+        // A CSV that could not be read is reported where it is named.
+        let from_csv = *k == "quantiles" && written(&at(base, "quantiles_csv"));
+        if !written(&at(base, k)) && !from_csv {
             out.push(problem(
                 base.to_vec(),
                 Target::Value,
@@ -138,12 +140,37 @@ fn check_size(
         ));
     }
     if shape == SizeShape::Empirical {
-        check_quantiles(json, &at(base, "quantiles"), out);
+        check_quantiles(json, &at(base, "quantiles"), PointUnit::Tokens, out);
     }
 }
 
-/// Quantiles rise from 0 to 1 and the token counts never fall.
-fn check_quantiles(json: &Value, path: &[Seg], out: &mut Vec<Problem>) {
+/// What the values of a quantile table count: their name in messages, an example table and
+/// the rule on the smallest value.
+#[derive(Clone, Copy)]
+pub(super) enum PointUnit {
+    /// Token counts: every value at least 1.
+    Tokens,
+    /// Seconds: no value below 0, and the last above 0.
+    Seconds,
+}
+
+impl PointUnit {
+    fn name(self) -> &'static str {
+        match self {
+            PointUnit::Tokens => "tokens",
+            PointUnit::Seconds => "seconds",
+        }
+    }
+    fn example(self) -> &'static str {
+        match self {
+            PointUnit::Tokens => "[[0, 50], [0.5, 400], [0.99, 3000], [1, 8000]]",
+            PointUnit::Seconds => "[[0, 0.05], [0.5, 0.4], [0.99, 2.5], [1, 9]]",
+        }
+    }
+}
+
+/// Quantiles rise from 0 to 1 and the values never fall (and are in range for their unit).
+pub(super) fn check_quantiles(json: &Value, path: &[Seg], unit: PointUnit, out: &mut Vec<Problem>) {
     let Some(points) = value_at(json, path).and_then(Value::as_array) else {
         return;
     };
@@ -154,13 +181,16 @@ fn check_quantiles(json: &Value, path: &[Seg], out: &mut Vec<Problem>) {
     if pairs.len() != points.len() || pairs.len() < 2 {
         return; // the schema stage reports a malformed point
     }
-    let help = "write `[quantile, tokens]` points with quantiles rising from 0 (the smallest \
-                request) to 1 (the largest) and tokens that never fall, e.g. [[0, 50], [0.5, 400], \
-                [0.99, 3000], [1, 8000]]";
+    let name = unit.name();
+    let help = format!(
+        "write `[quantile, {name}]` points with quantiles rising from 0 (the smallest \
+         request) to 1 (the largest) and {name} that never fall, e.g. {}",
+        unit.example()
+    );
     let bad = |i: usize, message: String, label: &str| {
         let mut p = path.to_vec();
         p.push(Seg::Index(i));
-        problem(p, Target::Value, message, label, help.into())
+        problem(p, Target::Value, message, label, help.clone())
     };
     if pairs[0].0 != 0.0 {
         out.push(bad(
@@ -193,21 +223,39 @@ fn check_quantiles(json: &Value, path: &[Seg], out: &mut Vec<Problem>) {
             out.push(bad(
                 i,
                 format!(
-                    "tokens fall from {} to {}",
+                    "{name} fall from {} to {}",
                     show_number(v0),
                     show_number(v1)
                 ),
-                "tokens must not fall",
+                &format!("{name} must not fall"),
             ));
         }
     }
-    if pairs.iter().any(|&(_, v)| v < 1.0) {
-        let i = pairs.iter().position(|&(_, v)| v < 1.0).unwrap_or(0);
-        out.push(bad(
-            i,
-            "a request has at least 1 token".into(),
-            "must be >= 1",
-        ));
+    match unit {
+        PointUnit::Tokens => {
+            if let Some(i) = pairs.iter().position(|&(_, v)| v < 1.0) {
+                out.push(bad(
+                    i,
+                    "a request has at least 1 token".into(),
+                    "must be >= 1",
+                ));
+            }
+        }
+        PointUnit::Seconds => {
+            if let Some(i) = pairs.iter().position(|&(_, v)| v < 0.0) {
+                out.push(bad(
+                    i,
+                    "a service time cannot be negative".into(),
+                    "must be >= 0",
+                ));
+            } else if pairs[last].1 <= 0.0 {
+                out.push(bad(
+                    last,
+                    "every request would take no time at all".into(),
+                    "must be > 0",
+                ));
+            }
+        }
     }
 }
 
@@ -371,6 +419,19 @@ pub(super) fn build_latency(l: &crate::scenario::Latency) -> Option<TokenLatency
             .expect("checked: the tokens shape needs decode_tokens_per_s"),
         load_slowdown: l.load_slowdown.unwrap_or(0.0),
     })
+}
+
+/// The `(quantile, seconds)` points of an `"empirical"` latency; empty for another shape.
+pub(super) fn build_quantiles(l: &crate::scenario::Latency) -> Vec<(f64, f64)> {
+    if l.distribution != crate::scenario::Distribution::Empirical {
+        return Vec::new();
+    }
+    l.quantiles
+        .as_ref()
+        .expect("checked: the empirical shape needs quantiles")
+        .iter()
+        .map(|[q, v]| (*q, *v))
+        .collect()
 }
 
 /// The mean service time at idle of a token latency for the world's sizes (before the tail).

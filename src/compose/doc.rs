@@ -67,6 +67,12 @@ impl Table {
         &self.entries
     }
 
+    /// The entries in written order, to change their values (not their keys: the index
+    /// would go stale).
+    pub fn entries_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        self.entries.iter_mut()
+    }
+
     /// The entries in written order, by value.
     pub fn into_entries(self) -> Vec<Entry> {
         self.entries

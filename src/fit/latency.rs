@@ -40,6 +40,49 @@ pub enum Sampled {
         /// The duration \[s\].
         mean_s: f64,
     },
+    /// The served durations' own quantiles, `(quantile, seconds)` from 0 to 1, when no shape
+    /// above fits them.
+    Empirical {
+        /// The points.
+        points: Vec<(f64, f64)>,
+    },
+}
+
+/// The largest KS distance a parametric shape may have before measured quantiles replace it.
+pub const MAX_PARAMETRIC_KS: f64 = 0.05;
+/// The fewest served durations that measured quantiles rest on (fewer would pin the tail
+/// quantiles to a handful of requests).
+const MIN_EMPIRICAL_N: usize = 200;
+/// The largest share of requests cut short for which the served durations' own quantiles are
+/// used: cut-short requests are the slow ones, so more would bias the quantiles low.
+const MAX_EMPIRICAL_CENSORED: f64 = 0.01;
+
+/// The quantiles measured points are written at: every 2 % and the far tail.
+fn empirical_grid() -> impl Iterator<Item = f64> {
+    (0..50)
+        .map(|i| f64::from(i) / 50.0)
+        .chain([0.99, 0.995, 0.999, 1.0])
+}
+
+/// The served durations' quantiles on [`empirical_grid`], and their KS distance to the
+/// durations (the piecewise-linear CDF through the points).
+fn empirical(sorted: &[f64]) -> (Vec<(f64, f64)>, f64) {
+    let points: Vec<(f64, f64)> = empirical_grid()
+        .map(|q| (q, stats::quantile(sorted, q)))
+        .collect();
+    let cdf = |x: f64| {
+        let i = points.partition_point(|&(_, v)| v <= x);
+        if i == 0 {
+            return 0.0;
+        }
+        if i == points.len() {
+            return 1.0;
+        }
+        let ((q0, v0), (q1, v1)) = (points[i - 1], points[i]);
+        q0 + (q1 - q0) * (x - v0) / (v1 - v0)
+    };
+    let ks = stats::ks_distance(sorted, cdf);
+    (points, ks)
 }
 
 /// A sampled latency with what it rests on.
@@ -95,11 +138,20 @@ pub fn fit_sampled(served: &[f64], censored: &[f64]) -> Option<SampledFit> {
     let ks_log = stats::ks_distance(&sorted, |x| chosen.cdf(x.ln()));
     let mean = (sorted.iter().sum::<f64>() + censored.iter().sum::<f64>()) / n as f64;
     let ks_exp = stats::ks_distance(&sorted, |x| 1.0 - (-x / mean).exp());
-    let (model, ks, tail_found) = if ks_exp < ks_log {
+    let (mut model, mut ks, mut tail_found) = if ks_exp < ks_log {
         (Sampled::Exponential { mean_s: mean }, ks_exp, false)
     } else {
         (lognormal, ks_log, tail_found)
     };
+    if ks > MAX_PARAMETRIC_KS
+        && n >= MIN_EMPIRICAL_N
+        && (censored.len() as f64) <= MAX_EMPIRICAL_CENSORED * n as f64
+    {
+        let (points, measured_ks) = empirical(&sorted);
+        if measured_ks < ks {
+            (model, ks, tail_found) = (Sampled::Empirical { points }, measured_ks, false);
+        }
+    }
     Some(SampledFit {
         model,
         n,
@@ -474,12 +526,16 @@ mod tests {
             (median_s - 1.0).abs() < 0.02 && (sigma / 0.4 - 1.0).abs() < 0.04,
             "{fit:?}"
         );
-        // Dropping them instead would bias both down.
+        // Dropping them instead would bias the fit down: a narrower lognormal, or (as here,
+        // where the cut makes no lognormal fit) quantiles that stop at the cut.
         let naive = fit_sampled(&served, &[]).unwrap();
-        let Sampled::Lognormal { sigma: s2, .. } = naive.model else {
-            panic!()
-        };
-        assert!(s2 < 0.37, "{naive:?}");
+        match &naive.model {
+            Sampled::Lognormal { sigma: s2, .. } => assert!(*s2 < 0.37, "{naive:?}"),
+            Sampled::Empirical { points } => {
+                assert!(points.iter().all(|p| p.1 <= cut), "{naive:?}")
+            }
+            _ => panic!("{naive:?}"),
+        }
     }
 
     #[test]
@@ -533,5 +589,40 @@ mod tests {
             "{fit:?}"
         );
         assert!((fit.tail_rate - 0.02).abs() < 0.01, "{fit:?}");
+    }
+
+    /// Two service paths (half fast, half slow) fit no lognormal: the fit keeps the
+    /// durations' own quantiles, which find both modes; one lognormal stays a lognormal.
+    #[test]
+    fn a_bimodal_latency_is_kept_as_measured_quantiles() {
+        let served: Vec<f64> = (0..4000)
+            .map(|i| {
+                let u = (f64::from(i) + 0.5) / 4000.0;
+                if i % 2 == 0 {
+                    0.1 + 0.05 * u
+                } else {
+                    1.0 + 0.3 * u
+                }
+            })
+            .collect();
+        let fit = fit_sampled(&served, &[]).expect("fits");
+        let Sampled::Empirical { points } = &fit.model else {
+            panic!("expected measured quantiles: {fit:?}");
+        };
+        assert!(fit.ks < MAX_PARAMETRIC_KS, "{fit:?}");
+        let at = |q: f64| {
+            points
+                .iter()
+                .find(|p| (p.0 - q).abs() < 1e-9)
+                .expect("grid")
+                .1
+        };
+        assert!(at(0.4) < 0.16 && at(0.6) > 1.0, "{points:?}");
+        assert_eq!(points.first().map(|p| p.0), Some(0.0));
+        assert_eq!(points.last().map(|p| p.0), Some(1.0));
+        // Cut short often, the served durations are not the whole story: no quantiles.
+        let censored = vec![2.0; 400];
+        let fit = fit_sampled(&served, &censored).expect("fits");
+        assert!(!matches!(fit.model, Sampled::Empirical { .. }), "{fit:?}");
     }
 }

@@ -351,6 +351,7 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         tail_rate,
         tail_factor,
         tokens,
+        quantiles,
     } = latency;
     out.str("latency.distribution", &format!("{distribution:?}"));
     out.float("latency.mean_s", *mean_s);
@@ -371,6 +372,11 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         out.float("latency.ttft_load", *ttft_load);
         out.float("latency.decode_tokens_per_s", *decode_tokens_per_s);
         out.float("latency.load_slowdown", *load_slowdown);
+    }
+    // Only an empirical latency has points, so other worlds keep their hashes.
+    for (q, v) in quantiles {
+        out.float("latency.empirical.q", *q);
+        out.float("latency.empirical.v", *v);
     }
     let Failures {
         error_rate,

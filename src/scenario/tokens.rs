@@ -82,8 +82,15 @@ pub struct Size {
     /// Points `[quantile, tokens]` of the `"empirical"` shape, read as a piecewise-linear
     /// inverse CDF: quantiles rise from 0 to 1 (first 0, last 1), tokens never fall. At least 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 2, max = 10_000))]
+    #[schemars(length(min = 2, max = 100_000))]
     pub quantiles: Option<Vec<[f64; 2]>>,
+
+    /// The `"empirical"` shape's points as a CSV file of `quantile,tokens` rows (an optional
+    /// header line, `#` comments), its path relative to the file that names it, like
+    /// `extends`. Read when the world is loaded, as if its rows were written as `quantiles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub quantiles_csv: Option<String>,
 }
 
 /// The shape of a size distribution.

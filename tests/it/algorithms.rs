@@ -23,6 +23,7 @@ fn bursty_with(extra: &str) -> World {
     let text = format!("{BUILTIN_BURSTY_TOML}\n{extra}");
     let options = LoadOptions {
         read: &|_: &Path| Err("no files".to_owned()),
+        read_data: &|_: &Path| Err("no files".to_owned()),
         overrides: &[Override {
             origin: "--jobs".into(),
             text: "jobs=150".into(),
@@ -126,6 +127,7 @@ fn bursty_set(sets: &[&str]) -> World {
     }));
     let options = LoadOptions {
         read: &|_: &Path| Err("no files".to_owned()),
+        read_data: &|_: &Path| Err("no files".to_owned()),
         overrides: &overrides,
     };
     compile::load_with("bursty.toml", BUILTIN_BURSTY_TOML.as_bytes(), &options)
@@ -159,6 +161,7 @@ fn algorithms_set_reaches_a_parameter() {
 fn algorithms_set_errors_point_into_the_override() {
     let options = LoadOptions {
         read: &|_: &Path| Err("no files".to_owned()),
+        read_data: &|_: &Path| Err("no files".to_owned()),
         overrides: &[Override {
             origin: "--set #1".into(),
             text: "algorithms.quota_aware.reserv=0.2".into(),

@@ -44,6 +44,7 @@ fn load_from(files: &[(&str, &str)], main: &str, set: &[&str]) -> Result<World, 
     let text = map.get(Path::new(main)).copied().unwrap_or_default();
     let options = LoadOptions {
         read: &read,
+        read_data: &read,
         overrides: &overrides,
     };
     compile::load_with(main, text.as_bytes(), &options)
@@ -144,6 +145,7 @@ fn compose_endpoints_are_overridden_by_id() {
     let bytes = std::fs::read(&main).expect("case");
     let options = LoadOptions {
         read: &read,
+        read_data: &read,
         overrides: &[],
     };
     let w = compile::load_with(&main.display().to_string(), &bytes, &options)
@@ -171,6 +173,7 @@ fn compose_the_shipped_composition_differs_from_bursty_only_where_it_says() {
     let read = |p: &Path| std::fs::read(p).map_err(|e| e.to_string());
     let options = LoadOptions {
         read: &read,
+        read_data: &read,
         overrides: &[],
     };
     let bytes = std::fs::read(&path).expect("the example exists");

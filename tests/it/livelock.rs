@@ -172,6 +172,7 @@ fn livelock_threshold_is_far_above_every_shipped_world() {
     let read = |path: &std::path::Path| std::fs::read(path).map_err(|e| e.to_string());
     let options = compile::LoadOptions {
         read: &read,
+        read_data: &read,
         overrides: &[],
     };
     let mut longest = (0, String::new());

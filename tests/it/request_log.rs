@@ -37,6 +37,7 @@ pub fn load(path: &Path) -> World {
     let bytes = std::fs::read(path).expect("world");
     let options = LoadOptions {
         read: &read,
+        read_data: &read,
         overrides: &[],
     };
     compile::load_with(&path.display().to_string(), &bytes, &options)

@@ -37,6 +37,7 @@ fn load_file(path: &Path) -> Result<World, simbench::diagnostics::ScenarioErrors
     let read = |p: &Path| std::fs::read(p).map_err(|e| e.to_string());
     let options = compile::LoadOptions {
         read: &read,
+        read_data: &read,
         overrides: &[],
     };
     compile::load_with(&path.display().to_string(), &bytes, &options)

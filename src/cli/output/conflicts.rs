@@ -26,6 +26,8 @@ pub(crate) enum Role {
     Base,
     /// A request log `simbench fit` reads.
     Log,
+    /// A data file a scenario names: a quantile CSV or a trace log.
+    Data,
 }
 
 impl Inputs {
@@ -58,6 +60,7 @@ pub(super) fn check(outputs: &[(&'static str, &Path)], inputs: &Inputs) -> Resul
                     Role::Scenario => "the scenario file".to_owned(),
                     Role::Base => format!("a base that the scenario extends ({})", input.display()),
                     Role::Log => "a log being read".to_owned(),
+                    Role::Data => format!("a data file the scenario reads ({})", input.display()),
                 };
                 return Err(format!(
                     "{flag} {} is {what}; refusing to overwrite it (nothing was written)",
