@@ -172,10 +172,18 @@ pub fn load_resolved(
         let resolved = doc::to_toml(&root);
         match resolved.clone().try_into::<Scenario>() {
             Ok(scenario) => {
-                let world = build(&scenario, &algorithm_order(&root));
-                objective::check_applies(&world, &mut problems);
-                if problems.is_empty() {
-                    return Ok((world, resolved));
+                let replay = (scenario.load.model == spec::LoadModel::Trace)
+                    .then(|| trace_load(&scenario, &root, &layers, options.read_data))
+                    .transpose();
+                match replay {
+                    Ok(replay) => {
+                        let world = build(&scenario, &algorithm_order(&root), replay);
+                        objective::check_applies(&world, &mut problems);
+                        if problems.is_empty() {
+                            return Ok((world, resolved));
+                        }
+                    }
+                    Err(problem) => problems.push(*problem),
                 }
             }
             Err(e) => problems.push(Problem {
@@ -193,6 +201,106 @@ pub fn load_resolved(
             .map(|p| schema::resolve(&root, &sources, p)),
     );
     Err(ScenarioErrors::new(sources, findings))
+}
+
+/// A trace world's replay and how many of its jobs run.
+struct Replayed {
+    replay: crate::trace_load::SharedReplay,
+    jobs: u32,
+}
+
+/// Reads and compiles the trace a `"trace"` load names (relative to the file that names it,
+/// an override's to the working folder). Its problems are reported at `load.trace`, or at
+/// `jobs` when the file asks for more jobs than the trace holds.
+fn trace_load(
+    s: &Scenario,
+    root: &Node,
+    layers: &Layers<'_>,
+    read: &Reader<'_>,
+) -> Result<Replayed, Box<Problem>> {
+    let path = vec![key("load"), key("trace")];
+    let target = s
+        .load
+        .trace
+        .as_deref()
+        .expect("checked: a trace load names its log");
+    let source = doc::locate(root, &path).value.source;
+    let from = if source < layers.files {
+        layers.sources[source].name.as_str()
+    } else {
+        ""
+    };
+    let file = compose::join(from, target);
+    let shown = file.display().to_string();
+    let fail = |message: String, label: &str, help: String| {
+        Box::new(Problem {
+            path: path.clone(),
+            target: Target::Value,
+            message,
+            label: label.into(),
+            help: Some(help),
+        })
+    };
+    let bytes = read(&file).map_err(|reason| {
+        fail(
+            format!("cannot read the trace `{shown}`: {reason}"),
+            "cannot read this log",
+            format!(
+                "`load.trace` is a path relative to the file that names it, so this is `{shown}`"
+            ),
+        )
+    })?;
+    let log = crate::trace_load::read_log(&shown, &bytes).map_err(|why| {
+        fail(
+            format!("the trace is not a usable log: {why}"),
+            "bad log",
+            "a trace is a request log (docs/request-log.md), a HAR 1.2 file or OTLP JSON spans, \
+             as `simbench fit` reads"
+                .into(),
+        )
+    })?;
+    let speed = s.load.speed.unwrap_or(1.0);
+    let replay = crate::trace_load::Replay::from_log(&shown, &log, speed).ok_or_else(|| {
+        fail(
+            format!("the trace `{shown}` holds no job"),
+            "no job",
+            "every request is a retry or a hedge copy; log first attempts too".into(),
+        )
+    })?;
+    let available = u32::try_from(replay.jobs()).unwrap_or(u32::MAX);
+    // A base's `jobs` under a child that switched to a trace is the base's leftover.
+    let (jobs_at, model_at) = (
+        doc::locate(root, &[key("jobs")]),
+        doc::locate(root, &[key("load"), key("model")]),
+    );
+    let jobs_written = jobs_at.exact
+        && !(model_at.exact
+            && layers.rank(jobs_at.value.source) < layers.rank(model_at.value.source));
+    let jobs = if jobs_written {
+        if s.jobs > available {
+            return Err(Box::new(Problem {
+                path: vec![key("jobs")],
+                target: Target::Value,
+                message: format!(
+                    "`jobs` asks for {} jobs but the trace `{shown}` holds {available}",
+                    s.jobs
+                ),
+                label: "more than the trace holds".into(),
+                help: Some(
+                    "a trace replays its own jobs: leave `jobs` out to replay them all, or ask \
+                     for at most as many (the first ones)"
+                        .into(),
+                ),
+            }));
+        }
+        s.jobs
+    } else {
+        available
+    };
+    Ok(Replayed {
+        replay: std::sync::Arc::new(replay),
+        jobs,
+    })
 }
 
 /// The built-in `bursty_provider` world (`scenarios/bursty.toml`, compiled into the binary).
@@ -532,35 +640,65 @@ fn check_distribution(
     }
 }
 
-/// An open loop needs its rate; a closed loop has no use for the open-loop keys.
+/// An open loop needs its rate and a trace its log; each model's keys mean nothing to the
+/// others.
 fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut Vec<Problem>) {
     let at = |name: &str| vec![key("load"), key(name)];
-    let open = string_at(json, &at("model")) == Some("open");
-    if open && !written(&at("rate_per_s")) {
+    let model = string_at(json, &at("model")).unwrap_or("closed");
+    let needs = |name: &str, help: &str, out: &mut Vec<Problem>| {
         out.push(Problem {
             path: vec![key("load")],
             target: Target::Value,
-            message: "`model = \"open\"` needs `rate_per_s`".into(),
-            label: "this table needs `rate_per_s`".into(),
-            help: Some("an open loop offers jobs at a rate: add `rate_per_s = …` (> 0)".into()),
+            message: format!("`model = \"{model}\"` needs `{name}`"),
+            label: format!("this table needs `{name}`"),
+            help: Some(help.into()),
         });
+    };
+    if model == "open" && !written(&at("rate_per_s")) {
+        needs(
+            "rate_per_s",
+            "an open loop offers jobs at a rate: add `rate_per_s = …` (> 0)",
+            out,
+        );
     }
-    if !open {
-        for name in ["rate_per_s", "arrivals", "max_in_flight"] {
-            if stray(&at(name), &at("model")) {
-                out.push(Problem {
-                    path: at(name),
-                    target: Target::Key,
-                    message: format!("`load.{name}` only applies to `model = \"open\"`"),
-                    label: "not used by a closed loop".into(),
-                    help: Some(
-                        "a closed loop runs `concurrency` workers; set `model = \"open\"` to \
-                         offer jobs at a rate instead"
-                            .into(),
-                    ),
-                });
-            }
+    if model == "trace" && !written(&at("trace")) {
+        needs(
+            "trace",
+            "a trace load replays a log's arrivals: add `trace = \"requests.jsonl\"` (a path \
+             relative to this file)",
+            out,
+        );
+    }
+    let keys: [(&str, &[&str]); 5] = [
+        ("rate_per_s", &["open"]),
+        ("arrivals", &["open"]),
+        ("max_in_flight", &["open", "trace"]),
+        ("trace", &["trace"]),
+        ("speed", &["trace"]),
+    ];
+    for (name, models) in keys {
+        if models.contains(&model) || !stray(&at(name), &at("model")) {
+            continue;
         }
+        let models: Vec<String> = models
+            .iter()
+            .map(|m| format!("`model = \"{m}\"`"))
+            .collect();
+        out.push(Problem {
+            path: at(name),
+            target: Target::Key,
+            message: format!("`load.{name}` only applies to {}", models.join(" or ")),
+            label: format!("not used by `model = \"{model}\"`"),
+            help: Some(match model {
+                "closed" => "a closed loop runs `concurrency` workers; set `model = \"open\"` to \
+                             offer jobs at a rate, or `model = \"trace\"` to replay a log"
+                    .into(),
+                "open" => "an open loop draws its arrivals at `rate_per_s`; `model = \"trace\"` \
+                           replays a log's instead"
+                    .into(),
+                _ => "a trace replays the log's own arrival times; `speed` scales them".into(),
+            }),
+        });
     }
 }
 
@@ -860,7 +998,7 @@ fn build_variants(
 }
 
 /// Freezes a checked scenario. Every value is already in range, so this cannot fail.
-fn build(s: &Scenario, algorithm_order: &[String]) -> World {
+fn build(s: &Scenario, algorithm_order: &[String], replay: Option<Replayed>) -> World {
     let (pools, pool_of) = topology::build_pools(s);
     let incidents = topology::build_incidents(s, &pools);
     let token_sizes = s.tokens.as_ref().map(tokens::build_tokens);
@@ -868,7 +1006,7 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
         name: s.name.clone(),
         summary: s.summary.clone(),
         seed: s.seed,
-        jobs: s.jobs,
+        jobs: replay.as_ref().map_or(s.jobs, |r| r.jobs),
         concurrency: s.concurrency,
         horizon_s: s.horizon_s,
         steps_per_job: s.steps_per_job,
@@ -935,6 +1073,10 @@ fn build(s: &Scenario, algorithm_order: &[String]) -> World {
             spec::LoadModel::Open => Load::Open {
                 rate_per_s: s.load.rate_per_s.expect("checked: open needs a rate"),
                 poisson: s.load.arrivals.unwrap_or_default() == spec::Arrivals::Poisson,
+                max_in_flight: s.load.max_in_flight,
+            },
+            spec::LoadModel::Trace => Load::Trace {
+                replay: replay.expect("a trace world has its replay").replay,
                 max_in_flight: s.load.max_in_flight,
             },
         },

@@ -214,7 +214,7 @@ fn article(kind: &str) -> String {
 /// `lnk/..` is the parent of the folder `lnk` points to, not the folder holding `lnk`, and only
 /// the filesystem knows which. A scenario reached through a symbolic link to a file finds its
 /// bases next to the link, as its path is written.
-fn join(from: &str, target: &str) -> PathBuf {
+pub(crate) fn join(from: &str, target: &str) -> PathBuf {
     let base = Path::new(from).parent().unwrap_or(Path::new(""));
     let joined: PathBuf = base.join(target).components().collect();
     if joined.as_os_str().is_empty() {

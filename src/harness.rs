@@ -413,6 +413,8 @@ impl<S> Worker<S> {
 struct OpenLoop {
     rate_per_s: f64,
     poisson: bool,
+    /// A trace's arrival times, replayed instead of drawn.
+    schedule: Option<crate::trace_load::SharedReplay>,
     max_in_flight: u32,
     /// Arrived jobs not yet started: (job index, arrival time).
     waiting: VecDeque<(u32, f64)>,
@@ -432,6 +434,20 @@ impl OpenLoop {
             } => Some(OpenLoop {
                 rate_per_s,
                 poisson,
+                schedule: None,
+                max_in_flight: max_in_flight.unwrap_or(u32::MAX),
+                waiting: VecDeque::new(),
+                free_slots: Vec::new(),
+                in_flight: 0,
+                arrivals_done: false,
+            }),
+            Load::Trace {
+                ref replay,
+                max_in_flight,
+            } => Some(OpenLoop {
+                rate_per_s: 0.0,
+                poisson: false,
+                schedule: Some(replay.clone()),
                 max_in_flight: max_in_flight.unwrap_or(u32::MAX),
                 waiting: VecDeque::new(),
                 free_slots: Vec::new(),
@@ -441,8 +457,30 @@ impl OpenLoop {
         }
     }
 
+    /// When the first job arrives \[s\].
+    fn first_arrival(&self) -> f64 {
+        self.schedule
+            .as_ref()
+            .and_then(|r| r.arrivals_s.first().copied())
+            .unwrap_or(0.0)
+    }
+
     fn finished(&self) -> bool {
         self.arrivals_done && self.waiting.is_empty() && self.in_flight == 0
+    }
+}
+
+/// A call's sizes as the trace logged them: its prompt as sent (grown context included), and
+/// its output where the log has one (else the world's draw), never beyond `max_tokens`.
+fn replayed_size(drawn: CallSize, (input, output): (f64, f64)) -> CallSize {
+    CallSize {
+        input: input.round().max(1.0),
+        output: if output.is_finite() {
+            output.round().max(1.0).min(drawn.max_tokens)
+        } else {
+            drawn.output
+        },
+        max_tokens: drawn.max_tokens,
     }
 }
 
@@ -521,7 +559,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     fn new(world: &'w World, strategy: &'w dyn Strategy, rng: &'w R, trace: bool) -> Self {
         let closed_workers = match world.load() {
             Load::Closed => world.concurrency(),
-            Load::Open { .. } => 0,
+            Load::Open { .. } | Load::Trace { .. } => 0,
         };
         let workers = (0..closed_workers).map(|_| Worker::idle()).collect();
         let mut tally = Tally {
@@ -577,8 +615,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// Starts the workers in index order, then processes events until every worker exits.
     fn run(&mut self, out_of_time: &dyn Fn() -> bool) -> Outcome {
-        if self.open.is_some() {
-            self.queue.push(0.0, Event::Arrival);
+        if let Some(open) = &self.open {
+            self.queue.push(open.first_arrival(), Event::Arrival);
         }
         for w in 0..self.workers.len() {
             if w % POLL_EVERY == POLL_EVERY - 1
@@ -712,7 +750,14 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let index = self.tally.next_job;
         open.waiting.push_back((index as u32, now));
         self.tally.next_job += 1;
-        let next_at = if open.poisson {
+        let next_at = if let Some(replay) = &open.schedule {
+            // Past the trace's last job, no arrival: the job count below ends the arrivals.
+            replay
+                .arrivals_s
+                .get(index as usize + 1)
+                .copied()
+                .unwrap_or(f64::INFINITY)
+        } else if open.poisson {
             now - (1.0 - self.rng.arrival(index).uniform()).ln() / open.rate_per_s
         } else {
             (index + 1) as f64 / open.rate_per_s
@@ -991,6 +1036,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let mut demand = Demand::default();
         if let Some(tokens) = self.world.tokens() {
             worker.size = tokens.call_size(self.rng, worker.job, worker.step, worker.call);
+            if let Some(replay) = self.open.as_ref().and_then(|o| o.schedule.as_deref())
+                && let Some(logged) = replay.size(worker.job, worker.step, worker.call)
+            {
+                worker.size = replayed_size(worker.size, logged);
+            }
             demand = Demand {
                 input: worker.size.input,
                 max_tokens: worker.size.max_tokens,

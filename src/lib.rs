@@ -38,4 +38,5 @@ pub mod sweep;
 pub mod text;
 pub mod threshold;
 pub mod tokens;
+pub mod trace_load;
 pub mod world;

@@ -123,8 +123,8 @@ pub struct Scenario {
     #[schemars(schema_with = "algorithms_schema")]
     pub algorithms: BTreeMap<String, AlgorithmTable>,
 
-    /// How the harness offers load: a closed loop of `concurrency` workers (the default) or an
-    /// open loop of arrivals at a rate.
+    /// How the harness offers load: a closed loop of `concurrency` workers (the default), an
+    /// open loop of arrivals at a rate, or the arrivals of a recorded log (a trace).
     #[serde(default)]
     pub load: Load,
 
@@ -343,12 +343,29 @@ pub struct AlgorithmTable {
 /// harness never has more in flight than it can handle. In an open loop, jobs arrive at
 /// `rate_per_s` whether or not earlier ones have finished, and wait in the harness's queue when
 /// `max_in_flight` jobs are already running: the harness's own congestion then shows up as
-/// queue wait, as in a load generator that fires requests on a schedule.
+/// queue wait, as in a load generator that fires requests on a schedule. A trace replays the
+/// jobs of a log: each arrives when its first request was sent, with the sizes the log
+/// recorded, and queues as in an open loop; the strategies decide everything else.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Load {
-    /// `"closed"` (default) or `"open"`.
+    /// `"closed"` (default), `"open"` or `"trace"` (the arrivals of a real log, replayed).
     pub model: LoadModel,
+
+    /// Trace only: the request log whose jobs' arrival times (and request sizes, when the log
+    /// has tokens and the world `[tokens]`) are replayed, its path relative to the file that
+    /// names it, like `extends`. A request log (JSON Lines), HAR 1.2 or OTLP JSON spans, told
+    /// apart as `simbench fit` does. Required for `"trace"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub trace: Option<String>,
+
+    /// Trace only: how much faster than recorded the trace is replayed (2 = every gap
+    /// halved, twice the load). Default 1; must be > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(range(max = 1e6))]
+    pub speed: Option<f64>,
 
     /// Open loop only: mean job arrival rate (jobs per second). Required for `"open"`; must be
     /// > 0.
@@ -362,7 +379,7 @@ pub struct Load {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<Arrivals>,
 
-    /// Open loop only: most jobs in flight at once; later arrivals queue in the harness.
+    /// Open loop and trace: most jobs in flight at once; later arrivals queue in the harness.
     /// Default: absent (unbounded). Range 1 to 1000000.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1_000_000))]
@@ -378,6 +395,8 @@ pub enum LoadModel {
     Closed,
     // Arrivals on a schedule, queueing in the harness.
     Open,
+    // The arrivals of a recorded log, queueing in the harness.
+    Trace,
 }
 
 /// How open-loop arrivals are spaced.

@@ -258,6 +258,14 @@ pub enum Load {
         /// Most jobs in flight at once; `None` is unbounded.
         max_in_flight: Option<u32>,
     },
+    /// Jobs arrive when a recorded log's did (with its sizes) and queue in the harness when
+    /// `max_in_flight` are running.
+    Trace {
+        /// The arrivals and sizes.
+        replay: crate::trace_load::SharedReplay,
+        /// Most jobs in flight at once; `None` is unbounded.
+        max_in_flight: Option<u32>,
+    },
 }
 
 /// Thresholds of the validity gate.

@@ -348,6 +348,10 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
             "--rate sweeps an open loop's arrival rate, but `{}` is a closed loop ([load] model = \"closed\"); sweep it with --concurrency",
             crate::text::escape(world.name())
         )),
+        (_, Load::Trace { .. }) => Err(format!(
+            "`{}` replays a trace ([load] model = \"trace\"), whose arrivals are the log's; sweep its `[load] speed` with --set in separate runs, or sweep an open or closed loop",
+            crate::text::escape(world.name())
+        )),
         (Knob::Concurrency, Load::Open { .. }) => Err(format!(
             "--concurrency sweeps a closed loop's workers, but `{}` is an open loop ([load] model = \"open\"); sweep it with --rate",
             crate::text::escape(world.name())

@@ -104,6 +104,15 @@ pub fn canonical_text(world: &World) -> String {
             );
             out.int("load.max_in_flight", max_in_flight.map_or(0, u64::from));
         }
+        Load::Trace {
+            replay,
+            max_in_flight,
+        } => {
+            out.str("load.model", "trace");
+            out.int("load.trace.jobs", replay.jobs() as u64);
+            out.int("load.trace.digest", replay.digest);
+            out.int("load.max_in_flight", max_in_flight.map_or(0, u64::from));
+        }
     }
     let Validity {
         max_queue_share,

@@ -36,5 +36,6 @@ mod support;
 mod sweep_cli;
 mod table_cli;
 mod tokens;
+mod trace_load;
 mod verdict;
 mod worlds;
