@@ -106,15 +106,44 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
         }
     }
     write_incidents(&mut doc, log, &outages);
-    let ids: Vec<&str> = endpoints.iter().map(|e| e.id.as_str()).collect();
+    // The client's endpoints no log shows (a backup vendor never used) are kept as its world
+    // describes them, in its order: dropping them would change what the strategies can do.
+    let unseen: Vec<String> = doc.client.as_ref().map_or_else(Vec::new, |c| {
+        c.endpoint_ids()
+            .into_iter()
+            .filter(|id| !endpoints.iter().any(|e| e.id == *id))
+            .map(str::to_owned)
+            .collect()
+    });
+    let mut ids: Vec<&str> = endpoints.iter().map(|e| e.id.as_str()).collect();
+    ids.extend(unseen.iter().map(String::as_str));
     if let Some(c) = &doc.client
         && let Some(text) = c.pools_text(&ids)
     {
         let from = c.name.clone();
         doc.raw("pools", text, &from);
     }
-    for fit in &endpoints {
-        write_endpoint(&mut doc, fit);
+    let order = |id: &str| doc.client.as_ref().map_or(usize::MAX, |c| c.order_of(id));
+    let mut blocks: Vec<(usize, Result<&EndpointFit, &str>)> = endpoints
+        .iter()
+        .map(|e| (order(&e.id), Ok(e)))
+        .chain(unseen.iter().map(|id| (order(id), Err(id.as_str()))))
+        .collect();
+    blocks.sort_by_key(|(at, _)| *at);
+    for (_, block) in blocks {
+        match block {
+            Ok(fit) => write_endpoint(&mut doc, fit),
+            Err(id) => {
+                let client = doc
+                    .client
+                    .as_ref()
+                    .expect("unseen endpoints come from --client");
+                let (text, from) = (client.endpoint_text(id), client.name.clone());
+                if let Some(text) = text {
+                    doc.unseen_endpoint(id, text, &from);
+                }
+            }
+        }
     }
     Ok(Fitted {
         toml: doc.render(),
@@ -146,7 +175,8 @@ fn preamble(doc: &mut Doc, log: &Log, name: &str) {
         let missing = c.missing(&log.endpoints);
         if !missing.is_empty() {
             let line = format!(
-                "Left out: {} of {} never appear in the logs, so nothing about them is known.",
+                "Copied whole, not fitted: {} of {} never appear in the logs, so they are kept \
+                 as that world describes them.",
                 missing.join(", "),
                 c.name
             );

@@ -89,6 +89,26 @@ impl Client {
             .find(|e| e.get("id").and_then(toml::Value::as_str) == Some(id))
     }
 
+    /// The ids of the client's endpoints, in its order.
+    pub fn endpoint_ids(&self) -> Vec<&str> {
+        self.doc
+            .get("endpoints")
+            .and_then(toml::Value::as_array)
+            .map(|all| all.iter().filter_map(|e| e.get("id")?.as_str()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The client's endpoint `id` whole, as an `[[endpoints]]` block of TOML text.
+    pub fn endpoint_text(&self, id: &str) -> Option<String> {
+        let endpoint = self.endpoint(id)?.clone();
+        let mut wrapper = toml::Table::new();
+        wrapper.insert(
+            "endpoints".into(),
+            toml::Value::Array(vec![toml::Value::Table(endpoint)]),
+        );
+        toml::to_string(&wrapper).ok()
+    }
+
     /// Table `name` as TOML text (`[retry]` and its sub-tables), if the file has it.
     pub fn table_text(&self, name: &str) -> Option<String> {
         let value = self.doc.get(name)?;

@@ -82,6 +82,29 @@ impl Doc {
         });
     }
 
+    /// An endpoint of the client's world that no log shows, copied whole (reported as not
+    /// identified: its provider values are the world's, not fitted).
+    pub fn unseen_endpoint(&mut self, id: &str, text: String, from: &str) {
+        self.report.push(ReportLine {
+            key: format!("endpoints.{id}"),
+            value: "[[endpoints]]".into(),
+            note: format!(
+                "not identified: never in the logs, so copied whole from {from} (its provider \
+                 values are that world's, not fitted)"
+            ),
+            identified: false,
+        });
+        self.tables.push(Table {
+            header: String::new(),
+            comment: vec![format!(
+                "From {from}: endpoint `{id}` is in no log, so it is copied as that world \
+                 describes it (not fitted)."
+            )],
+            items: Vec::new(),
+            raw: Some(text),
+        });
+    }
+
     /// With a client's world, its table `name`: `Some(None)` when it leaves the table to the
     /// defaults (then nothing is written); `None` without a client (then the fit writes it).
     pub fn client_table(&self, name: &str) -> Option<Option<(String, String)>> {

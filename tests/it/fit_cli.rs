@@ -235,3 +235,53 @@ fn iso(secs: i64) -> String {
         rem % 60
     )
 }
+
+/// An endpoint of the client's world that no log shows (a backup never used) is kept whole,
+/// in the client's order, and reported as not identified.
+#[test]
+fn fit_cli_keeps_the_clients_unseen_endpoints_as_its_world_describes_them() {
+    let dir = scratch_dir("fit-unseen");
+    let primary = "[[endpoints]]\nid = \"primary\"\ncapacity = 8\nlatency = { median_s = 0.2 }\n\
+                   failures = { error_rate = 0.0, storm_rate = 0.0 }\n";
+    let head = "name = \"w\"\nsummary = \"w\"\njobs = 300\n";
+    let backup = "[[endpoints]]\nid = \"backup\"\ncapacity = 3\nlatency = { median_s = 0.777 }\n";
+    std::fs::write(dir.join("true.toml"), format!("{head}{primary}")).unwrap();
+    std::fs::write(dir.join("client.toml"), format!("{head}{backup}{primary}")).unwrap();
+    let path = |f: &str| dir.join(f).display().to_string();
+    let o = simbench(&[
+        "run",
+        &path("true.toml"),
+        "--seeds",
+        "1",
+        "--algorithms",
+        "wait",
+        "--request-log",
+        &path("log.jsonl"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = simbench(&[
+        "fit",
+        &path("log.jsonl"),
+        "-o",
+        &path("fit.toml"),
+        "--client",
+        &path("client.toml"),
+        "--report",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    let unseen = report
+        .split("not identified from the data")
+        .nth(1)
+        .unwrap_or("");
+    assert!(unseen.contains("endpoints.backup"), "{report}");
+    let fitted = std::fs::read_to_string(dir.join("fit.toml")).unwrap();
+    let (b, p) = (
+        fitted.find("\"backup\"").unwrap(),
+        fitted.find("\"primary\"").unwrap(),
+    );
+    assert!(b < p, "the client's order:\n{fitted}");
+    assert!(fitted.contains("median_s = 0.777"), "{fitted}");
+    let o = simbench(&["validate", &path("fit.toml")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
