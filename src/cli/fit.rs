@@ -215,24 +215,14 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
     Ok(log)
 }
 
-/// A log's format from its extension, else from its first bytes.
+/// A log's format from its extension, else from its first bytes (as a trace load tells it).
 fn detect(path: &std::path::Path, reader: &mut impl std::io::BufRead) -> std::io::Result<Format> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("har") => return Ok(Format::Har),
-        Some("jsonl" | "ndjson") => return Ok(Format::Jsonl),
-        _ => {}
-    }
-    let head = String::from_utf8_lossy(reader.fill_buf()?).into_owned();
-    Ok(if head.contains("\"resourceSpans\"") {
-        Format::Otlp
-    } else if head.contains("\"log\"") && head.contains("\"entries\"") {
-        Format::Har
-    } else {
-        Format::Jsonl
+    use crate::trace_load::LogFormat;
+    let name = path.display().to_string();
+    Ok(match LogFormat::detect(&name, reader.fill_buf()?) {
+        LogFormat::Jsonl => Format::Jsonl,
+        LogFormat::Har => Format::Har,
+        LogFormat::Otlp => Format::Otlp,
     })
 }
 
