@@ -47,16 +47,13 @@ fn quantile_tables(root: &mut Node) -> Vec<(Vec<Seg>, &mut Node)> {
         return out;
     };
     let key = |k: &str| Seg::Key(k.to_owned());
-    // Borrow the two top-level tables one after the other through raw entry access.
-    let mut tokens_path_nodes = Vec::new();
-    let mut endpoint_nodes = Vec::new();
     for entry in top.entries_mut() {
         match (entry.key.as_str(), &mut entry.node.value) {
             ("tokens", Value::Table(tokens)) => {
                 for sub in tokens.entries_mut() {
                     if matches!(sub.key.as_str(), "input" | "output") {
                         let path = vec![key("tokens"), key(&sub.key)];
-                        tokens_path_nodes.push((path, &mut sub.node));
+                        out.push((path, &mut sub.node));
                     }
                 }
             }
@@ -68,7 +65,7 @@ fn quantile_tables(root: &mut Node) -> Vec<(Vec<Seg>, &mut Node)> {
                     for sub in endpoint.entries_mut() {
                         if sub.key == "latency" {
                             let path = vec![key("endpoints"), Seg::Index(i), key("latency")];
-                            endpoint_nodes.push((path, &mut sub.node));
+                            out.push((path, &mut sub.node));
                         }
                     }
                 }
@@ -76,8 +73,6 @@ fn quantile_tables(root: &mut Node) -> Vec<(Vec<Seg>, &mut Node)> {
             _ => {}
         }
     }
-    out.extend(tokens_path_nodes);
-    out.extend(endpoint_nodes);
     out
 }
 
