@@ -106,6 +106,7 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
         }
     }
     write_incidents(&mut doc, log, &outages);
+    write_endpoint_incidents(&mut doc, &endpoints, outages.len());
     // The client's endpoints no log shows (a backup vendor never used) are kept as its world
     // describes them, in its order: dropping them would change what the strategies can do.
     let unseen: Vec<String> = doc.client.as_ref().map_or_else(Vec::new, |c| {
@@ -211,6 +212,12 @@ struct EndpointFit {
     published: Vec<admission::PublishedFit>,
     overloaded: u64,
     rejected: u64,
+    /// Scripted latency changes (the log of the latency moved), each with its factor.
+    slow: Vec<incidents::Shift>,
+    /// Scripted storms (the failure rate moved).
+    storms: Vec<incidents::Shift>,
+    /// The last request sent to it \[s\].
+    last_s: f64,
 }
 
 enum LatencyChoice {
@@ -233,8 +240,10 @@ fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
             let capacity = admission::fit_capacity(&mut mine);
             let bucket = admission::fit_bucket(&mine);
             let requests: Vec<&Request> = log.of(e as u32).collect();
-            let latency = fit_latency(log, e as u32, &mine, &capacity);
-            let failures = fit_failures(log, e as u32, outages);
+            let slow = latency_shifts(log, e as u32);
+            let latency = fit_latency(log, e as u32, &mine, &capacity, &slow);
+            let storms = storm_shifts(log, e as u32, outages);
+            let failures = fit_failures(log, e as u32, outages, &storms);
             EndpointFit {
                 id: log.endpoints[e].clone(),
                 served: requests.iter().filter(|r| r.outcome.served()).count() as u64,
@@ -251,9 +260,71 @@ fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
                     .iter()
                     .filter(|r| r.outcome == EntryOutcome::Rejected)
                     .count() as u64,
+                slow,
+                storms,
+                last_s: requests.iter().map(|r| r.start).fold(0.0, f64::max),
             }
         })
         .collect()
+}
+
+/// Per log, `(sent, figure)` of the requests of `e` that `keep` selects.
+fn figures(
+    log: &Log,
+    e: u32,
+    keep: impl Fn(&Request) -> bool,
+    figure: impl Fn(&Request) -> f64,
+) -> Vec<Vec<(f64, f64)>> {
+    log.segments
+        .iter()
+        .map(|s| {
+            s.requests
+                .iter()
+                .filter(|r| r.endpoint == e && keep(r))
+                .map(|r| (r.start, figure(r)))
+                .collect()
+        })
+        .collect()
+}
+
+/// Latency changes shared by the logs: stretches where the log of the served latency moved by
+/// a quarter or more (a factor of 1.25 either way).
+fn latency_shifts(log: &Log, e: u32) -> Vec<incidents::Shift> {
+    let segments = figures(
+        log,
+        e,
+        |r| r.outcome.served() && r.end > r.start,
+        |r| (r.end - r.start).ln(),
+    );
+    let big = |inside: f64, outside: f64| (inside - outside).abs() >= 1.25f64.ln();
+    // Nothing but an incident moves a served latency in time, so most logs suffice.
+    let shown = |seen: usize, logs: usize| seen * 2 > logs;
+    incidents::shifts(&segments, big, shown, 3)
+}
+
+/// The factor latency shift `shifts` puts on a request sent at `t` (1 outside them).
+fn slowed(shifts: &[incidents::Shift], t: f64) -> f64 {
+    shifts
+        .iter()
+        .filter(|s| s.covers(t))
+        .map(|s| (s.inside - s.outside).exp())
+        .product()
+}
+
+/// Scripted storms: stretches shown by every log, two at least (one log cannot tell a script
+/// from weather, and logs of one seed share their weather), where the failure rate of served
+/// requests doubled and rose by two points.
+fn storm_shifts(log: &Log, e: u32, outages: &[incidents::Outage]) -> Vec<incidents::Shift> {
+    let out = |t: f64| outages.iter().any(|o| o.endpoint == e && o.covers(t));
+    let segments = figures(
+        log,
+        e,
+        |r| r.outcome.served() && !out(r.start),
+        |r| f64::from(u8::from(r.outcome == EntryOutcome::Error)),
+    );
+    let big = |inside: f64, outside: f64| inside >= 2.0 * outside + 0.02;
+    let shown = |seen: usize, logs: usize| logs >= 2 && seen == logs;
+    incidents::shifts(&segments, big, shown, 3)
 }
 
 fn fit_latency(
@@ -261,11 +332,12 @@ fn fit_latency(
     e: u32,
     arrivals: &[Vec<Arrival>],
     capacity: &admission::CapacityFit,
+    slow: &[incidents::Shift],
 ) -> LatencyChoice {
     let served: Vec<f64> = log
         .of(e)
         .filter(|r| r.outcome.served())
-        .map(|r| r.end - r.start)
+        .map(|r| (r.end - r.start) / slowed(slow, r.start))
         .collect();
     let censored: Vec<f64> = log
         .of(e)
@@ -275,9 +347,9 @@ fn fit_latency(
                 EntryOutcome::ClientTimeout | EntryOutcome::Cancelled
             )
         })
-        .map(|r| r.end - r.start)
+        .map(|r| (r.end - r.start) / slowed(slow, r.start))
         .collect();
-    let samples = token_samples(log, e, arrivals, capacity);
+    let samples = token_samples(log, e, arrivals, capacity, slow);
     if let Some(fit) = latency::fit_tokens(&samples)
         && fit.latency_error < 0.05
     {
@@ -302,6 +374,7 @@ fn token_samples(
     e: u32,
     arrivals: &[Vec<Arrival>],
     capacity: &admission::CapacityFit,
+    slow: &[incidents::Shift],
 ) -> Vec<TokenSample> {
     let cap = |t: f64| {
         capacity
@@ -320,11 +393,12 @@ fn token_samples(
                 && r.output.is_finite()
                 && r.input.is_finite()
             {
+                let factor = slowed(slow, r.start);
                 out.push(TokenSample {
                     input: r.input,
                     output: r.output,
-                    ttft: r.ttft,
-                    latency: r.end - r.start,
+                    ttft: r.ttft / factor,
+                    latency: (r.end - r.start) / factor,
                     load: f64::from(a.in_flight) / cap(r.start),
                 });
             }
@@ -333,9 +407,17 @@ fn token_samples(
     out
 }
 
-/// The failures of `e` outside its outages (which are incidents, not weather).
-fn fit_failures(log: &Log, e: u32, outages: &[incidents::Outage]) -> failures::FailureFit {
-    let out = |t: f64| outages.iter().any(|o| o.endpoint == e && o.covers(t));
+/// The failures of `e` outside its outages and scripted storms (which are incidents, not
+/// weather).
+fn fit_failures(
+    log: &Log,
+    e: u32,
+    outages: &[incidents::Outage],
+    storms: &[incidents::Shift],
+) -> failures::FailureFit {
+    let out = |t: f64| {
+        outages.iter().any(|o| o.endpoint == e && o.covers(t)) || storms.iter().any(|s| s.covers(t))
+    };
     let segments: Vec<Vec<(f64, bool)>> = log
         .segments
         .iter()
@@ -586,21 +668,45 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
     doc.table("[[endpoints]]", &prefix, &[]);
     doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
     // The client's pool is sized by `capacity`, the provider admits `capacity · weight`: a
-    // client that kept more requests out than the provider admits needs both.
-    let pool = f.capacity.most_leased.max(1);
+    // client that kept more requests out than the provider admits needs both. The pool is
+    // the client's own setting, so its world's value stands when it is not below what the
+    // logs show it kept out.
+    let leased = f.capacity.most_leased.max(1);
+    let client_pool = doc
+        .client
+        .as_ref()
+        .and_then(|c| {
+            Some((
+                c.endpoint(&f.id)?.get("capacity")?.as_integer()?,
+                c.name.clone(),
+            ))
+        })
+        .and_then(|(p, from)| Some((u32::try_from(p).ok()?, from)))
+        .filter(|(p, _)| *p >= leased);
+    let pool = client_pool.as_ref().map_or(leased, |(p, _)| *p);
+    let pool_note = match &client_pool {
+        Some((p, from)) => format!(
+            "the client's pool, {p} in {from} (the most requests it had out at once was {leased})"
+        ),
+        None => format!("the client's pool: the most requests it had out at once was {leased}"),
+    };
     match f.capacity.model {
         Some(m) => {
-            let capacity = m.capacity.max(pool);
+            // The client's own pool stands even below what the provider admits.
+            let capacity = if client_pool.is_some() {
+                pool
+            } else {
+                m.capacity.max(pool)
+            };
             doc.fitted(
                 "capacity",
                 capacity.to_string(),
                 format!(
-                    "the client's pool: the most requests it had out at once was {pool}; {} \
-                     capacity refusals, most in flight at an admission {}",
+                    "{pool_note}; {} capacity refusals, most in flight at an admission {}",
                     f.capacity.refusals, f.capacity.peak_in_flight
                 ),
             );
-            if capacity > m.capacity {
+            if capacity != m.capacity {
                 let weight = f64::from(m.capacity) / f64::from(capacity);
                 doc.fitted(
                     "weight",
@@ -609,10 +715,20 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
                 );
             }
         }
+        None if client_pool.is_some() => doc.assumed(
+            "capacity",
+            pool.max(f.capacity.peak_in_flight).to_string(),
+            format!(
+                "not refused for concurrency (fewer than five such 429s), so the provider's limit is \
+                 at least {}: taken as {pool_note}",
+                f.capacity.peak_in_flight.max(leased)
+            ),
+        ),
         None => doc.assumed(
             "capacity",
             pool.max(f.capacity.peak_in_flight).to_string(),
-            "never refused for concurrency: the most requests the client had out at once, a \
+            "not refused for concurrency (fewer than five such 429s): the most requests the \
+             client had out at once, a \
              lower bound (a client's pool is sized by it, so a larger guess would change the \
              client)",
         ),
@@ -714,6 +830,116 @@ fn write_incidents(doc: &mut Doc, log: &Log, outages: &[incidents::Outage]) {
             "",
         );
     }
+}
+
+/// The incidents the endpoints' own requests show — capacity from the admissions, latency
+/// and storms from stretches of time that stand apart in most logs — numbered after the
+/// `first` incidents already written.
+fn write_endpoint_incidents(doc: &mut Doc, endpoints: &[EndpointFit], first: usize) {
+    let mut next = first;
+    let mut open = |doc: &mut Doc| {
+        doc.table("[[incidents]]", &format!("incidents.{next}"), &[]);
+        next += 1;
+    };
+    for f in endpoints {
+        if let Some(m) = f.capacity.model
+            && let Some(step) = m.step
+        {
+            open(doc);
+            capacity_incident(doc, f, m, step);
+        }
+        for shift in &f.slow {
+            open(doc);
+            let factor = (shift.inside - shift.outside).exp();
+            let basis = format!(
+                "the served latency {} by {factor:.3}× (geometric mean) over {}",
+                if factor > 1.0 { "rose" } else { "fell" },
+                shift_basis(shift)
+            );
+            doc.fitted("kind", string("latency"), basis);
+            shift_span(doc, f, shift);
+            doc.fitted("factor", float(factor, 4), "");
+        }
+        for shift in &f.storms {
+            open(doc);
+            let basis = format!(
+                "{:.1} % of the served requests failed against {:.1} % the rest of the time, \
+                 over {}",
+                shift.inside * 100.0,
+                shift.outside * 100.0,
+                shift_basis(shift)
+            );
+            doc.fitted("kind", string("storm"), basis);
+            shift_span(doc, f, shift);
+            doc.fitted("error_rate", float(shift.inside, 4), "");
+        }
+    }
+}
+
+fn shift_basis(shift: &incidents::Shift) -> String {
+    format!(
+        "{} requests, shown by {} of {} logs (z = {:.1})",
+        shift.n_inside, shift.seen_in, shift.logs, shift.z
+    )
+}
+
+fn shift_span(doc: &mut Doc, f: &EndpointFit, shift: &incidents::Shift) {
+    doc.fitted("endpoints", format!("[{}]", string(&f.id)), "");
+    doc.fitted(
+        "start_s",
+        float(shift.start_s, 5),
+        "the first request inside",
+    );
+    lasting_end(doc, f, shift.end_s, "the first request after it");
+}
+
+/// `end_s`: `end` when the logs show it, else just past the last arrival.
+fn lasting_end(doc: &mut Doc, f: &EndpointFit, end: f64, what: &str) {
+    if end.is_finite() {
+        doc.fitted("end_s", float(end, 5), what);
+    } else {
+        doc.assumed(
+            "end_s",
+            float(f.last_s + 1.0, 5),
+            "it lasted until the logs end",
+        );
+    }
+}
+
+fn capacity_incident(
+    doc: &mut Doc,
+    f: &EndpointFit,
+    m: admission::CapacityModel,
+    step: admission::Step,
+) {
+    doc.fitted(
+        "kind",
+        string("capacity"),
+        format!(
+            "the limit fell from {} to {}: {} arrivals it decides as the logs did that a \
+             steady limit would not",
+            m.capacity,
+            (f64::from(m.capacity) * step.factor).round(),
+            step.explains
+        ),
+    );
+    doc.fitted("endpoints", format!("[{}]", string(&f.id)), "");
+    doc.fitted(
+        "start_s",
+        float(step.start_s, 5),
+        "the first arrival that met the lower limit",
+    );
+    lasting_end(
+        doc,
+        f,
+        step.end_s,
+        "the first arrival after it that met the full limit",
+    );
+    doc.fitted(
+        "factor",
+        float(step.factor, 6),
+        "the lower limit over the full one (any factor that rounds to it acts the same)",
+    );
 }
 
 fn unit_name(unit: HeaderUnit) -> &'static str {

@@ -245,7 +245,8 @@ fn render_report(lines: &[ReportLine]) -> String {
     out.push_str(
         "never in request logs: the client's side (retry policy and its budget and throttle, \
          breaker, strategy variants, pools, prices, quota units; --client WORLD copies them \
-         from your world), reuse caches, and incidents other than outages\n",
+         from your world), reuse caches, rate-limit cuts and revocations, and incidents a single \
+         log cannot tell from weather (storms)\n",
     );
     out.lines()
         .map(|line| crate::text::escape(line).into_owned() + "\n")

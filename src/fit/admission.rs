@@ -116,6 +116,22 @@ pub struct CapacityModel {
     pub trough: f64,
     /// Shift \[s\]: the trough is at `phase_s`.
     pub phase_s: f64,
+    /// A capacity incident, when the logs show one.
+    pub step: Option<Step>,
+}
+
+/// A capacity incident: the limit multiplied by `factor` over `[start_s, end_s)`, at the
+/// same time in every log (scripted incidents are; weather is not).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Step {
+    /// The first arrival that met the lower limit \[s\].
+    pub start_s: f64,
+    /// The first arrival after it that met the full limit again \[s\]; infinite when none.
+    pub end_s: f64,
+    /// The multiplier: the lower limit over the full one, exactly.
+    pub factor: f64,
+    /// Arrivals the step decides as the log did and the model without it did not.
+    pub explains: u64,
 }
 
 impl CapacityModel {
@@ -128,7 +144,11 @@ impl CapacityModel {
         } else {
             1.0
         };
-        let raw = (f64::from(self.capacity) * factor).round_ties_even();
+        let step = self
+            .step
+            .filter(|s| s.start_s <= t && t < s.end_s)
+            .map_or(1.0, |s| s.factor);
+        let raw = (f64::from(self.capacity) * factor * step).round_ties_even();
         if raw < 1.0 { 1 } else { raw as u32 }
     }
 
@@ -157,7 +177,8 @@ struct Bound {
 /// The capacity fit of one endpoint.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CapacityFit {
-    /// The model; `None` when the limit was never reached (no capacity refusal).
+    /// The model; `None` when the limit was not reached (fewer than [`MIN_REFUSALS`] capacity
+    /// refusals).
     pub model: Option<CapacityModel>,
     /// The most requests ever in flight at an admission, plus one.
     pub peak_in_flight: u32,
@@ -175,6 +196,10 @@ pub struct CapacityFit {
     /// The Retry-After of its refusals (median) \[s\].
     pub retry_after_s: Option<f64>,
 }
+
+/// Capacity refusals a limit rests on: fewer are as likely a quota's 429 that came when the
+/// endpoint happened to be at its busiest.
+const MIN_REFUSALS: u64 = 5;
 
 /// Splits the 429s of one endpoint's arrivals into capacity and quota refusals, then fits the
 /// capacity and its cycle. A group of 429s sharing one Retry-After is the concurrency limit's
@@ -217,7 +242,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
     }
     after.sort_by(f64::total_cmp);
     let retry_after_s = (!after.is_empty()).then(|| super::stats::quantile(&after, 0.5));
-    if refusals == 0 {
+    if refusals < MIN_REFUSALS {
         return CapacityFit {
             model: None,
             peak_in_flight: peak,
@@ -236,15 +261,12 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
             period_s: 0.0,
             trough: 1.0,
             phase_s: 0.0,
+            step: None,
         })
         .min_by_key(|m| (m.violations(&bounds), m.capacity))
         .expect("a candidate");
     let flat_violations = flat.violations(&bounds);
-    let cycled = search_cycle(&bounds, peak, span);
-    let model = match cycled {
-        Some(c) if accept_cycle(c.violations(&bounds), flat_violations) => c,
-        _ => flat,
-    };
+    let model = choose_model(&bounds, flat, peak, span);
     CapacityFit {
         violations: model.violations(&bounds),
         model: Some(model),
@@ -257,14 +279,112 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
     }
 }
 
-/// A cycle earns its three parameters when it explains at least half of the flat model's
-/// violations and at least ten arrivals.
-fn accept_cycle(cycled: u64, flat: u64) -> bool {
-    cycled * 2 <= flat && flat - cycled >= 10
+/// A cycle or an incident earns its three parameters when it explains at least half of the
+/// simpler model's violations and at least ten arrivals.
+fn accept(richer: u64, simpler: u64) -> bool {
+    richer * 2 <= simpler && simpler - richer >= 10
 }
 
-/// Grid search over period, phase and trough (the peak capacity near the most seen in
-/// flight), then a finer grid around the best.
+/// The simplest of flat, flat with an incident, cycle and cycle with an incident that
+/// explains the log: each part must earn its parameters over the model without it.
+fn choose_model(bounds: &[Bound], flat: CapacityModel, peak: u32, span: f64) -> CapacityModel {
+    let score = |m: &CapacityModel| m.violations(bounds);
+    let stepped = search_step(bounds, flat, peak).filter(|m| accept(score(m), score(&flat)));
+    let simple = stepped.unwrap_or(flat);
+    let Some(cycled) = search_cycle(bounds, peak, span) else {
+        return simple;
+    };
+    let both = search_step(bounds, cycled, peak)
+        .filter(|m| accept(score(m), score(&cycled)))
+        .unwrap_or(cycled);
+    if accept(score(&both), score(&simple)) {
+        both
+    } else {
+        simple
+    }
+}
+
+/// The capacity incident that explains the most of `base`'s violations: per full limit
+/// (the base's, or one above the most seen in flight) and lower limit below it, the stretch of
+/// time whose arrivals the lower limit decides better, by a maximum-sum run over the bounds
+/// in time order (thinned for the search, then exact on all of them).
+fn search_step(bounds: &[Bound], base: CapacityModel, peak: u32) -> Option<CapacityModel> {
+    let mut sorted = bounds.to_vec();
+    sorted.sort_by(|a, b| a.at.total_cmp(&b.at));
+    let span = sorted.last()?.at - sorted.first()?.at;
+    let thin = thin_bounds(&sorted, (span / 4000.0).max(0.5));
+    // Scored by the violations left: the full limit's own, less what the step removes.
+    let mut best: Option<(i64, CapacityModel)> = None;
+    let mut caps = vec![base.capacity, peak, peak + 1];
+    caps.sort_unstable();
+    caps.dedup();
+    for capacity in caps.into_iter().filter(|c| *c >= 2) {
+        let full = CapacityModel { capacity, ..base };
+        let own = full.violations(&thin) as i64;
+        // A drop by a quarter at least: one less than a misfit cycle gives is rounding.
+        for lower in (1..capacity).filter(|l| 4 * l <= 3 * capacity) {
+            let factor = f64::from(lower) / f64::from(capacity);
+            let (gain, _, _) = best_run(&thin, full, factor);
+            if best.as_ref().is_none_or(|(left, _)| own - gain < *left) {
+                best = Some((own - gain, with_step(full, factor, 0.0, f64::INFINITY, 0)));
+            }
+        }
+    }
+    let (_, candidate) = best?;
+    let factor = candidate.step?.factor;
+    let (gain, from, to) = best_run(&sorted, candidate, factor);
+    if gain <= 0 {
+        return None;
+    }
+    let start_s = sorted[from].at;
+    let end_s = sorted.get(to + 1).map_or(f64::INFINITY, |b| b.at);
+    Some(with_step(candidate, factor, start_s, end_s, gain as u64))
+}
+
+fn with_step(
+    m: CapacityModel,
+    factor: f64,
+    start_s: f64,
+    end_s: f64,
+    explains: u64,
+) -> CapacityModel {
+    CapacityModel {
+        step: Some(Step {
+            start_s,
+            end_s,
+            factor,
+            explains,
+        }),
+        ..m
+    }
+}
+
+/// The run of consecutive bounds (in time order) over which multiplying `m`'s limit by
+/// `factor` removes the most violations: (violations removed, first index, last index).
+fn best_run(bounds: &[Bound], m: CapacityModel, factor: f64) -> (i64, usize, usize) {
+    let stepped = with_step(m, factor, f64::NEG_INFINITY, f64::INFINITY, 0);
+    let plain = CapacityModel { step: None, ..m };
+    let wrong = |model: &CapacityModel, b: &Bound| {
+        let cap = model.at(b.at);
+        i64::from(if b.upper { b.k < cap } else { b.k >= cap })
+    };
+    let (mut best, mut best_from, mut best_to) = (0i64, 0usize, 0usize);
+    let (mut run, mut from) = (0i64, 0usize);
+    for (i, b) in bounds.iter().enumerate() {
+        if run <= 0 {
+            run = 0;
+            from = i;
+        }
+        run += wrong(&plain, b) - wrong(&stepped, b);
+        if run > best {
+            (best, best_from, best_to) = (run, from, i);
+        }
+    }
+    (best, best_from, best_to)
+}
+
+/// Grid search over period, phase, trough and peak capacity (from the most seen in flight to
+/// four times it), then a finer grid around the best.
 fn search_cycle(bounds: &[Bound], peak: u32, span: f64) -> Option<CapacityModel> {
     if span < 20.0 || bounds.len() < 50 {
         return None;
@@ -278,7 +398,15 @@ fn search_cycle(bounds: &[Bound], peak: u32, span: f64) -> Option<CapacityModel>
         .copied()
         .collect();
     let mut best: Option<(u64, CapacityModel)> = None;
-    let caps = [peak, peak + 1];
+    // The peak may lie above anything the client had in flight: then only the troughs bind,
+    // and their depth and width tell the peak.
+    let mut caps: Vec<u32> = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0]
+        .iter()
+        .map(|r| (f64::from(peak) * r).round() as u32)
+        .chain([peak + 1])
+        .collect();
+    caps.sort_unstable();
+    caps.dedup();
     let troughs: Vec<f64> = (1..10).map(|t| t as f64 / 10.0).collect();
     for i in 0..48 {
         let period_s = 10.0 * (span / 10.0).powf(i as f64 / 47.0);
@@ -290,6 +418,12 @@ fn search_cycle(bounds: &[Bound], peak: u32, span: f64) -> Option<CapacityModel>
     let mut scale = 1.0;
     while scale > 0.01 {
         let (score, centre) = best?;
+        let c = centre.capacity;
+        let caps: Vec<u32> = if c > peak + 1 {
+            vec![c - 1, c, c + 1]
+        } else {
+            vec![peak, peak + 1]
+        };
         let troughs: Vec<f64> = (-5..=5)
             .map(|dt| (centre.trough + dt as f64 * 0.02 * scale).clamp(0.01, 1.0))
             .collect();
@@ -337,7 +471,9 @@ fn score_period(
                     .zip(&trig)
                     .map(|(b, (ct, st))| {
                         let factor = mid - amp * (ct * cp + st * sp);
-                        let cap = ((c * factor).round_ties_even() as u32).max(1);
+                        // `+ 0.5` and truncation: the provider's ties-to-even differs only
+                        // at exact halves, and `round_ties_even` is a library call here.
+                        let cap = ((c * factor + 0.5) as u32).max(1);
                         u64::from(if b.upper { b.k < cap } else { b.k >= cap })
                     })
                     .sum();
@@ -349,6 +485,7 @@ fn score_period(
                             period_s,
                             trough,
                             phase_s,
+                            step: None,
                         },
                     ));
                 }
@@ -565,9 +702,15 @@ pub fn fit_bucket(segments: &[Vec<Arrival>]) -> Option<BucketFit> {
     let prefix = prefix_of(segments, GRID_ARRIVALS);
     let mut starts: Vec<(f64, Bucket)> = Vec::new();
     for r in (0..20).map(|i| 0.5 * 1.15f64.powi(i)) {
-        for burst_windows in [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
+        for burst_windows in [0.02, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0] {
             for tightening in [1.0, 0.8, 0.65, 0.5, 0.4, 0.3, 0.2, 0.1] {
-                for floor in [1.0, 0.5, 0.35, 0.25, 0.1] {
+                // Without tightening the floor does nothing: one of them will do.
+                let floors: &[f64] = if tightening == 1.0 {
+                    &[1.0]
+                } else {
+                    &[1.0, 0.5, 0.35, 0.25, 0.1]
+                };
+                for &floor in floors {
                     let b = Bucket {
                         refill_per_s: rate * r,
                         burst_size: (rate * r * 60.0 * burst_windows).max(1.0),
@@ -750,4 +893,66 @@ fn snap_window(w: f64) -> f64 {
         .into_iter()
         .find(|named| (w / named - 1.0).abs() < 0.01)
         .unwrap_or(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arrivals every 0.1 s for 100 s with 0 to 5 in flight, decided by `cap(t)`.
+    fn decided(cap: impl Fn(f64) -> u32) -> Vec<Vec<Arrival>> {
+        let mut x: u64 = 12345;
+        let one = (0..1000)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let at = f64::from(i) * 0.1;
+                let in_flight = ((x >> 33) % 6) as u32;
+                let met = if in_flight < cap(at) {
+                    Met::Admitted
+                } else {
+                    Met::Capacity
+                };
+                Arrival {
+                    at,
+                    in_flight,
+                    met,
+                    retry_after: 0.25,
+                }
+            })
+            .collect();
+        vec![one]
+    }
+
+    #[test]
+    fn a_capacity_drop_is_fitted_as_an_incident() {
+        let mut arrivals = decided(|t| if (20.0..50.0).contains(&t) { 1 } else { 4 });
+        let fit = fit_capacity(&mut arrivals);
+        let model = fit.model.expect("refused");
+        assert_eq!(model.capacity, 4);
+        assert_eq!(model.period_s, 0.0);
+        let step = model.step.unwrap_or_else(|| panic!("{model:?}"));
+        assert!((step.start_s - 20.0).abs() <= 0.5, "{step:?}");
+        assert!((step.end_s - 50.0).abs() <= 0.5, "{step:?}");
+        assert_eq!((4.0 * step.factor).round(), 1.0);
+        assert_eq!(fit.violations, 0);
+    }
+
+    #[test]
+    fn a_steady_capacity_has_no_incident() {
+        let mut arrivals = decided(|_| 3);
+        let model = fit_capacity(&mut arrivals).model.expect("refused");
+        assert_eq!((model.capacity, model.step), (3, None));
+    }
+
+    #[test]
+    fn a_few_refusals_do_not_make_a_limit() {
+        let mut arrivals = decided(|_| 9);
+        let a = &mut arrivals[0];
+        for i in [10, 500, 900] {
+            a[i].met = Met::Capacity;
+        }
+        assert_eq!(fit_capacity(&mut arrivals).model, None);
+    }
 }

@@ -277,11 +277,87 @@ fn fit_cli_keeps_the_clients_unseen_endpoints_as_its_world_describes_them() {
     assert!(unseen.contains("endpoints.backup"), "{report}");
     let fitted = std::fs::read_to_string(dir.join("fit.toml")).unwrap();
     let (b, p) = (
-        fitted.find("\"backup\"").unwrap(),
-        fitted.find("\"primary\"").unwrap(),
+        fitted.find("id = \"backup\"").unwrap(),
+        fitted.find("id = \"primary\"").unwrap(),
     );
     assert!(b < p, "the client's order:\n{fitted}");
     assert!(fitted.contains("median_s = 0.777"), "{fitted}");
     let o = simbench(&["validate", &path("fit.toml")]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The multi_vendor world's incident — vendor_a's capacity to 30 %, its latency tripled and a
+/// storm at 25 % errors, from 240 s to 480 s — is fitted as incidents of both its endpoints,
+/// at their time, from three logs of one strategy.
+#[test]
+fn fit_cli_finds_the_capacity_latency_and_storm_incidents_of_a_world() {
+    use simbench::world::Effect;
+    let dir = scratch_dir("fit-incidents");
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/multi_vendor.toml");
+    let mut logs = Vec::new();
+    for seed in 20261129..20261132u64 {
+        let log = dir.join(format!("{seed}.jsonl")).display().to_string();
+        let o = simbench(&[
+            "run",
+            world.to_str().unwrap(),
+            "--algorithms",
+            "backoff",
+            "--seeds",
+            "3",
+            "--request-log",
+            &log,
+            "--log-run",
+            &format!("backoff:{seed}"),
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        logs.push(log);
+    }
+    let fitted = dir.join("fitted.toml");
+    let mut args = vec!["fit", "-o", fitted.to_str().unwrap(), "--quiet"];
+    args.extend(logs.iter().map(String::as_str));
+    let o = simbench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let w = crate::request_log::load(&fitted);
+    let text = std::fs::read_to_string(&fitted).unwrap();
+    for id in ["a-east", "a-west"] {
+        let e = w.endpoints().iter().position(|x| x.id == id).unwrap();
+        let mine: Vec<_> = w
+            .incidents()
+            .iter()
+            .filter(|i| i.endpoints == [e])
+            .collect();
+        for i in &mine {
+            assert!((i.start_s - 240.0).abs() < 5.0, "{id}: {i:?}\n{text}");
+            assert!((i.end_s - 480.0).abs() < 10.0, "{id}: {i:?}\n{text}");
+        }
+        let find =
+            |pick: &dyn Fn(&Effect) -> Option<f64>| mine.iter().find_map(|i| pick(&i.effect));
+        let capacity = find(&|x| match x {
+            Effect::Capacity(f) => Some(*f),
+            _ => None,
+        });
+        let latency = find(&|x| match x {
+            Effect::Latency(f) => Some(*f),
+            _ => None,
+        });
+        let storm = find(&|x| match x {
+            Effect::Storm(r) => *r,
+            _ => None,
+        });
+        // 8 × 0.3 rounds to 2: any factor that rounds the same acts the same.
+        let limit = capacity.map(|f| (8.0 * f).round());
+        assert_eq!(limit, Some(2.0), "{id}:\n{text}");
+        assert!(
+            latency.is_some_and(|f| (f / 3.0 - 1.0).abs() < 0.1),
+            "{id}:\n{text}"
+        );
+        assert!(
+            storm.is_some_and(|r| (r - 0.25).abs() < 0.05),
+            "{id}:\n{text}"
+        );
+    }
+    // No incident on the vendor that had none.
+    assert_eq!(w.incidents().len(), 6, "{text}");
+    std::fs::remove_dir_all(dir).ok();
 }

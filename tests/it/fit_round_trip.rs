@@ -309,21 +309,29 @@ fn tolerances(truth: &World, fitted: &World) -> Vec<String> {
     out
 }
 
-/// The worlds whose provider the logs can identify (no endpoint unused by the logged
-/// strategies, no incident but outages): every pair of strategies the true world separates
-/// keeps its order on the fitted world, and the identifiable parameters are within their
-/// tolerances — except in the reuse-cache world, whose cache (not fitted) halves the latency
-/// the logs show, while the ranking still holds.
+/// The worlds whose provider the logs can identify (every endpoint used by the logged
+/// strategies; incidents the logs show at the same time in every run — outages, capacity and
+/// latency changes, storms): every pair of strategies the true world separates keeps its
+/// order on the fitted world, and the identifiable parameters are within their tolerances —
+/// except in the reuse-cache world, whose cache (not fitted) halves the latency the logs
+/// show, while the ranking still holds.
+///
+/// Not here, measured by the test below: `bursty_tight_metered`, whose clients leave the
+/// flaky endpoint while it storms, so its logs hold few storm failures (3.4 % of the served
+/// requests failed in one, against about 15 % for a client that stayed): its storms are
+/// fitted at 11.5 s and 6 % of the time against 35 s and 22 %, and the strategies it
+/// separates most (p2c's runs that collapse) hinge on them.
 #[test]
 fn fit_round_trip_keeps_the_ranking_on_worlds_the_logs_identify() {
     let worlds = [
         ("bursty.toml", true),
-        ("bursty_tight_metered.toml", true),
         ("cache_reuse.toml", false),
         ("dead_endpoint.toml", true),
         ("harness_congestion.toml", true),
         ("llm_daily_quota.toml", true),
         ("llm_eval_harness.toml", true),
+        ("multi_vendor.toml", true),
+        ("two_paths.toml", true),
     ];
     for (path, params) in all_worlds().into_iter().filter_map(|p| {
         let (_, params) = worlds.iter().find(|(w, _)| p.ends_with(w))?;
