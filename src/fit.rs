@@ -456,7 +456,19 @@ fn cycle(doc: &mut Doc, endpoints: &[EndpointFit]) {
                 f.capacity.violations,
                 f.capacity.flat_violations
             );
-            doc.fitted("period_s", float(m.period_s, 4), basis);
+            if f.capacity.refusal_spread_s < m.period_s {
+                doc.assumed(
+                    "period_s",
+                    float(m.period_s, 4),
+                    format!(
+                        "the middle 80 % of the capacity refusals span {:.1} s, less than one \
+                         period, so any cycle with that trough fits; this one fits best ({basis})",
+                        f.capacity.refusal_spread_s
+                    ),
+                );
+            } else {
+                doc.fitted("period_s", float(m.period_s, 4), basis);
+            }
             doc.fitted("trough", float(m.trough, 3), "lowest capacity factor");
             doc.fitted("peak", "1.0".into(), "capacities are written at the peak");
             doc.fitted("phase_s", float(m.phase_s, 4), "the trough is at phase_s");

@@ -195,6 +195,9 @@ pub struct CapacityFit {
     pub flat_violations: u64,
     /// The Retry-After of its refusals (median) \[s\].
     pub retry_after_s: Option<f64>,
+    /// How long the middle 80 % of its capacity refusals span \[s\]: a cycle whose period is
+    /// longer was seen for one trough at most.
+    pub refusal_spread_s: f64,
 }
 
 /// Capacity refusals a limit rests on: fewer are as likely a quota's 429 that came when the
@@ -252,6 +255,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
             violations: 0,
             flat_violations: 0,
             retry_after_s,
+            refusal_spread_s: 0.0,
         };
     }
     let span = bounds.iter().fold(0.0f64, |m, b| m.max(b.at));
@@ -267,6 +271,9 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
         .expect("a candidate");
     let flat_violations = flat.violations(&bounds);
     let model = choose_model(&bounds, flat, peak, span);
+    let mut refused: Vec<f64> = bounds.iter().filter(|b| b.upper).map(|b| b.at).collect();
+    refused.sort_by(f64::total_cmp);
+    let q = |p: f64| super::stats::quantile(&refused, p);
     CapacityFit {
         violations: model.violations(&bounds),
         model: Some(model),
@@ -276,6 +283,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
         admissions,
         flat_violations,
         retry_after_s,
+        refusal_spread_s: q(0.9) - q(0.1),
     }
 }
 
@@ -942,8 +950,11 @@ mod tests {
     #[test]
     fn a_steady_capacity_has_no_incident() {
         let mut arrivals = decided(|_| 3);
-        let model = fit_capacity(&mut arrivals).model.expect("refused");
+        let fit = fit_capacity(&mut arrivals);
+        let model = fit.model.expect("refused");
         assert_eq!((model.capacity, model.step), (3, None));
+        // Refused all along: the middle 80 % of 100 s.
+        assert!((fit.refusal_spread_s - 80.0).abs() < 2.0, "{fit:?}");
     }
 
     #[test]
