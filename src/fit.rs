@@ -9,7 +9,9 @@
 //! I/O, no clock.
 
 pub mod admission;
+pub mod cache;
 pub mod client;
+pub mod context;
 pub mod doc;
 pub mod failures;
 pub mod har;
@@ -218,6 +220,16 @@ struct EndpointFit {
     storms: Vec<incidents::Shift>,
     /// The last request sent to it \[s\].
     last_s: f64,
+    /// Its reuse cache, when the log marks hits.
+    cache: Option<CacheChoice>,
+}
+
+/// A fitted reuse cache: who hit it, and how much faster a hit was.
+struct CacheChoice {
+    fit: cache::CacheFit,
+    /// A hit's duration (a sampled latency) or time to first token (a token latency) over a
+    /// miss's, and the hits it rests on; `None` when too few hits were comparable.
+    factor: Option<(f64, usize)>,
 }
 
 enum LatencyChoice {
@@ -241,7 +253,12 @@ fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
             let bucket = admission::fit_bucket(&mine);
             let requests: Vec<&Request> = log.of(e as u32).collect();
             let slow = latency_shifts(log, e as u32);
-            let latency = fit_latency(log, e as u32, &mine, &capacity, &slow);
+            let marked = requests.iter().any(|r| r.cache_hit == Some(true));
+            let cache_fit = marked
+                .then(|| cache::fit(log, e as u32, &cache::gaps(log, e as u32)))
+                .flatten();
+            let (latency, factor) =
+                fit_latency(log, e as u32, &mine, &capacity, &slow, cache_fit.is_some());
             let storms = storm_shifts(log, e as u32, outages);
             let failures = fit_failures(log, e as u32, outages, &storms);
             EndpointFit {
@@ -263,6 +280,7 @@ fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
                 slow,
                 storms,
                 last_s: requests.iter().map(|r| r.start).fold(0.0, f64::max),
+                cache: cache_fit.map(|fit| CacheChoice { fit, factor }),
             }
         })
         .collect()
@@ -327,18 +345,57 @@ fn storm_shifts(log: &Log, e: u32, outages: &[incidents::Outage]) -> Vec<inciden
     incidents::shifts(&segments, big, shown, 3)
 }
 
+/// The latency of `e`, and with a cache (`cached`) how much faster a hit was: the model rests
+/// on the misses, the hits are measured against it.
 fn fit_latency(
     log: &Log,
     e: u32,
     arrivals: &[Vec<Arrival>],
     capacity: &admission::CapacityFit,
     slow: &[incidents::Shift],
-) -> LatencyChoice {
-    let served: Vec<f64> = log
-        .of(e)
-        .filter(|r| r.outcome.served())
-        .map(|r| (r.end - r.start) / slowed(slow, r.start))
-        .collect();
+    cached: bool,
+) -> (LatencyChoice, Option<(f64, usize)>) {
+    let duration = |r: &Request| (r.end - r.start) / slowed(slow, r.start);
+    // With a cache, a request the log does not mark is neither: it is left out.
+    let kind = |hit: Option<bool>| if cached { hit } else { Some(false) };
+    let samples = token_samples(log, e, arrivals, capacity, slow);
+    let (hit_samples, miss_samples): (Vec<_>, Vec<_>) = samples
+        .into_iter()
+        .filter(|s| kind(s.1).is_some())
+        .partition(|s| kind(s.1) == Some(true));
+    let miss_samples: Vec<TokenSample> = miss_samples.into_iter().map(|s| s.0).collect();
+    if let Some(fit) = latency::fit_tokens(&miss_samples)
+        && fit.latency_error < 0.05
+    {
+        // The model rests on the misses alone: the hits come at later steps, with larger
+        // prompts and more load, so a refit on hits with their prefill restored trades the
+        // hit factor against the prompt and load terms.
+        let mut ratios: Vec<f64> = hit_samples
+            .iter()
+            .map(|s| s.0.ttft / fit.ttft_of(&s.0))
+            .collect();
+        let factor = cache::factor(&mut ratios).map(|f| (f, ratios.len()));
+        return (LatencyChoice::Tokens(fit), factor);
+    }
+    let served_of = |hits: bool| -> Vec<f64> {
+        log.of(e)
+            .filter(|r| r.outcome.served() && kind(r.cache_hit) == Some(hits))
+            .map(duration)
+            .collect()
+    };
+    let mut hit_durations = served_of(true);
+    let mut served = served_of(false);
+    // A hit takes `factor` of a miss's time: the median hit over the median miss.
+    let factor = (hit_durations.len() >= cache::MIN_HITS && served.len() >= 20).then(|| {
+        let mut sorted = served.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = stats::quantile(&sorted, 0.5);
+        let mut ratios: Vec<f64> = hit_durations.iter().map(|d| d / median).collect();
+        cache::factor(&mut ratios).map(|f| (f, ratios.len()))
+    });
+    let factor = factor.flatten();
+    let undo = factor.map_or(1.0, |f| f.0);
+    served.extend(hit_durations.drain(..).map(|d| d / undo));
     let censored: Vec<f64> = log
         .of(e)
         .filter(|r| {
@@ -347,15 +404,17 @@ fn fit_latency(
                 EntryOutcome::ClientTimeout | EntryOutcome::Cancelled
             )
         })
-        .map(|r| (r.end - r.start) / slowed(slow, r.start))
+        .filter(|r| kind(r.cache_hit).is_some())
+        .map(|r| {
+            duration(r)
+                / if kind(r.cache_hit) == Some(true) {
+                    undo
+                } else {
+                    1.0
+                }
+        })
         .collect();
-    let samples = token_samples(log, e, arrivals, capacity, slow);
-    if let Some(fit) = latency::fit_tokens(&samples)
-        && fit.latency_error < 0.05
-    {
-        return LatencyChoice::Tokens(fit);
-    }
-    LatencyChoice::Sampled(latency::fit_sampled(&served, &censored).unwrap_or(
+    let choice = LatencyChoice::Sampled(latency::fit_sampled(&served, &censored).unwrap_or(
         latency::SampledFit {
             model: Sampled::Constant {
                 mean_s: served.first().copied().unwrap_or(0.4).max(1e-6),
@@ -365,17 +424,19 @@ fn fit_latency(
             ks: 0.0,
             tail_found: false,
         },
-    ))
+    ));
+    (choice, factor)
 }
 
-/// The served successes of `e` with tokens and a time to first token, with the load each met.
+/// The served successes of `e` with tokens and a time to first token, with the load each met
+/// and whether the log marks it a cache hit.
 fn token_samples(
     log: &Log,
     e: u32,
     arrivals: &[Vec<Arrival>],
     capacity: &admission::CapacityFit,
     slow: &[incidents::Shift],
-) -> Vec<TokenSample> {
+) -> Vec<(TokenSample, Option<bool>)> {
     let cap = |t: f64| {
         capacity
             .model
@@ -394,13 +455,14 @@ fn token_samples(
                 && r.input.is_finite()
             {
                 let factor = slowed(slow, r.start);
-                out.push(TokenSample {
+                let sample = TokenSample {
                     input: r.input,
                     output: r.output,
                     ttft: r.ttft / factor,
                     latency: (r.end - r.start) / factor,
                     load: f64::from(a.in_flight) / cap(r.start),
-                });
+                };
+                out.push((sample, r.cache_hit));
             }
         }
     }
@@ -542,15 +604,19 @@ fn provider(doc: &mut Doc, log: &Log, endpoints: &[EndpointFit]) {
 /// `[tokens]` from the prompt and output sizes, when the logs have them.
 fn tokens(doc: &mut Doc, log: &Log) {
     let requests = || log.segments.iter().flat_map(|s| &s.requests);
-    let mut input: Vec<f64> = requests()
-        .filter(|r| {
-            r.input.is_finite()
-                && r.input >= 1.0
-                && (r.attempt == input::NONE_ID || r.attempt <= 1)
-                && !r.hedge
-        })
-        .map(|r| r.input)
-        .collect();
+    let prompts = context::prompts(log);
+    // The client's world knows how its prompts are built; else the log may show it.
+    let told = doc
+        .client
+        .as_ref()
+        .and_then(|c| c.value("tokens.context")?.as_str().map(|v| v == "grows"));
+    let seen = prompts.grows();
+    let grows = told.or(seen).unwrap_or(false);
+    let mut input = if grows {
+        prompts.own.clone()
+    } else {
+        prompts.whole.clone()
+    };
     let mut output: Vec<f64> = requests()
         .filter(|r| r.outcome == EntryOutcome::Ok && r.output.is_finite() && r.output >= 1.0)
         .map(|r| r.output)
@@ -565,7 +631,12 @@ fn tokens(doc: &mut Doc, log: &Log) {
         .filter(|m| m.is_finite())
         .fold(output[output.len() - 1], f64::max);
     doc.table("[tokens]", "tokens", &[]);
-    doc.fitted("input", size(&input), size_note(&input, "prompts"));
+    let what = if grows {
+        "prompts less the earlier answers they resend"
+    } else {
+        "prompts"
+    };
+    doc.fitted("input", size(&input), size_note(&input, what));
     doc.fitted(
         "output",
         size(&output),
@@ -586,6 +657,19 @@ fn tokens(doc: &mut Doc, log: &Log) {
             "request_timeout_s",
             float(stats::quantile(&timeouts, 0.5), 4),
             format!("median duration of {} client timeouts", timeouts.len()),
+        );
+    }
+    if let (None, Some(grows), Some((first, later, left))) = (told, seen, prompts.medians) {
+        doc.fitted(
+            "context",
+            string(if grows { "grows" } else { "fixed" }),
+            format!(
+                "median prompt {} tokens at a first step, {} later, {} less the earlier \
+                 answers",
+                float(first, 1),
+                float(later, 1),
+                float(left, 1)
+            ),
         );
     }
     let copies: Vec<(&str, String, String)> = doc
@@ -793,6 +877,9 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
     write_failures(doc, f, &prefix);
     if let Some(b) = &f.bucket {
         write_bucket(doc, b, &prefix);
+    }
+    if let Some(c) = &f.cache {
+        write_cache(doc, c, f, &prefix);
     }
     if f.rejected > 0 {
         // Rejections come from incidents, which the fit does not model.
@@ -1112,6 +1199,75 @@ fn write_failures(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
             );
         }
     }
+}
+
+fn write_cache(doc: &mut Doc, c: &CacheChoice, f: &EndpointFit, prefix: &str) {
+    let fit = &c.fit;
+    let default_ttl = crate::scenario::Cache::default().ttl_s;
+    doc.table(
+        "[endpoints.cache]",
+        &format!("{prefix}.cache"),
+        &[format!(
+            "{} of {} served requests the log marks hit a reuse cache",
+            fit.hits,
+            fit.hits + fit.misses
+        )],
+    );
+    let unexplained = if fit.unexplained > 0 {
+        format!("; {} requests this rule does not explain", fit.unexplained)
+    } else {
+        String::new()
+    };
+    match fit.ttl_s() {
+        Some(ttl) if fit.ttl_high_s.is_finite() => doc.fitted(
+            "ttl_s",
+            float(ttl, 4),
+            format!(
+                "hits came up to {} s after their job's last answer here, a miss {} s \
+                 after{unexplained}",
+                float(fit.ttl_low_s, 3),
+                float(fit.ttl_high_s, 3)
+            ),
+        ),
+        Some(_) => doc.assumed(
+            "ttl_s",
+            float(fit.ttl_low_s.max(default_ttl), 4),
+            format!(
+                "hits came up to {} s after their job's last answer here and no miss came \
+                 later, so it is at least that: the default {default_ttl} s, or that bound \
+                 if above{unexplained}",
+                float(fit.ttl_low_s, 3)
+            ),
+        ),
+        None => doc.assumed(
+            "ttl_s",
+            float(default_ttl, 1),
+            "no job ids, so how long a context stays cannot be seen: the default",
+        ),
+    }
+    let what = match f.latency {
+        LatencyChoice::Tokens(_) => "time to first token",
+        LatencyChoice::Sampled(_) => "duration",
+    };
+    match c.factor {
+        Some((factor, n)) => doc.fitted(
+            "latency_factor",
+            float(factor, 4),
+            format!("a hit's {what} over the model's, median of {n} hits"),
+        ),
+        None => doc.assumed(
+            "latency_factor",
+            "1.0".into(),
+            format!("too few hits to compare their {what}: none assumed"),
+        ),
+    }
+    let cost_note = if f.bucket.is_some() {
+        "what a hit takes from the bucket is not fitted (the bucket charged every request one): \
+         none assumed"
+    } else {
+        "no bucket here, so what a hit takes from one never shows"
+    };
+    doc.assumed("token_cost", "1.0".into(), cost_note);
 }
 
 fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {

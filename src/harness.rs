@@ -1309,10 +1309,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
     }
 
-    /// Tells the strategy what the request sent on `r` at `sent_at` met (before its lease is
-    /// given back, so a woken waiter already sees what the strategy learnt).
     /// Whether a request of `w` on `r` now finds its job's context in `r`'s reuse cache.
-    fn reuses(&self, w: usize, r: usize) -> bool {
+    pub(super) fn reuses(&self, w: usize, r: usize) -> bool {
         self.world.endpoints()[r]
             .cache
             .as_ref()
@@ -1340,6 +1338,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         class
     }
 
+    /// Tells the strategy what the request sent on `r` at `sent_at` met (before its lease is
+    /// given back, so a woken waiter already sees what the strategy learnt).
     fn observe(&mut self, r: usize, sent_at: f64, response: Response, retry_after_s: Option<f64>) {
         self.observe_with_usage(r, sent_at, response, retry_after_s, (0.0, 0.0));
     }

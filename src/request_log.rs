@@ -81,6 +81,12 @@ pub struct Entry {
     /// A hedge copy: a second request for a call already in flight.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hedge: bool,
+    /// Whether the provider served (part of) the prompt from its cache, when the answer says:
+    /// OpenAI's `usage.prompt_tokens_details.cached_tokens` > 0, Anthropic's
+    /// `usage.cache_read_input_tokens` > 0, OpenTelemetry's `gen_ai.usage.cache_read.input_tokens`
+    /// > 0. Absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit: Option<bool>,
 }
 
 /// How a request ended, as the client saw it.
@@ -204,7 +210,15 @@ pub fn entry(world: &World, record: &TraceRecord) -> Entry {
         attempt: Some(record.attempt),
         call: Some(record.call),
         hedge: record.hedge,
+        cache_hit: cache_answer(world, record),
     }
+}
+
+/// A served request of an endpoint with a reuse cache reports whether it hit; others say
+/// nothing, as an answer without cache usage would.
+fn cache_answer(world: &World, record: &TraceRecord) -> Option<bool> {
+    let cache = world.endpoints()[record.resource].cache.is_some();
+    (cache && record.result == CallResult::Admitted).then_some(record.cached)
 }
 
 fn header(h: &LimitHeader) -> RateLimitHeader {
@@ -301,6 +315,7 @@ mod tests {
             attempt: Some(2),
             call: Some(0),
             hedge: false,
+            cache_hit: None,
         };
         let text = serde_json::to_string(&entry).expect("serializes");
         assert_eq!(

@@ -245,7 +245,7 @@ fn render_report(lines: &[ReportLine]) -> String {
     out.push_str(
         "never in request logs: the client's side (retry policy and its budget and throttle, \
          breaker, strategy variants, pools, prices, quota units; --client WORLD copies them \
-         from your world), reuse caches, rate-limit cuts and revocations, and incidents a single \
+         from your world), reuse caches of logs that do not mark hits (`cache_hit`), rate-limit cuts and revocations, and incidents a single \
          log cannot tell from weather (storms)\n",
     );
     out.lines()

@@ -162,6 +162,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Entry {
         attempt: None,
         call: None,
         hedge: false,
+        cache_hit: None,
     }
 }
 

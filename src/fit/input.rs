@@ -79,6 +79,8 @@ pub struct Request {
     pub call: u32,
     /// A hedge copy.
     pub hedge: bool,
+    /// Served from the provider's cache, when the log says.
+    pub cache_hit: Option<bool>,
     /// A 429 whose own rate-limit headers show a limit without room for it (a published
     /// limit refused it, not the concurrency limit or a bucket).
     pub limit_refused: bool,
@@ -292,6 +294,7 @@ fn compact(entry: &Entry, endpoint: u32) -> Request {
         attempt: id(entry.attempt),
         call: id(entry.call),
         hedge: entry.hedge,
+        cache_hit: entry.cache_hit,
         limit_refused: entry.outcome == EntryOutcome::RateLimited
             && entry
                 .ratelimit
@@ -454,6 +457,16 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
         return Err(("attempt", "attempts count from 1 (the first try)".into()));
     }
     Ok(())
+}
+
+/// The log of one file's JSON Lines `text` (for tests).
+#[cfg(test)]
+pub fn log_of(text: &str) -> Log {
+    let mut entries = Vec::new();
+    read_jsonl("t.jsonl", text.as_bytes(), &mut |e| entries.push(e)).expect("a valid log");
+    let mut log = Log::default();
+    log.push_segment("t.jsonl", entries);
+    log
 }
 
 #[cfg(test)]

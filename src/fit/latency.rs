@@ -370,6 +370,15 @@ pub struct TokenFit {
     pub latency_error: f64,
 }
 
+impl TokenFit {
+    /// The model's time to first token of `s` outside the tail \[s\].
+    pub fn ttft_of(&self, s: &TokenSample) -> f64 {
+        ((self.ttft_s + self.ttft_per_1k_input_s * s.input / 1000.0)
+            * (1.0 + self.ttft_load * s.load))
+            .max(1e-12)
+    }
+}
+
 /// A request is in the tail when its time to first token is this many times the model's.
 const TAIL_RATIO: f64 = 1.5;
 

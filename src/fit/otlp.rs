@@ -6,7 +6,8 @@
 //! skipped. Read: the span's start and end, `server.address` (else `gen_ai.provider.name` or
 //! `gen_ai.system`) as the endpoint, `http.response.status_code` (else the span status and
 //! `error.type`), `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.request.max_tokens`,
-//! `http.request.resend_count` as the attempt. Prompt and completion events and attributes
+//! `http.request.resend_count` as the attempt, `gen_ai.usage.cache_read.input_tokens` (or the
+//! older `gen_ai.usage.cache_read_input_tokens`) as a cache hit when above 0. Prompt and completion events and attributes
 //! (`gen_ai.input.messages`, …) are never read.
 
 use serde::Deserialize;
@@ -199,5 +200,9 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
             .map(|n| n as u32 + 1),
         call: None,
         hedge: false,
+        cache_hit: span
+            .number("gen_ai.usage.cache_read.input_tokens")
+            .or_else(|| span.number("gen_ai.usage.cache_read_input_tokens"))
+            .map(|n| n > 0.0),
     }
 }

@@ -80,6 +80,8 @@ pub struct TraceRecord {
     pub round_robin: u64,
     /// The call's sizes (zero in a world without `[tokens]`).
     pub size: CallSize,
+    /// Admitted and served from the endpoint's reuse cache.
+    pub cached: bool,
 }
 
 /// Marks the records still in flight when the run stopped at `now`.
@@ -118,6 +120,8 @@ impl<R: RandomSource> Sim<'_, R> {
             }
             Arrival::Admitted { .. } => (CallResult::Admitted, None, Answer::InFlight, None),
         };
+        // The provider decided the hit from the same question, asked at the same instant.
+        let cached = result == CallResult::Admitted && self.reuses(w, r);
         let mut headers = Vec::new();
         if answer == Answer::AtOnce {
             self.provider.peek_limit_headers(r, self.now, &mut headers);
@@ -141,6 +145,7 @@ impl<R: RandomSource> Sim<'_, R> {
             after_report,
             round_robin: self.pool.round_robin(),
             size: worker.size,
+            cached,
         };
         let trace = self.trace.as_mut().expect("tracing");
         if self.trace_slots.len() <= w {

@@ -106,36 +106,13 @@ fn fit_cli_reads_har_and_otlp_files_written_from_their_specifications_and_copies
 #[test]
 fn fit_cli_the_three_readers_fit_the_same_latency_from_the_same_traffic() {
     let dir = scratch_dir("fit-readers");
-    let jsonl = dir.join("run.jsonl");
-    let out = simbench(&[
-        "run",
-        "--algorithms",
-        "wait",
-        "--seeds",
-        "1",
-        "--request-log",
-        jsonl.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(out.status.success());
-    let entries: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (jsonl, entries) = logged_run(&dir, None, "wait");
     let har = dir.join("run.har");
     std::fs::write(&har, to_har(&entries).to_string()).unwrap();
     let otlp = dir.join("run.json");
     std::fs::write(&otlp, to_otlp(&entries).to_string()).unwrap();
     let median = |log: &Path| -> Vec<f64> {
-        let out = simbench(&["fit", log.to_str().unwrap(), "-o", "-", "--quiet"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
-        let doc: toml::Table = toml::from_str(&text).unwrap();
+        let (_, doc) = fitted_world(log);
         let mut medians: Vec<(String, f64)> = doc["endpoints"]
             .as_array()
             .unwrap()
@@ -157,6 +134,84 @@ fn fit_cli_the_three_readers_fit_the_same_latency_from_the_same_traffic() {
         );
     }
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// A reuse cache is fitted from the hits a log marks: from the request log (with job ids, so
+/// its time to live is bounded) and from OTLP spans (`gen_ai.usage.cache_read.input_tokens`,
+/// no job ids, so the default time to live). The latency model rests on the misses.
+#[test]
+fn fit_cli_fits_a_reuse_cache_from_the_hits_a_log_marks() {
+    let dir = scratch_dir("fit-cache");
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/cache_reuse.toml");
+    let (jsonl, entries) = logged_run(&dir, Some(&world), "sticky");
+    assert!(entries.iter().any(|e| e["cache_hit"] == true));
+    let otlp = dir.join("run.json");
+    std::fs::write(&otlp, to_otlp(&entries).to_string()).unwrap();
+    for (log, ttl_known) in [(&jsonl, true), (&otlp, false)] {
+        let (text, doc) = fitted_world(log);
+        let endpoints = doc["endpoints"].as_array().unwrap();
+        assert_eq!(endpoints.len(), 4, "{text}");
+        for e in endpoints {
+            let median = e["latency"]["median_s"].as_float().unwrap();
+            assert!(
+                (median / 0.8 - 1.0).abs() < 0.05,
+                "{log:?}: median {median}\n{text}"
+            );
+            let cache = e["cache"]
+                .as_table()
+                .unwrap_or_else(|| panic!("no cache:\n{text}"));
+            let factor = cache["latency_factor"].as_float().unwrap();
+            assert!(
+                (factor / 0.25 - 1.0).abs() < 0.1,
+                "{log:?}: factor {factor}"
+            );
+            let ttl = cache["ttl_s"].as_float().unwrap();
+            // The client calls again within seconds: a lower bound at most, so the default.
+            assert_eq!(ttl, 60.0, "{log:?}");
+            let note = text.lines().find(|l| l.starts_with("ttl_s")).unwrap();
+            assert_eq!(note.contains("no job ids"), !ttl_known, "{note}");
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The world `simbench fit LOG` writes, as text and parsed.
+fn fitted_world(log: &Path) -> (String, toml::Table) {
+    let out = simbench(&["fit", log.to_str().unwrap(), "-o", "-", "--quiet"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let doc = toml::from_str(&text).unwrap();
+    (text, doc)
+}
+
+/// One seed of `algorithm` on `world` (the built-in world when `None`) logged to
+/// `dir/run.jsonl`, with its entries.
+fn logged_run(
+    dir: &Path,
+    world: Option<&Path>,
+    algorithm: &str,
+) -> (PathBuf, Vec<serde_json::Value>) {
+    let jsonl = dir.join("run.jsonl");
+    let mut args = vec!["run"];
+    args.extend(world.map(|w| w.to_str().unwrap()));
+    args.extend(["--algorithms", algorithm, "--seeds", "1", "--request-log"]);
+    args.extend([jsonl.to_str().unwrap(), "--quiet"]);
+    let out = simbench(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (jsonl, entries)
 }
 
 /// HAR 1.2 of request-log entries: one entry per request, the endpoint as the host.
@@ -200,6 +255,10 @@ fn to_otlp(entries: &[serde_json::Value]) -> serde_json::Value {
             ];
             if let Some(status) = e["status"].as_u64() {
                 attributes.push(serde_json::json!({ "key": "http.response.status_code", "value": { "intValue": status.to_string() } }));
+            }
+            if let Some(hit) = e["cache_hit"].as_bool() {
+                let cached = if hit { "1536" } else { "0" };
+                attributes.push(serde_json::json!({ "key": "gen_ai.usage.cache_read.input_tokens", "value": { "intValue": cached } }));
             }
             serde_json::json!({
                 "traceId": "00000000000000000000000000000001",
