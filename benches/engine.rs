@@ -27,6 +27,7 @@ fn run(world: &World, algorithm: &str, seed: u64, rng: RngScheme) -> RunResult {
         seed,
         rng,
         trace: false,
+        window_s: None,
         out_of_time: &never,
     };
     harness::run(world, strategy.as_ref(), &config)

@@ -45,7 +45,7 @@ enum Command {
     /// (`simbench schema report`) or of the sweep's JSON (`simbench schema sweep`).
     Schema(schema::SchemaArgs),
     /// Run algorithms on a world over several seeds.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Find the concurrency knee: run one algorithm at increasing concurrency (or arrival
     /// rate) levels and name the highest level that still buys throughput without refusals or
     /// a jump in service p99.

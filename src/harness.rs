@@ -26,6 +26,7 @@ use crate::client::throttle::Throttle;
 use crate::metrics::recovery::RecoveryRule;
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection, Usage};
+use crate::recorder::{Observed, Recorder, Snapshot, Timeseries};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
 use crate::tokens::{CallSize, LimitHeader};
@@ -40,6 +41,8 @@ pub struct RunConfig<'a> {
     pub rng: RngScheme,
     /// Record a per-call trace in the result (for tests and debugging).
     pub trace: bool,
+    /// Record windows this wide \[s\] ([`crate::recorder`]); `None` records none.
+    pub window_s: Option<f64>,
     /// Polled every few thousand events; `true` stops the run as timed out.
     pub out_of_time: &'a dyn Fn() -> bool,
 }
@@ -183,6 +186,8 @@ pub struct RunResult {
     pub endpoints: Vec<EndpointReport>,
     /// Per-call trace, when asked for.
     pub trace: Vec<TraceRecord>,
+    /// The windowed recorder's series, when asked for.
+    pub timeseries: Option<Timeseries>,
     /// Events processed.
     pub events: u64,
     /// The longest run of consecutive events at one instant that made no progress (the
@@ -272,6 +277,9 @@ fn run_limited<R: RandomSource>(
     strategy.begin_run();
     let mut sim = Sim::new(world, strategy, rng, config.trace);
     sim.max_bytes = max_bytes;
+    sim.recorder = config
+        .window_s
+        .map(|w| Box::new(Recorder::new(w, world.endpoints().len())));
     let outcome = sim.run(config.out_of_time);
     sim.finish(outcome)
 }
@@ -542,6 +550,8 @@ struct Sim<'w, R: RandomSource> {
     /// When tracing: per worker, the trace indices of its primary request and hedge copy in
     /// flight.
     trace_slots: Vec<[usize; 2]>,
+    /// The windowed recorder, when asked for.
+    recorder: Option<Box<Recorder>>,
     events: u64,
     /// Per endpoint: service time cancelled hedged requests did not use \[s\].
     unused_busy_s: Vec<f64>,
@@ -603,6 +613,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             error_classes: [0; ErrorClass::ALL.len()],
             trace: trace.then(Vec::new),
             trace_slots: Vec::new(),
+            recorder: None,
             events: 0,
             unused_busy_s: vec![0.0; world.endpoints().len()],
             max_bytes: u64::MAX,
@@ -618,6 +629,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         if let Some(open) = &self.open {
             self.queue.push(open.first_arrival(), Event::Arrival);
         }
+        self.record_windows(0.0);
         for w in 0..self.workers.len() {
             if w % POLL_EVERY == POLL_EVERY - 1
                 && let Some(stop) = self.over_budget(out_of_time)
@@ -639,6 +651,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                     at_s: self.now,
                     jobs_done: self.tally.jobs_done,
                 };
+            }
+            if self.recorder.is_some() {
+                self.record_windows(at);
             }
             self.now = at;
             self.events += 1;
@@ -981,6 +996,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let worker = &mut self.workers[w];
         if worker.step == self.world.steps_per_job() {
             self.tally.jobs_done += 1;
+            if let Some(rec) = self.recorder.as_deref_mut() {
+                rec.window(self.now).jobs_done += 1;
+            }
+            let worker = &mut self.workers[w];
             let latency_ms = (self.now - worker.job_start) * 1000.0;
             self.tally.job_latencies_ms.push(latency_ms);
             if let Some(completions) = &mut self.tally.completions_s {
@@ -1073,6 +1092,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             Acquire::Leased(r) => {
                 let wait_ms = (now - worker.acquire_start) * 1000.0;
                 self.tally.acquire_waits_ms.push(wait_ms);
+                if let Some(rec) = self.recorder.as_deref_mut() {
+                    rec.leased(now, wait_ms);
+                }
                 self.send(w, r)
             }
             Acquire::Wait | Acquire::WaitFor(_) | Acquire::WaitUntil { .. } => {
@@ -1168,6 +1190,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 Next::Block
             }
         };
+        if let Some(rec) = self.recorder.as_deref_mut() {
+            rec.sent(now, &arrival);
+        }
         if self.trace.is_some() {
             self.record(w, r, active_after_lease, arrival, false);
         }
@@ -1202,6 +1227,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             // The client hung up: a read timeout, and the endpoint stops working on it.
             pending.failure = Some(FailureKind::Timeout);
             self.unused_busy_s[r] += pending.latency_s - pending.answer_s;
+        }
+        if let Some(rec) = self.recorder.as_deref_mut() {
+            rec.answered(self.now, pending.failure, pending.gave_up());
         }
         if self.trace.is_some() {
             self.trace_answer(w, &pending);
@@ -1437,6 +1465,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             Decision::GiveUp(_) => {
                 worker.phase = Phase::Idle;
                 self.tally.jobs_failed += 1;
+                if let Some(rec) = self.recorder.as_deref_mut() {
+                    rec.window(now).jobs_failed += 1;
+                }
                 Next::Claim
             }
             Decision::Retry(delay_s) => {
@@ -1472,12 +1503,35 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         self.signals.clear();
     }
 
+    /// Lets the recorder take the snapshots of the windows that start by `at` and note the
+    /// breaker changes the events at the current instant made.
+    fn record_windows(&mut self, at: f64) {
+        if let Some(rec) = self.recorder.as_deref_mut() {
+            let seen = Seen {
+                provider: &self.provider,
+                pool: &self.pool,
+                strategy: self.strategy,
+            };
+            rec.advance(at, self.now, &seen);
+        }
+    }
+
     fn push_batch(&mut self, batch: Vec<u32>) {
         self.wake_batches.push_back(batch);
         self.queue.push(self.now, Event::Wake);
     }
 
     fn finish(mut self, outcome: Outcome) -> RunResult {
+        let timeseries = self.recorder.take().map(|r| {
+            r.finish(
+                self.now,
+                &Seen {
+                    provider: &self.provider,
+                    pool: &self.pool,
+                    strategy: self.strategy,
+                },
+            )
+        });
         if let Some(trace) = &mut self.trace {
             trace::close(trace, self.now);
         }
@@ -1566,10 +1620,37 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             error_classes,
             endpoints,
             trace: self.trace.unwrap_or_default(),
+            timeseries,
             events: self.events,
             longest_still_events: self.longest_still,
             longest_instant_events: self.longest_instant,
         }
+    }
+}
+
+/// What the recorder sees of a run at a window's start.
+struct Seen<'a> {
+    provider: &'a Provider<'a>,
+    pool: &'a Pool,
+    strategy: &'a dyn Strategy,
+}
+
+impl Observed for Seen<'_> {
+    fn endpoints(&self) -> usize {
+        self.pool.resources().len()
+    }
+    fn snapshot(&self, e: usize, t: f64) -> Snapshot {
+        Snapshot {
+            in_flight: self.provider.in_flight(e),
+            capacity: self.provider.effective_capacity(e, t),
+            state: self.state(e),
+        }
+    }
+    fn state(&self, e: usize) -> State {
+        self.pool.resources()[e].raw_state()
+    }
+    fn limit(&self) -> Option<f64> {
+        self.strategy.adaptive_limit()
     }
 }
 

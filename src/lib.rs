@@ -27,6 +27,7 @@ pub mod memory;
 pub mod metrics;
 pub mod objective;
 pub mod provider;
+pub mod recorder;
 pub mod report;
 pub mod request_log;
 pub mod rng;

@@ -21,6 +21,7 @@ pub mod rank;
 pub mod stats;
 pub mod sweep;
 pub mod terminal;
+pub mod timeseries;
 pub mod validity;
 
 use std::collections::BTreeMap;
@@ -75,6 +76,8 @@ pub struct Run {
     pub endpoint_admitted: Vec<u64>,
     /// Real seconds the run took (the only value allowed to differ between identical sweeps).
     pub wall_s: f64,
+    /// The windowed recorder's series, when the sweep recorded them.
+    pub timeseries: Option<Box<crate::recorder::Timeseries>>,
 }
 
 impl Run {
@@ -573,6 +576,7 @@ mod tests {
             error_classes: BTreeMap::from([("rate_limit".to_string(), 4)]),
             endpoint_admitted: vec![10, 20, 30],
             wall_s: 0.0,
+            timeseries: None,
         }
     }
 

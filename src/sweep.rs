@@ -34,6 +34,8 @@ pub struct SweepConfig<'a> {
     pub clock: &'a (dyn Fn() -> f64 + Sync),
     /// Called after each run finishes, from the thread that ran it (for progress display).
     pub on_run: &'a (dyn Fn(&Run) + Sync),
+    /// Record every run's windows this wide \[s\] ([`crate::recorder`]); `None` records none.
+    pub window_s: Option<f64>,
 }
 
 /// Resolves an algorithm name against `world`: a named variant (its kind, with its values) or a
@@ -172,6 +174,7 @@ fn run_one(
             seed,
             rng: config.rng,
             trace: false,
+            window_s: config.window_s,
             out_of_time: &out_of_time,
         },
         run_bytes,
@@ -199,6 +202,7 @@ pub fn traced(
             seed,
             rng,
             trace: true,
+            window_s: None,
             out_of_time: &out_of_time,
         },
     ))
@@ -245,5 +249,6 @@ fn into_run(algorithm: &str, seed: u64, result: RunResult, wall_s: f64, rng: Rng
             .map(|e| e.provider.admitted)
             .collect(),
         wall_s,
+        timeseries: result.timeseries.map(Box::new),
     }
 }

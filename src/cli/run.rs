@@ -71,6 +71,20 @@ pub struct RunArgs {
     /// (`-` for standard output); `--log-run` picks the run.
     #[arg(long, value_name = "PATH")]
     pub request_log: Option<PathBuf>,
+    /// Write every run's windows of simulated time as tidy CSV to PATH (`-` for standard
+    /// output): one row per (algorithm, seed, window), docs/report.md lists the columns.
+    #[arg(long, value_name = "PATH")]
+    pub timeseries: Option<PathBuf>,
+    /// Width of a `--timeseries` window in simulated seconds (a run longer than 4096 windows
+    /// has them merged pairwise, doubling the width).
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1.0,
+        value_parser = parse_positive_seconds,
+        requires = "timeseries"
+    )]
+    pub window_s: f64,
     /// The run `--request-log` records: `ALGORITHM` or `ALGORITHM:SEED` (a seed of this run, as
     /// the CSV's seed column shows it) [default: the verdict's pick, the first seed].
     #[arg(long, value_name = "ALGORITHM[:SEED]", requires = "request_log")]
@@ -538,6 +552,7 @@ enum Rendering {
     Json,
     Markdown,
     Csv,
+    Timeseries,
     RequestLog,
 }
 
@@ -547,6 +562,11 @@ fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
         ("--json", args.json.as_ref(), Rendering::Json),
         ("--markdown", args.markdown.as_ref(), Rendering::Markdown),
         ("--csv", args.csv.as_ref(), Rendering::Csv),
+        (
+            "--timeseries",
+            args.timeseries.as_ref(),
+            Rendering::Timeseries,
+        ),
         (
             "--request-log",
             args.request_log.as_ref(),
@@ -613,6 +633,7 @@ fn compare(
             wall_budget_s: args.exec.wall_budget,
             clock: &clock,
             on_run,
+            window_s: args.timeseries.is_some().then_some(args.window_s),
         };
         // The first `n` seeds of every algorithm, running only those not run yet.
         let mut analyse = |n: u32, objective: &crate::objective::Objective| {
@@ -669,6 +690,7 @@ fn renderer<'a>(
             out.write_all(report::markdown::render_rows(report, &rows).as_bytes())
         }
         Rendering::Csv => report::csv::write(report, out),
+        Rendering::Timeseries => report::timeseries::write(report, out),
         Rendering::RequestLog => match log {
             Some((world, trace)) => crate::request_log::write(world, trace, out),
             None => Ok(()),

@@ -290,6 +290,7 @@ fn run_level(
             wall_budget_s: args.exec.wall_budget,
             clock,
             on_run: &|_| {},
+            window_s: None,
         },
         run_bytes,
     )

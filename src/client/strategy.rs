@@ -168,6 +168,12 @@ pub trait Strategy: std::fmt::Debug + Send {
     /// A run starts: forget whatever an earlier run taught.
     fn begin_run(&self) {}
 
+    /// The client-side concurrency limit an adaptive strategy has reached, for the windowed
+    /// recorder; `None` (the default) for a strategy without one.
+    fn adaptive_limit(&self) -> Option<f64> {
+        None
+    }
+
     /// Whether the strategy implements [`Strategy::observe`] or hedges. The harness asks once
     /// per run and skips both hooks for strategies that do neither (most), which saves two
     /// dynamic calls per request.

@@ -120,6 +120,9 @@ impl<R: RandomSource> Sim<'_, R> {
                     .push(now + pending.answer_s, Event::HedgeAnswer(w as u32));
             }
         }
+        if let Some(rec) = self.recorder.as_deref_mut() {
+            rec.sent(now, &arrival);
+        }
         if self.trace.is_some() {
             self.record(w, r, active_after_lease, arrival, true);
         }
@@ -177,6 +180,9 @@ impl<R: RandomSource> Sim<'_, R> {
     /// Cancels the request on `r` that would have answered at `answers_at`: the provider stops
     /// serving it, the lease is given back, the busy time it will not use is remembered.
     fn cancel(&mut self, r: usize, answers_at: f64) {
+        if let Some(rec) = self.recorder.as_deref_mut() {
+            rec.window(self.now).cancelled += 1;
+        }
         self.provider.finish(r, false);
         self.unused_busy_s[r] += answers_at - self.now;
         self.pool.release(r);

@@ -35,20 +35,25 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     ];
     header.extend(CATALOGUE.iter().map(|m| m.name));
     writeln!(out, "{}", header.join(","))?;
-    let world = &report.world;
     for run in &report.runs {
-        let mut cells = vec![
-            field(&world.name),
-            world.hash.clone(),
-            report.sweep.rng.to_owned(),
-            field(&run.algorithm),
-            run.seed.to_string(),
-        ];
+        let mut cells = key_cells(report, run);
         let valid = report.invalid_reason(run).is_none();
         cells.extend(outcome_cells(run, valid, &|m| report.applies(m)));
         writeln!(out, "{}", cells.join(","))?;
     }
     Ok(())
+}
+
+/// A run's key cells: `scenario,world_hash,rng,algorithm,seed` (shared with the timeseries
+/// export, so its rows join this file's).
+pub(crate) fn key_cells(report: &Report, run: &Run) -> Vec<String> {
+    vec![
+        field(&report.world.name),
+        report.world.hash.clone(),
+        report.sweep.rng.to_owned(),
+        field(&run.algorithm),
+        run.seed.to_string(),
+    ]
 }
 
 /// The cells after a row's key columns: `outcome,valid`, then every metric in catalogue order

@@ -45,6 +45,7 @@ fn runs(world: &World, algorithms: &[&str]) -> Vec<Run> {
         wall_budget_s: 600.0,
         clock: &frozen,
         on_run: &|_| {},
+        window_s: None,
     };
     sweep::sweep(world, &plan, &config)
 }
@@ -296,6 +297,7 @@ fn run_configured(world: &World, algorithm: &str) -> simbench::harness::RunResul
         seed: 1,
         rng: RngScheme::Native,
         trace: false,
+        window_s: None,
         out_of_time: &|| false,
     };
     simbench::harness::run(world, strategy.as_ref(), &config)

@@ -215,6 +215,7 @@ fn a_run_over_its_memory_share_is_out_of_memory() {
         wall_budget_s: 600.0,
         clock: &frozen,
         on_run: &|_| {},
+        window_s: None,
     };
     // 1 KiB is far below what the samples of the first 16,384 events take.
     let runs = sweep::sweep_within(&world, &plan, &config, 1 << 10);

@@ -46,6 +46,7 @@ fn run(text: &str, strategy: &dyn Strategy, seed: u64) -> RunResult {
         seed,
         rng: RngScheme::Native,
         trace: true,
+        window_s: None,
         out_of_time: &never,
     };
     let result = harness::run(&load(text), strategy, &config);

@@ -361,6 +361,7 @@ fn run_and_render(text: &str) -> bool {
         wall_budget_s: 2.0,
         clock: &clock,
         on_run: &|_| {},
+        window_s: None,
     };
     let runs = sweep::sweep(&world, &plan, &config);
     for run in &runs {

@@ -147,6 +147,7 @@ fn cells(rng: RngScheme) -> Vec<Cell> {
                     seed,
                     rng,
                     trace: false,
+                    window_s: None,
                     out_of_time: &never,
                 };
                 harness::run(&world, strategy.as_ref(), &config)
@@ -212,6 +213,7 @@ fn dead_runs(rng: RngScheme, algorithm: &str, first: u64, seeds: u64) -> (usize,
             seed,
             rng,
             trace: false,
+            window_s: None,
             out_of_time: &never,
         };
         let result = harness::run(&world, strategy.as_ref(), &config);
@@ -285,6 +287,7 @@ fn native_scheme_agrees_with_the_replayed_reference_over_a_hundred_seeds() {
             wall_budget_s: 600.0,
             clock: &frozen,
             on_run: &|_| {},
+            window_s: None,
         };
         sweep::sweep(&world, &plan, &config)
     };

@@ -204,6 +204,7 @@ failures = { error_rate = 0.0, storm_rate = 0.0 }
         seed: 1,
         rng: RngScheme::Native,
         trace: false,
+        window_s: None,
         out_of_time: &|| false,
     };
     let run = harness::run(&w, strategy.as_ref(), &config);

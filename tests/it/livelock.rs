@@ -67,6 +67,7 @@ fn run(text: &str, algorithm: &str) -> harness::RunResult {
         seed: 1,
         rng: RngScheme::Native,
         trace: false,
+        window_s: None,
         out_of_time: &|| false,
     };
     harness::run(&world, strategy.as_ref(), &config)
@@ -188,6 +189,7 @@ fn livelock_threshold_is_far_above_every_shipped_world() {
                 seed: world.seed(),
                 rng: RngScheme::Native,
                 trace: false,
+                window_s: None,
                 out_of_time: &|| false,
             };
             let result = harness::run(&world, strategy.as_ref(), &config);

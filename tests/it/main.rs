@@ -20,6 +20,7 @@ mod open_loop;
 mod outputs;
 mod own_retry;
 mod pacers;
+mod recorder;
 mod replay;
 mod report;
 mod report_cli;

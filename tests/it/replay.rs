@@ -71,6 +71,7 @@ fn replay(world: &World, algorithm: &str, seed: u64) -> RunResult {
         seed,
         rng: RngScheme::Reference,
         trace: false,
+        window_s: None,
         out_of_time: &never,
     };
     harness::run(world, strategy.as_ref(), &config)
@@ -206,6 +207,7 @@ fn replayed_comparison_names_the_reference_s_winners() {
         wall_budget_s: 600.0,
         clock: &frozen,
         on_run: &|_| {},
+        window_s: None,
     };
     let runs = sweep::sweep(&world, &sweep::plan(&names, &seeds), &config);
     let info = SweepInfo {

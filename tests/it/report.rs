@@ -58,6 +58,7 @@ fn runs(world: &World, algorithms: &[&str], seeds: u32, threads: usize) -> (Vec<
         wall_budget_s: 600.0,
         clock: &frozen,
         on_run: &|_| {},
+        window_s: None,
     };
     let runs = sweep::sweep(world, &plan, &config);
     (seeds, runs)
@@ -273,6 +274,7 @@ fn report_under_reference_rng_a_stall_has_no_result() {
         wall_budget_s: 600.0,
         clock: &frozen,
         on_run: &|_| {},
+        window_s: None,
     };
     let runs = sweep::sweep(&world, &plan, &config);
     let info = SweepInfo {

@@ -11,7 +11,7 @@ use simbench::world::World;
 
 use crate::support::simbench;
 
-fn root() -> PathBuf {
+pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
@@ -83,6 +83,7 @@ fn request_log_agrees_with_the_runs_counters_on_every_world() {
                         seed: world.seed(),
                         rng: RngScheme::Native,
                         trace,
+                        window_s: None,
                         out_of_time: &|| false,
                     },
                 )

@@ -226,6 +226,7 @@ fn scenario_fuzz_mutated_worlds_that_compile_also_run() {
             seed: small.seed(),
             rng: RngScheme::Native,
             trace: false,
+            window_s: None,
             out_of_time: &out_of_time,
         };
         let result = harness::run(&small, strategy.as_ref(), &config);

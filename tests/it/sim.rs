@@ -22,6 +22,7 @@ pub fn run(world: &World, algorithm: &str, seed: u64, trace: bool) -> RunResult 
         seed,
         rng: RngScheme::Native,
         trace,
+        window_s: None,
         out_of_time: &never,
     };
     harness::run(world, strategy.as_ref(), &config)
@@ -272,6 +273,7 @@ fn wall_budget_stops_a_run() {
         seed: 1,
         rng: RngScheme::Native,
         trace: false,
+        window_s: None,
         out_of_time: &always,
     };
     let result = harness::run(&world, strategy.as_ref(), &config);
@@ -599,6 +601,7 @@ proptest! {
                 seed: 9,
                 rng: RngScheme::Native,
                 trace: false,
+                window_s: None,
                 out_of_time: &out_of_time,
             };
             let result = harness::run(&world, info.build_default().as_ref(), &config);

@@ -182,6 +182,7 @@ fn backoff_runs(world: &simbench::world::World, n: u64) -> Vec<simbench::report:
         wall_budget_s: 600.0,
         clock: &frozen,
         on_run: &|_| {},
+        window_s: None,
     };
     sweep::sweep(world, &plan, &config)
 }

@@ -119,6 +119,10 @@ impl Strategy for Aimd {
         *self.state.borrow_mut() = State::new(self.initial, self.record);
     }
 
+    fn adaptive_limit(&self) -> Option<f64> {
+        Some(self.state.borrow().limit)
+    }
+
     fn observe(&self, feedback: &Feedback) {
         let mut state = self.state.borrow_mut();
         let limit = match feedback.response {

@@ -179,6 +179,10 @@ impl Strategy for Gradient {
         *self.state.borrow_mut() = State::new(self.initial, self.record);
     }
 
+    fn adaptive_limit(&self) -> Option<f64> {
+        Some(self.state.borrow().limit)
+    }
+
     fn observe(&self, feedback: &Feedback) {
         let mut state = self.state.borrow_mut();
         state.answers += 1;
