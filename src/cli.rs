@@ -19,6 +19,7 @@ mod run;
 mod schema;
 mod starter;
 mod sweep;
+mod trace;
 mod validate;
 
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ enum Command {
     /// Learn a world from request logs: write a commented world file whose every value says
     /// what it rests on.
     Fit(fit::FitArgs),
+    /// Export one (algorithm, seed) run in the Trace Event Format, for Perfetto and
+    /// chrome://tracing: a track per endpoint and per worker, a slice per request.
+    Trace(trace::TraceArgs),
     /// List algorithms, metrics, and the scenarios of a folder (or the built-in world).
     List(run::ListArgs),
     /// Print a built-in world's file (`bursty`).
@@ -170,6 +174,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::main(&args),
         Command::Sweep(args) => sweep::main(&args),
         Command::Fit(args) => fit::main(&args),
+        Command::Trace(args) => trace::main(&args),
         Command::List(args) => run::list(&args),
         Command::Show(args) => starter::show(&args),
         Command::Init(args) => starter::init(&args),

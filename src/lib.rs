@@ -39,5 +39,6 @@ pub mod sweep;
 pub mod text;
 pub mod threshold;
 pub mod tokens;
+pub mod trace_event;
 pub mod trace_load;
 pub mod world;

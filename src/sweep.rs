@@ -191,6 +191,16 @@ pub fn traced(
     rng: RngScheme,
     wall_budget: (&dyn Fn() -> f64, f64),
 ) -> Option<RunResult> {
+    traced_run(world, algorithm, (seed, rng), None, wall_budget)
+}
+
+fn traced_run(
+    world: &World,
+    algorithm: &str,
+    (seed, rng): (u64, RngScheme),
+    window_s: Option<f64>,
+    wall_budget: (&dyn Fn() -> f64, f64),
+) -> Option<RunResult> {
     let strategy = strategy(world, algorithm)?;
     let (clock, budget_s) = wall_budget;
     let started = clock();
@@ -202,10 +212,27 @@ pub fn traced(
             seed,
             rng,
             trace: true,
-            window_s: None,
+            window_s,
             out_of_time: &out_of_time,
         },
     ))
+}
+
+/// [`traced`] under the native random numbers, recording the run's windows too (their breaker
+/// changes go into `simbench trace`).
+pub fn traced_with_windows(
+    world: &World,
+    algorithm: &str,
+    seed: u64,
+    wall_budget: (&dyn Fn() -> f64, f64),
+) -> Option<RunResult> {
+    traced_run(
+        world,
+        algorithm,
+        (seed, RngScheme::Native),
+        Some(1.0),
+        wall_budget,
+    )
 }
 
 /// The report's view of a harness result; the wall time goes into the `wall_s` metric.

@@ -798,7 +798,11 @@ fn overrides(args: &RunArgs) -> Vec<Override> {
 
 /// The world named on the command line, or the built-in one, with the overrides applied;
 /// prints diagnostics on failure.
-fn load_world(path: Option<&Path>, overrides: &[Override], inputs: &Inputs) -> Result<World, u8> {
+pub(super) fn load_world(
+    path: Option<&Path>,
+    overrides: &[Override],
+    inputs: &Inputs,
+) -> Result<World, u8> {
     let loaded = match path {
         None if overrides.is_empty() => return Ok(compile::builtin_bursty()),
         None => {
@@ -881,7 +885,7 @@ fn default_threads() -> usize {
 
 /// The real clock, read only at this edge (clippy.toml forbids it elsewhere).
 #[allow(clippy::disallowed_methods)]
-fn now() -> Instant {
+pub(super) fn now() -> Instant {
     Instant::now()
 }
 

@@ -82,6 +82,8 @@ pub struct TraceRecord {
     pub size: CallSize,
     /// Admitted and served from the endpoint's reuse cache.
     pub cached: bool,
+    /// The worker (a closed loop's worker, an open loop's slot) that sent it.
+    pub worker: u32,
 }
 
 /// Marks the records still in flight when the run stopped at `now`.
@@ -146,6 +148,7 @@ impl<R: RandomSource> Sim<'_, R> {
             round_robin: self.pool.round_robin(),
             size: worker.size,
             cached,
+            worker: w as u32,
         };
         let trace = self.trace.as_mut().expect("tracing");
         if self.trace_slots.len() <= w {

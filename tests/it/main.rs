@@ -37,6 +37,7 @@ mod support;
 mod sweep_cli;
 mod table_cli;
 mod tokens;
+mod trace_cli;
 mod trace_load;
 mod verdict;
 mod worlds;

@@ -1,0 +1,111 @@
+//! `simbench trace`: one (algorithm, seed) run in the Trace Event Format, for Perfetto
+//! (ui.perfetto.dev) and `chrome://tracing`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::console::errln;
+use super::output::{Inputs, Plan, Request};
+use crate::sweep;
+
+/// `simbench trace [FILE]`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Scenario file [default: the built-in bursty world].
+    pub file: Option<PathBuf>,
+    /// The strategy to trace: a registered algorithm or a variant the world names.
+    #[arg(long, default_value = "wait")]
+    pub algorithm: String,
+    /// The run seed [default: the world's `seed`, the first seed `simbench run` uses].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override any scenario key (as `simbench run --set`).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = super::load::parse_set)]
+    pub set: Vec<String>,
+    /// Where the trace goes (`-` for standard output).
+    #[arg(short, long, value_name = "PATH", default_value = "-")]
+    pub output: PathBuf,
+    /// The most requests written; a longer run has its first ones written, and the file and
+    /// standard error say how many were left out.
+    #[arg(long, value_name = "N", default_value_t = 200_000,
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_requests: u64,
+    /// Real seconds the run may take.
+    #[arg(long, default_value_t = 600.0)]
+    pub wall_budget: f64,
+    /// No summary line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Runs `simbench trace`.
+pub fn main(args: &TraceArgs) -> u8 {
+    let inputs = Inputs::default();
+    let overrides = super::load::overrides(&args.set);
+    let world = match super::run::load_world(args.file.as_deref(), &overrides, &inputs) {
+        Ok(world) => world,
+        Err(code) => return code,
+    };
+    if sweep::resolve(&world, &args.algorithm).is_none() {
+        errln!(
+            "error: {}",
+            super::run::unknown_algorithm(&world, &args.algorithm)
+        );
+        return super::EXIT_ERROR;
+    }
+    if !(args.wall_budget.is_finite() && args.wall_budget > 0.0) {
+        errln!("error: --wall-budget must be a positive number of seconds");
+        return super::EXIT_ERROR;
+    }
+    let plan = match Plan::prepare(
+        Request::named([("--output", Some(&args.output), ())]),
+        &inputs,
+    ) {
+        Ok(plan) => plan,
+        Err(message) => {
+            errln!("error: {message}");
+            return super::EXIT_ERROR;
+        }
+    };
+    let seed = args.seed.unwrap_or_else(|| sweep::seeds(&world, 1)[0]);
+    let origin = super::run::now();
+    let clock = move || origin.elapsed().as_secs_f64();
+    let result =
+        sweep::traced_with_windows(&world, &args.algorithm, seed, (&clock, args.wall_budget))
+            .expect("the name resolved");
+    let changes = result
+        .timeseries
+        .as_ref()
+        .map_or(&[][..], |t| t.changes.as_slice());
+    let max = args.max_requests as usize;
+    let kept = result.trace.len().min(max);
+    let render = |(): (), out: &mut dyn Write| {
+        crate::trace_event::write(
+            &world,
+            (&args.algorithm, seed),
+            &result.trace,
+            changes,
+            max,
+            out,
+        )
+        .map(|_| ())
+    };
+    let left_out = result.trace.len() - kept;
+    if left_out > 0 {
+        errln!(
+            "warning: the run sent {} requests; the trace holds the first {kept} (--max-requests), {left_out} left out",
+            result.trace.len()
+        );
+    }
+    let summary = || {
+        format!(
+            "traced {} seed {seed}: {kept} requests, {} breaker changes ({}); open it in ui.perfetto.dev or chrome://tracing\n",
+            crate::text::escape(&args.algorithm),
+            changes.len(),
+            result.outcome.name()
+        )
+    };
+    plan.finish(render, summary, args.quiet)
+}
