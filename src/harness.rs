@@ -999,7 +999,6 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             if let Some(rec) = self.recorder.as_deref_mut() {
                 rec.window(self.now).jobs_done += 1;
             }
-            let worker = &mut self.workers[w];
             let latency_ms = (self.now - worker.job_start) * 1000.0;
             self.tally.job_latencies_ms.push(latency_ms);
             if let Some(completions) = &mut self.tally.completions_s {
