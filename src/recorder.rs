@@ -57,7 +57,8 @@ pub struct Window {
 }
 
 impl Window {
-    fn add(&mut self, o: &Window) {
+    /// Adds `o`'s counts to this window's (the larger of the two maxima).
+    pub fn merge(&mut self, o: &Window) {
         self.requests += o.requests;
         self.admitted += o.admitted;
         self.refused_capacity += o.refused_capacity;
@@ -262,7 +263,7 @@ impl Recorder {
                 .map(|pair| {
                     let mut w = pair[0].clone();
                     if let Some(second) = pair.get(1) {
-                        w.add(second);
+                        w.merge(second);
                     }
                     w
                 })
@@ -307,7 +308,7 @@ impl Timeseries {
     pub fn total(&self) -> Window {
         let mut sum = Window::default();
         for w in &self.windows {
-            sum.add(w);
+            sum.merge(w);
         }
         sum
     }

@@ -15,10 +15,12 @@ pub mod decision;
 pub mod fingerprint;
 pub(crate) mod format;
 pub mod gates;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod rank;
 pub mod stats;
+pub mod svg;
 pub mod sweep;
 pub mod terminal;
 pub mod timeseries;
@@ -129,6 +131,21 @@ pub struct WorldInfo {
     /// What the file sets for an algorithm (`[algorithms.<name>]`), in name order: a named
     /// variant, or a registered strategy with parameters off their defaults.
     pub settings: Vec<Variant>,
+    /// The scripted incidents, in world order (the HTML report shades them).
+    pub incidents: Vec<IncidentSpan>,
+}
+
+/// An incident as the report shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IncidentSpan {
+    /// What it does, e.g. `capacity ×0.5`.
+    pub what: String,
+    /// Ids of the endpoints it hits.
+    pub endpoints: Vec<String>,
+    /// Start \[s\].
+    pub start_s: f64,
+    /// End \[s\]; infinite for a revocation that lasts.
+    pub end_s: f64,
 }
 
 impl WorldInfo {
@@ -151,6 +168,20 @@ impl WorldInfo {
                 .iter()
                 .filter(|v| v.is_named() || !v.params.is_empty())
                 .cloned()
+                .collect(),
+            incidents: world
+                .incidents()
+                .iter()
+                .map(|i| IncidentSpan {
+                    what: i.effect.describe(),
+                    endpoints: i
+                        .endpoints
+                        .iter()
+                        .map(|&e| world.endpoints()[e].id.clone())
+                        .collect(),
+                    start_s: i.start_s,
+                    end_s: i.end_s,
+                })
                 .collect(),
         }
     }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::harness::TraceRecord;
 use crate::recorder::Change;
 use crate::request_log::{self, EntryOutcome};
-use crate::world::{Effect, World};
+use crate::world::World;
 
 /// Process ids of the two groups of tracks.
 const ENDPOINTS: u32 = 1;
@@ -242,14 +242,7 @@ fn breaker_event(world: &World, c: &Change) -> Value {
 fn incident_events(world: &World) -> Vec<Value> {
     let mut out = Vec::new();
     for incident in world.incidents() {
-        let what = match incident.effect {
-            Effect::Outage { .. } => "outage".to_owned(),
-            Effect::Capacity(f) => format!("capacity ×{f}"),
-            Effect::Latency(f) => format!("latency ×{f}"),
-            Effect::Storm(_) => "storm".to_owned(),
-            Effect::RateLimit(f) => format!("rate limit ×{f}"),
-            Effect::Revoke => "revoked key".to_owned(),
-        };
+        let what = incident.effect.describe();
         let ids: Vec<&str> = incident
             .endpoints
             .iter()

@@ -397,6 +397,20 @@ pub enum Effect {
     Revoke,
 }
 
+impl Effect {
+    /// What the incident does, in a few words: `outage`, `capacity ×0.5`.
+    pub fn describe(&self) -> String {
+        match self {
+            Effect::Outage { .. } => "outage".to_owned(),
+            Effect::Capacity(f) => format!("capacity ×{f}"),
+            Effect::Latency(f) => format!("latency ×{f}"),
+            Effect::Storm(_) => "storm".to_owned(),
+            Effect::RateLimit(f) => format!("rate limit ×{f}"),
+            Effect::Revoke => "revoked key".to_owned(),
+        }
+    }
+}
+
 /// How recovery after incidents is measured.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

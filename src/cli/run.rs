@@ -40,6 +40,7 @@ use crate::compile::{LoadOptions, Override};
 
 /// Arguments of `simbench run`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("recording").multiple(true)))]
 pub struct RunArgs {
     /// Scenario file; the built-in bursty world when absent.
     pub file: Option<PathBuf>,
@@ -73,16 +74,21 @@ pub struct RunArgs {
     pub request_log: Option<PathBuf>,
     /// Write every run's windows of simulated time as tidy CSV to PATH (`-` for standard
     /// output): one row per (algorithm, seed, window), docs/report.md lists the columns.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", group = "recording")]
     pub timeseries: Option<PathBuf>,
-    /// Width of a `--timeseries` window in simulated seconds (a run longer than 4096 windows
-    /// has them merged pairwise, doubling the width).
+    /// Write a self-contained HTML report to PATH (`-` for standard output): the verdict and
+    /// table, every seed's value per metric, and each strategy's time series (records windows,
+    /// as `--timeseries` does).
+    #[arg(long, value_name = "PATH", group = "recording")]
+    pub html: Option<PathBuf>,
+    /// Width of a recorded window in simulated seconds, for `--timeseries` and `--html` (a run
+    /// longer than 4096 windows has them merged pairwise, doubling the width).
     #[arg(
         long,
         value_name = "S",
         default_value_t = 1.0,
         value_parser = parse_positive_seconds,
-        requires = "timeseries"
+        requires = "recording"
     )]
     pub window_s: f64,
     /// The run `--request-log` records: `ALGORITHM` or `ALGORITHM:SEED` (a seed of this run, as
@@ -553,10 +559,11 @@ enum Rendering {
     Markdown,
     Csv,
     Timeseries,
+    Html,
     RequestLog,
 }
 
-/// The outputs named by `--json`, `--markdown` and `--csv`.
+/// The outputs named by `--json`, `--markdown`, `--csv`, `--timeseries`, `--html` and `--request-log`.
 fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
     Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
@@ -567,6 +574,7 @@ fn requests(args: &RunArgs) -> Vec<Request<Rendering>> {
             args.timeseries.as_ref(),
             Rendering::Timeseries,
         ),
+        ("--html", args.html.as_ref(), Rendering::Html),
         (
             "--request-log",
             args.request_log.as_ref(),
@@ -633,7 +641,7 @@ fn compare(
             wall_budget_s: args.exec.wall_budget,
             clock: &clock,
             on_run,
-            window_s: args.timeseries.is_some().then_some(args.window_s),
+            window_s: (args.timeseries.is_some() || args.html.is_some()).then_some(args.window_s),
         };
         // The first `n` seeds of every algorithm, running only those not run yet.
         let mut analyse = |n: u32, objective: &crate::objective::Objective| {
@@ -691,6 +699,7 @@ fn renderer<'a>(
         }
         Rendering::Csv => report::csv::write(report, out),
         Rendering::Timeseries => report::timeseries::write(report, out),
+        Rendering::Html => out.write_all(report::html::render(report).as_bytes()),
         Rendering::RequestLog => match log {
             Some((world, trace)) => crate::request_log::write(world, trace, out),
             None => Ok(()),

@@ -57,6 +57,10 @@ pub struct SweepArgs {
     /// Write one CSV row per (level, seed) to PATH (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Write a self-contained HTML page to PATH (`-` for standard output): throughput,
+    /// refusal rate and the p99s against the level, every seed's value, the knee marked.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
     /// Seeds (the same at every level), overrides (applied before the level), threads, budget,
     /// random numbers, quietness — as for `simbench run`.
     #[command(flatten)]
@@ -245,13 +249,15 @@ pub fn main(args: &SweepArgs) -> u8 {
 enum Rendering {
     Json,
     Csv,
+    Html,
 }
 
-/// The outputs named by `--json` and `--csv`.
+/// The outputs named by `--json`, `--csv` and `--html`.
 fn requests(args: &SweepArgs) -> Vec<Request<Rendering>> {
     Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
         ("--csv", args.csv.as_ref(), Rendering::Csv),
+        ("--html", args.html.as_ref(), Rendering::Html),
     ])
 }
 
@@ -390,6 +396,7 @@ fn emit(view: &SweepView<'_>, args: &SweepArgs, plan: Plan<Rendering>) -> u8 {
     let write = |kind, out: &mut dyn Write| match kind {
         Rendering::Json => render::write_json(view, out),
         Rendering::Csv => render::write_csv(view, out),
+        Rendering::Html => out.write_all(crate::report::html::render_sweep(view).as_bytes()),
     };
     plan.finish(write, || render::terminal(view), args.exec.quiet)
 }

@@ -12,6 +12,7 @@ mod fit_cli;
 mod fit_round_trip;
 mod gates_cli;
 mod hostile_input;
+mod html_report;
 mod incidents;
 mod livelock;
 mod no_network;
