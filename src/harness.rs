@@ -1643,6 +1643,7 @@ impl Observed for Seen<'_> {
             in_flight: self.provider.in_flight(e),
             capacity: self.provider.effective_capacity(e, t),
             state: self.state(e),
+            cooldown: self.strategy.in_cooldown(e, t),
         }
     }
     fn state(&self, e: usize) -> State {

@@ -93,6 +93,9 @@ pub struct Snapshot {
     pub capacity: u32,
     /// The client's breaker state.
     pub state: State,
+    /// Whether the strategy keeps the endpoint in a cooldown of its own (the router); `None`
+    /// for a strategy without cooldowns.
+    pub cooldown: Option<bool>,
 }
 
 /// A breaker state change.
@@ -332,6 +335,7 @@ mod tests {
                 } else {
                     State::Ready
                 },
+                cooldown: None,
             }
         }
         fn state(&self, e: usize) -> State {

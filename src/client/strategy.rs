@@ -174,6 +174,14 @@ pub trait Strategy: std::fmt::Debug + Send {
         None
     }
 
+    /// Whether the strategy keeps endpoint `endpoint` out of use at `now` by a rule of its own
+    /// (the router's cooldowns), for the windowed recorder; `None` (the default) for a strategy
+    /// without such a rule.
+    fn in_cooldown(&self, endpoint: usize, now: f64) -> Option<bool> {
+        let _ = (endpoint, now);
+        None
+    }
+
     /// Whether the strategy implements [`Strategy::observe`] or hedges. The harness asks once
     /// per run and skips both hooks for strategies that do neither (most), which saves two
     /// dynamic calls per request.

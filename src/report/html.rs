@@ -5,7 +5,8 @@
 //! A comparison's page holds the verdict and the metric table, one dot panel per metric (every
 //! seed's value per strategy, with the mean and its confidence interval), and per strategy the
 //! recorder's time series of its first seed: goodput, refusals and errors, in-flight against
-//! capacity per endpoint with breaker changes, the adaptive limit, queue wait — the world's
+//! capacity per endpoint with breaker changes, the adaptive limit or the router's cooldowns,
+//! queue wait — the world's
 //! incidents shaded on each. A sweep's page charts throughput, refusal rate and the p99s
 //! against the swept level, every seed's value and the mean's interval, the knee marked.
 //!
@@ -99,7 +100,7 @@ h3{font-size:1rem;margin:1.2rem 0 .3rem}.summary{margin:.2rem 0;max-width:70ch}\
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}\
 th,td{border:1px solid #d5d5d5;padding:3px 6px;text-align:right;vertical-align:top;white-space:nowrap}\
 th{background:#f3f3f3}td.name,th.name{text-align:left}td.win{font-weight:bold;background:#e6f3ec}\
-td.out{color:#888}.range{color:#666;font-size:.72rem}\
+td.out{color:#888}tbody td:first-child{position:sticky;left:0;background:#fff}thead th:first-child{position:sticky;left:0}.range{color:#666;font-size:.72rem}\
 .panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:10px}\
 figure{margin:0;border:1px solid #e2e2e2;padding:4px;break-inside:avoid;page-break-inside:avoid}\
 figure>svg{width:100%;height:auto;display:block}.legend{font-size:.75rem;padding:0 4px}.legend span{margin-right:10px;white-space:nowrap}.legend svg{vertical-align:middle;margin-right:3px}figcaption{font-size:.75rem;color:#555;padding:0 4px}\
@@ -421,6 +422,37 @@ fn timeline(out: &mut String, report: &Report, run: &Run, series: &Timeseries) {
             vec![
                 ("limit".into(), solid(4), limits),
                 ("in flight, all endpoints".into(), solid(0), in_flight),
+            ],
+        ));
+    }
+    let cools = series
+        .snapshots
+        .iter()
+        .any(|s| s.iter().any(|s| s.cooldown.is_some()));
+    if cools {
+        let counted = |f: fn(&crate::recorder::Snapshot) -> bool| -> Vec<(f64, f64)> {
+            b.iter()
+                .map(|bucket| {
+                    let snaps = series.snapshots.get(bucket.3);
+                    let n = snaps.map_or(0, |s| s.iter().filter(|s| f(s)).count());
+                    (bucket.0, n as f64)
+                })
+                .collect()
+        };
+        out.push_str(&panel(
+            "Endpoints out of use",
+            "endpoints",
+            vec![
+                (
+                    "in the strategy's cooldown".into(),
+                    solid(1),
+                    counted(|s| s.cooldown == Some(true)),
+                ),
+                (
+                    "breaker not ready".into(),
+                    solid(3),
+                    counted(|s| s.state != State::Ready),
+                ),
             ],
         ));
     }

@@ -260,7 +260,7 @@ impl Chart {
     pub fn point(&mut self, x: f64, y: f64, colour: &str, tip: &str) {
         let _ = write!(
             self.marks,
-            r#"<circle class="pt" cx="{}" cy="{}" r="3.2" fill="{colour}" fill-opacity="0.75"><title>{}</title></circle>"#,
+            r##"<circle class="pt" cx="{}" cy="{}" r="3.2" fill="{colour}" fill-opacity="0.8" stroke="#333333" stroke-width="0.5"><title>{}</title></circle>"##,
             px(self.sx(x)),
             px(self.sy(y)),
             escape(tip)

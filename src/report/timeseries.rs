@@ -4,7 +4,8 @@
 //! Columns: `scenario,world_hash,rng,algorithm,seed,window,start_s,end_s`, the window's counts
 //! (requests by what they met, answers by how they ended, jobs, leases and their queue wait,
 //! breaker changes), the adaptive limit at its start (empty for a strategy without one), then
-//! per endpoint in world order `in_flight.ID`, `capacity.ID` and `state.ID` at its start.
+//! per endpoint in world order `in_flight.ID`, `capacity.ID`, `state.ID` and `cooldown.ID` (1 or
+//! 0 for the router, empty for a strategy without cooldowns) at its start.
 //! A run a budget stopped has its windows up to where it stopped; one run without a series
 //! (not recorded) has no rows.
 
@@ -76,7 +77,7 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .map(|s| (*s).to_owned()),
     );
     for id in &world.endpoints {
-        for what in ["in_flight", "capacity", "state"] {
+        for what in ["in_flight", "capacity", "state", "cooldown"] {
             header.push(field(&format!("{what}.{id}")));
         }
     }
@@ -106,8 +107,14 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                         cells.push(s.in_flight.to_string());
                         cells.push(s.capacity.to_string());
                         cells.push(state_name(s.state).to_owned());
+                        cells.push(
+                            s.cooldown
+                                .map_or_else(String::new, |c| u8::from(c).to_string()),
+                        );
                     }
-                    None => cells.extend([String::new(), String::new(), String::new()]),
+                    None => {
+                        cells.extend([String::new(), String::new(), String::new(), String::new()])
+                    }
                 }
             }
             writeln!(out, "{}", cells.join(","))?;

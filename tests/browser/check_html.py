@@ -16,10 +16,12 @@ check. For each page it asserts:
 - every chart has a title, axis labels and a non-empty size; every strategy has a timeline whose
   lines carry points;
 
-and saves a screenshot of the page's top as OUT_DIR/<report name>.png. Exits 1 with the reasons
+and saves screenshots: the page's top as OUT_DIR/<report name>.png, the metric panels and the
+first timeline as <report name>-panels.png and -timeline.png. Exits 1 with the reasons
 on any failure. Only the Python standard library is used.
 """
 
+import base64
 import json
 import os
 import subprocess
@@ -175,8 +177,17 @@ MEASURE = r"""
     vertices: [...s.querySelectorAll('polyline.series')]
       .reduce((n, l) => n + l.points.numberOfItems, 0),
   }));
+  const box = el => {
+    if (!el) return null;
+    const b = el.getBoundingClientRect();
+    return {y: b.top + window.scrollY, height: b.height};
+  };
+  const regions = {
+    panels: box(document.querySelector('figure.metric')?.closest('section')),
+    timeline: box(document.querySelector('section.timeline')),
+  };
   return JSON.stringify({
-    charts, metrics, timelines,
+    charts, metrics, timelines, regions,
     verdict: (document.querySelector('.verdict') || {}).textContent || '',
     height: document.documentElement.scrollHeight,
     scripts: document.scripts.length,
@@ -193,6 +204,20 @@ def expected_points(report):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+def screenshot(browser, path, y, height):
+    """Saves the page's band [y, y + height) at 1280 px wide as a PNG."""
+    shot = browser.call(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": y, "width": 1280, "height": height, "scale": 1},
+        },
+    )
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
 
 
 def check_page(browser, html, report, out_dir):
@@ -253,20 +278,12 @@ def check_page(browser, html, report, out_dir):
     if seen["scripts"]:
         problems.append("the page has %d scripts" % seen["scripts"])
 
-    height = min(seen["height"], 2400)
-    shot = browser.call(
-        "Page.captureScreenshot",
-        {
-            "format": "png",
-            "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1},
-        },
-    )
     png = os.path.join(out_dir, name + ".png")
-    with open(png, "wb") as f:
-        import base64
-
-        f.write(base64.b64decode(shot["data"]))
+    screenshot(browser, png, 0, min(seen["height"], 1400))
+    for region, box in seen["regions"].items():
+        if box:
+            path = os.path.join(out_dir, "%s-%s.png" % (name, region))
+            screenshot(browser, path, box["y"], min(box["height"], 1200))
     print(
         "%s: %d metric panels, %d dots, %d charts, %d timelines, screenshot %s"
         % (

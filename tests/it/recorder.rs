@@ -206,3 +206,47 @@ fn recorder_cli_writes_tidy_windows_that_add_up_to_the_csv() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The router's cooldowns are recorded per endpoint: on multi_vendor, where vendor_a's
+/// degradation brings 429s, some window starts with an a-deployment cooling (and, vendor_b
+/// being calm, ends with every one out of cooldown at some point); a strategy without
+/// cooldowns records none.
+#[test]
+fn recorder_sees_the_routers_cooldowns_and_no_others() {
+    let world = load(&crate::request_log::root().join("scenarios/multi_vendor.toml"));
+    let router = run(&world, "router", Some(1.0))
+        .unwrap()
+        .timeseries
+        .unwrap();
+    let cooling = |t: &simbench::recorder::Timeseries, e: usize| {
+        t.snapshots
+            .iter()
+            .filter(|s| s[e].cooldown == Some(true))
+            .count()
+    };
+    assert!(
+        router
+            .snapshots
+            .iter()
+            .flatten()
+            .all(|s| s.cooldown.is_some())
+    );
+    assert!(cooling(&router, 0) > 0, "a-east never cooled");
+    assert!(
+        router
+            .snapshots
+            .iter()
+            .any(|s| s.iter().all(|s| s.cooldown == Some(false)))
+    );
+    let backoff = run(&world, "backoff", Some(1.0))
+        .unwrap()
+        .timeseries
+        .unwrap();
+    assert!(
+        backoff
+            .snapshots
+            .iter()
+            .flatten()
+            .all(|s| s.cooldown.is_none())
+    );
+}

@@ -491,6 +491,16 @@ impl Strategy for Router {
         }
     }
 
+    fn in_cooldown(&self, endpoint: usize, now: f64) -> Option<bool> {
+        let state = self.state.borrow();
+        Some(
+            state
+                .deployments
+                .get(endpoint)
+                .is_some_and(|d| d.cooled_until > now),
+        )
+    }
+
     fn begin_run(&self) {
         *self.state.borrow_mut() = State::default();
     }
