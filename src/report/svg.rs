@@ -256,8 +256,11 @@ impl Chart {
         v.clamp(self.y.lo, self.y.hi)
     }
 
-    /// A data point, with a tooltip.
+    /// A data point, with a tooltip; nothing for a value that is not finite.
     pub fn point(&mut self, x: f64, y: f64, colour: &str, tip: &str) {
+        if !(x.is_finite() && y.is_finite()) {
+            return;
+        }
         let _ = write!(
             self.marks,
             r##"<circle class="pt" cx="{}" cy="{}" r="3.2" fill="{colour}" fill-opacity="0.8" stroke="#333333" stroke-width="0.5"><title>{}</title></circle>"##,
@@ -270,6 +273,9 @@ impl Chart {
     /// A horizontal interval `[x0, x1]` at `y` with a tick at `mid` (a mean and its interval),
     /// cut at the frame.
     pub fn interval_x(&mut self, x0: f64, x1: f64, y: f64, mid: f64, colour: &str, tip: &str) {
+        if ![x0, x1, y, mid].iter().all(|v| v.is_finite()) {
+            return;
+        }
         let clamp = |v: f64| v.clamp(self.x.lo, self.x.hi);
         let (a, b, m, yy) = (
             self.sx(clamp(x0)),
@@ -294,6 +300,9 @@ impl Chart {
 
     /// A vertical interval `[y0, y1]` at `x` with a tick at `mid`, cut at the frame.
     pub fn interval_y(&mut self, x: f64, y0: f64, y1: f64, mid: f64, colour: &str, tip: &str) {
+        if ![x, y0, y1, mid].iter().all(|v| v.is_finite()) {
+            return;
+        }
         let (a, b, m, xx) = (
             self.sy(self.clamp_y(y0)),
             self.sy(self.clamp_y(y1)),
@@ -349,6 +358,9 @@ impl Chart {
 
     /// A shaded span of x (an incident), with a tooltip.
     pub fn band(&mut self, x0: f64, x1: f64, tip: &str) {
+        if x0.is_nan() || x1.is_nan() {
+            return;
+        }
         let a = self.sx(x0.max(self.x.lo));
         let b = self.sx(x1.min(self.x.hi));
         if b <= a {
@@ -368,6 +380,9 @@ impl Chart {
 
     /// A vertical rule at `x` labelled `text` (the knee).
     pub fn rule_x(&mut self, x: f64, text: &str, colour: &str) {
+        if !x.is_finite() {
+            return;
+        }
         let xx = self.sx(x);
         let _ = write!(
             self.marks,
@@ -542,6 +557,21 @@ mod tests {
         assert!(svg.contains("A &lt;chart&gt;"));
         assert!(svg.starts_with("<svg") && svg.contains("</svg><div class=\"legend\">"));
         assert!(svg.contains("stroke-dasharray=\"5 3\"/></svg>limit</span>"));
+    }
+
+    #[test]
+    fn values_that_are_not_finite_draw_nothing() {
+        let axis = || Axis::covering([0.0, 1.0], &[], "v");
+        let mut chart = Chart::new("t", 300.0, 150.0, axis(), axis());
+        chart.point(f64::INFINITY, 0.5, colour(0), "x");
+        chart.point(0.5, f64::NAN, colour(0), "x");
+        chart.interval_x(0.0, f64::INFINITY, 0.5, 0.5, colour(0), "x");
+        chart.interval_y(0.5, f64::NAN, 1.0, 0.5, colour(0), "x");
+        chart.rule_x(f64::NAN, "knee", colour(0));
+        chart.band(f64::NAN, 1.0, "x");
+        let svg = chart.finish();
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        assert!(!svg.contains("class=\"pt\"") && !svg.contains("class=\"ci\""));
     }
 
     #[test]
