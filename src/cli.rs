@@ -17,6 +17,8 @@ mod memory;
 mod output;
 mod run;
 mod schema;
+#[cfg(feature = "serve")]
+mod serve;
 mod starter;
 mod sweep;
 mod trace;
@@ -57,6 +59,10 @@ enum Command {
     /// Export one (algorithm, seed) run in the Trace Event Format, for Perfetto and
     /// chrome://tracing: a track per endpoint and per worker, a slice per request.
     Trace(trace::TraceArgs),
+    /// Serve the world over HTTP as an OpenAI-compatible API, in real time or faster, for a
+    /// real client to be pointed at.
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
     /// List algorithms, metrics, and the scenarios of a folder (or the built-in world).
     List(run::ListArgs),
     /// Print a built-in world's file (`bursty`).
@@ -175,6 +181,8 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => sweep::main(&args),
         Command::Fit(args) => fit::main(&args),
         Command::Trace(args) => trace::main(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::main(&args),
         Command::List(args) => run::list(&args),
         Command::Show(args) => starter::show(&args),
         Command::Init(args) => starter::init(&args),

@@ -35,6 +35,8 @@ pub mod rounding;
 pub mod scenario;
 pub mod schema;
 pub mod sequential;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod sweep;
 pub mod text;
 pub mod threshold;

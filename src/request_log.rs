@@ -221,7 +221,8 @@ fn cache_answer(world: &World, record: &TraceRecord) -> Option<bool> {
     (cache && record.result == CallResult::Admitted).then_some(record.cached)
 }
 
-fn header(h: &LimitHeader) -> RateLimitHeader {
+/// A limit's state as the log's `ratelimit` entry.
+pub fn header(h: &LimitHeader) -> RateLimitHeader {
     RateLimitHeader {
         unit: HeaderUnit::of(h.unit),
         limit: h.limit,

@@ -42,9 +42,9 @@ fn chromium() -> Option<PathBuf> {
 #[test]
 fn headless_chromium_renders_the_reports_of_bursty_and_multi_vendor() {
     let Some(browser) = chromium() else {
-        // .ci/run installs Debian's chromium and sets SIMBENCH_BROWSER=required.
+        // .ci/run installs Debian's chromium and sets SIMBENCH_REAL_COMPONENTS=required.
         assert_ne!(
-            std::env::var("SIMBENCH_BROWSER").as_deref(),
+            std::env::var("SIMBENCH_REAL_COMPONENTS").as_deref(),
             Ok("required"),
             "no chromium on the PATH (apt-get install chromium)"
         );

@@ -32,6 +32,8 @@ mod run_cli;
 mod scenario_cli;
 mod scenario_files;
 mod scenario_fuzz;
+#[cfg(feature = "serve")]
+mod serve;
 mod sim;
 mod starter_cli;
 mod support;

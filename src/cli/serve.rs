@@ -1,0 +1,131 @@
+//! `simbench serve [FILE]`: the world's provider over HTTP ([`crate::serve`]), for a real
+//! client to be pointed at. The bound address (`http://127.0.0.1:PORT`) is the first line of
+//! standard output; the rest goes to standard error.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::console::errln;
+use super::output::Inputs;
+use crate::serve::{self, Config};
+
+/// `simbench serve [FILE]`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Scenario file [default: the built-in bursty world].
+    pub file: Option<PathBuf>,
+    /// Port to listen on; 0 takes any free one (the first line of standard output says which).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Address to listen on. Loopback unless told otherwise: anything else lets other
+    /// machines in.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// Run the world K times faster than real time: every duration (latency, Retry-After,
+    /// limit windows, the capacity cycle, incidents) is divided by K.
+    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = parse_scale)]
+    pub time_scale: f64,
+    /// Require `Authorization: Bearer KEY` (else 401).
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Write every request as a request-log line (docs/request-log.md) to PATH, times in
+    /// simulated seconds since the start; each line is written when its request ends.
+    #[arg(long, value_name = "PATH")]
+    pub request_log: Option<PathBuf>,
+    /// Connections served at once (more wait for one to close).
+    #[arg(long, value_name = "N", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub max_connections: u32,
+    /// Largest request body read, in bytes (a larger one gets 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
+          value_parser = clap::value_parser!(u32).range(1024..=(64 << 20)))]
+    pub max_body_bytes: u32,
+    /// Real seconds answers in progress may take to end after SIGINT or SIGTERM.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub drain_s: f64,
+    /// The provider's dice [default: the world's `seed`].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override any scenario key (as `simbench run --set`).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = super::load::parse_set)]
+    pub set: Vec<String>,
+}
+
+fn parse_scale(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(k) if k.is_finite() && (0.001..=1e6).contains(&k) => Ok(k),
+        _ => Err(format!(
+            "`{text}` is not a time scale: a number from 0.001 to 1000000 (10 = ten times faster than real time)"
+        )),
+    }
+}
+
+/// Runs `simbench serve`.
+pub fn main(args: &ServeArgs) -> u8 {
+    let inputs = Inputs::default();
+    let overrides = super::load::overrides(&args.set);
+    let world = match super::run::load_world(args.file.as_deref(), &overrides, &inputs) {
+        Ok(world) => world,
+        Err(code) => return code,
+    };
+    if !(args.drain_s.is_finite() && args.drain_s >= 0.0) {
+        errln!("error: --drain-s must be a number of seconds, 0 or more");
+        return super::EXIT_ERROR;
+    }
+    let log: Option<Box<dyn Write + Send>> = match &args.request_log {
+        None => None,
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Some(Box::new(file)),
+            Err(e) => {
+                errln!(
+                    "error: cannot write the request log {}: {}",
+                    path.display(),
+                    super::io_reason(&e)
+                );
+                return super::EXIT_ERROR;
+            }
+        },
+    };
+    let seed = args.seed.unwrap_or_else(|| world.seed());
+    let config = Config {
+        addr: SocketAddr::new(args.bind, args.port),
+        time_scale: args.time_scale,
+        api_key: args.api_key.clone(),
+        max_connections: args.max_connections as usize,
+        max_body_bytes: args.max_body_bytes as usize,
+        drain_s: args.drain_s,
+        seed,
+        log,
+    };
+    let name = crate::text::escape(world.name()).into_owned();
+    let ids: Vec<String> = world.endpoints().iter().map(|e| e.id.clone()).collect();
+    let scale = args.time_scale;
+    let ready = |addr: SocketAddr| {
+        let mut stdout = std::io::stdout();
+        let _ = writeln!(stdout, "http://{addr}");
+        let _ = stdout.flush();
+        errln!(
+            "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with Ctrl-C",
+            ids.join(", ")
+        );
+        if !addr.ip().is_loopback() {
+            errln!(
+                "warning: listening on {}, reachable from other machines",
+                addr.ip()
+            );
+        }
+    };
+    match serve::serve(world, config, ready) {
+        Ok(()) => {
+            errln!("simbench: stopped");
+            super::EXIT_OK
+        }
+        Err(e) => {
+            errln!("error: cannot serve: {}", super::io_reason(&e));
+            super::EXIT_ERROR
+        }
+    }
+}

@@ -1,0 +1,862 @@
+//! `simbench serve`: the world's provider over HTTP, so a real client can be pointed at it.
+//!
+//! The provider is the simulation's own ([`emulator`] wraps [`crate::provider::Provider`]),
+//! driven by a real clock scaled by `time_scale` instead of the event heap: simulated time is
+//! real time since the start times the scale, and every duration the world draws is slept
+//! divided by it. The wire format is OpenAI's chat completions ([`openai`]). This module and
+//! `src/cli/serve.rs` are the only code that opens a socket or reads a real clock; they are
+//! built with the `serve` feature (on by default).
+//!
+//! Safety: it binds where told (the CLI defaults to loopback), reads at most
+//! [`Config::max_body_bytes`] of a body and 16 KiB of headers (10 s to send them), serves at
+//! most [`Config::max_connections`] connections at once (others wait in the backlog), and on
+//! SIGINT or SIGTERM stops accepting, lets answers in progress end for up to
+//! [`Config::drain_s`], cuts the rest, and writes every request to the log before it returns.
+
+pub mod emulator;
+pub mod openai;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::provider::{FailureKind, Refusal, Rejection};
+use crate::request_log::{self, Entry, EntryOutcome, ErrorKind};
+use crate::tokens::LimitHeader;
+use crate::world::World;
+use emulator::{Admission, Emulator, Verdict};
+use openai::{ApiError, ChatRequest, Envelope};
+
+/// How the server runs.
+pub struct Config {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Simulated seconds per real second.
+    pub time_scale: f64,
+    /// The key clients must send as `Authorization: Bearer KEY`, if any.
+    pub api_key: Option<String>,
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Largest request body read \[bytes\].
+    pub max_body_bytes: usize,
+    /// Real seconds answers in progress may take to end after a stop signal.
+    pub drain_s: f64,
+    /// The dice's seed.
+    pub seed: u64,
+    /// Where each request's entry goes (the request-log format), if anywhere.
+    pub log: Option<Box<dyn Write + Send>>,
+}
+
+/// Largest header block read \[bytes\].
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// Real seconds a client has to send its headers.
+const HEADER_TIMEOUT_S: u64 = 10;
+/// Text chunks a streamed answer is cut into at most.
+const MAX_CHUNKS: u32 = 50;
+
+type Body = BoxBody<Bytes, io::Error>;
+
+/// The clock: simulated seconds since the start.
+struct Clock {
+    origin: Instant,
+    scale: f64,
+}
+
+impl Clock {
+    /// The real clock, read only at this edge (clippy.toml forbids it elsewhere).
+    #[allow(clippy::disallowed_methods)]
+    fn start(scale: f64) -> Clock {
+        Clock {
+            origin: Instant::now(),
+            scale,
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64() * self.scale
+    }
+
+    /// The real instant of simulated time `t`.
+    fn at(&self, t: f64) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(
+            self.origin + Duration::from_secs_f64((t / self.scale).max(0.0)),
+        )
+    }
+
+    /// A simulated duration in real seconds.
+    fn real_s(&self, sim_s: f64) -> f64 {
+        sim_s / self.scale
+    }
+}
+
+/// What every request handler shares.
+struct Shared {
+    world: &'static World,
+    emulator: Mutex<Emulator<'static>>,
+    clock: Clock,
+    api_key: Option<String>,
+    max_body_bytes: usize,
+    log: Option<Mutex<Box<dyn Write + Send>>>,
+    ids: AtomicU64,
+}
+
+impl Shared {
+    fn emulator(&self) -> std::sync::MutexGuard<'_, Emulator<'static>> {
+        self.emulator.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_log(&self, entry: &Entry) {
+        if let Some(log) = &self.log {
+            let mut line = serde_json::to_string(entry).expect("an entry serialises");
+            line.push('\n');
+            let mut out = log.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = out.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// Serves `world` until SIGINT or SIGTERM; `ready` is told the bound address first.
+pub fn serve(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(world, config, ready))
+}
+
+async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+    let listener = TcpListener::bind(config.addr).await?;
+    ready(listener.local_addr()?);
+    // The server lives as long as the process; its world with it.
+    let world: &'static World = Box::leak(Box::new(world));
+    let shared = Arc::new(Shared {
+        world,
+        emulator: Mutex::new(Emulator::new(world, config.seed)),
+        clock: Clock::start(config.time_scale),
+        api_key: config.api_key,
+        max_body_bytes: config.max_body_bytes,
+        log: config.log.map(Mutex::new),
+        ids: AtomicU64::new(0),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        stop_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let mut connections = JoinSet::new();
+    let mut stop = stop_rx.clone();
+    loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = stop.changed() => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // A connection that failed before it was accepted (reset, out of files).
+                Err(_) => continue,
+            },
+            _ = stop.changed() => break,
+        };
+        while connections.try_join_next().is_some() {}
+        let shared = shared.clone();
+        let mut stop = stop_rx.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            let service = service_fn(move |req| handle(shared.clone(), req));
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(HEADER_TIMEOUT_S))
+                .max_buf_size(MAX_HEADER_BYTES);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    let drain = Duration::from_secs_f64(config.drain_s.max(0.0));
+    let _ = tokio::time::timeout(drain, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    // Cut what did not end: their guards log them.
+    connections.shutdown().await;
+    if let Some(log) = &shared.log {
+        log.lock().unwrap_or_else(|p| p.into_inner()).flush()?;
+    }
+    Ok(())
+}
+
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// An error that makes hyper drop the connection without an answer (an outage's refused
+/// connection, a reset).
+fn hang_up() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionReset,
+        "simulated connection failure",
+    )
+}
+
+fn full(text: impl Into<Bytes>) -> Body {
+    Full::new(text.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed()
+}
+
+fn json_response(status: u16, body: String) -> Response<Body> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn error_response(error: &ApiError) -> Response<Body> {
+    json_response(error.status, error.body())
+}
+
+/// Routes a request.
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
+    let path = req.uri().path().to_owned();
+    let route = route(&shared, req.method(), &path);
+    let endpoint = match route {
+        Route::Models => return Ok(models(&shared)),
+        Route::NotFound(error) => return Ok(error_response(&error)),
+        Route::Chat(endpoint) => endpoint,
+    };
+    if let Some(key) = &shared.api_key {
+        let sent = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if sent != Some(format!("Bearer {key}").as_str()) {
+            return Ok(error_response(&ApiError {
+                status: 401,
+                message: "Incorrect API key provided.".into(),
+                kind: "invalid_request_error",
+                param: None,
+                code: Some("invalid_api_key"),
+            }));
+        }
+    }
+    let header_endpoint = req
+        .headers()
+        .get("x-simbench-endpoint")
+        .map(|v| v.to_str().unwrap_or("").to_owned());
+    let body = match Limited::new(req.into_body(), shared.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return Ok(error_response(&ApiError {
+                status: 413,
+                message: format!(
+                    "The request body is larger than {} bytes.",
+                    shared.max_body_bytes
+                ),
+                kind: "invalid_request_error",
+                param: None,
+                code: Some("request_too_large"),
+            }));
+        }
+        Err(_) => return Err(hang_up()),
+    };
+    let request = match openai::parse(&body) {
+        Ok(r) => r,
+        Err(e) => return Ok(error_response(&e)),
+    };
+    let endpoint = match pick_endpoint(
+        &shared,
+        endpoint,
+        header_endpoint.as_deref(),
+        &request.model,
+    ) {
+        Ok(e) => e,
+        Err(error) => return Ok(error_response(&error)),
+    };
+    chat(shared, endpoint, request).await
+}
+
+enum Route {
+    Chat(Option<usize>),
+    Models,
+    NotFound(ApiError),
+}
+
+/// `POST /v1/chat/completions` (endpoint from the header, the model or the first), `POST
+/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`.
+fn route(shared: &Shared, method: &Method, path: &str) -> Route {
+    let not_found = |message: String| {
+        Route::NotFound(ApiError {
+            status: 404,
+            message,
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("not_found"),
+        })
+    };
+    if path == "/v1/models" && method == Method::GET {
+        return Route::Models;
+    }
+    let prefix = path.strip_suffix("/v1/chat/completions");
+    match prefix {
+        Some(prefix) if method == Method::POST => {
+            if prefix.is_empty() {
+                return Route::Chat(None);
+            }
+            let id = &prefix[1..];
+            match shared.emulator().endpoint(id) {
+                Some(e) => Route::Chat(Some(e)),
+                None => not_found(format!("The world has no endpoint `{id}`.")),
+            }
+        }
+        Some(_) => Route::NotFound(ApiError {
+            status: 405,
+            message: "Use POST.".into(),
+            kind: "invalid_request_error",
+            param: None,
+            code: None,
+        }),
+        None => not_found(format!("Unknown path {path}.")),
+    }
+}
+
+/// The endpoint: the path's, else the `x-simbench-endpoint` header's, else the one the model
+/// names, else the first.
+fn pick_endpoint(
+    shared: &Shared,
+    from_path: Option<usize>,
+    header: Option<&str>,
+    model: &str,
+) -> Result<usize, ApiError> {
+    if let Some(e) = from_path {
+        return Ok(e);
+    }
+    let emulator = shared.emulator();
+    if let Some(id) = header {
+        return emulator.endpoint(id).ok_or_else(|| ApiError {
+            status: 404,
+            message: format!("The world has no endpoint `{id}` (x-simbench-endpoint)."),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("not_found"),
+        });
+    }
+    Ok(emulator.endpoint(model).unwrap_or(0))
+}
+
+fn models(shared: &Shared) -> Response<Body> {
+    let data: Vec<_> = shared
+        .world
+        .endpoints()
+        .iter()
+        .map(|e| json!({ "id": e.id, "object": "model", "created": 0, "owned_by": "simbench" }))
+        .collect();
+    json_response(200, json!({ "object": "list", "data": data }).to_string())
+}
+
+/// The rate-limit headers, their resets in real time.
+fn limit_headers(response: &mut Response<Body>, clock: &Clock, headers: &[LimitHeader]) {
+    for h in headers {
+        let unit = match h.unit {
+            crate::tokens::Unit::Requests => "requests",
+            crate::tokens::Unit::Tokens => "tokens",
+            crate::tokens::Unit::InputTokens => "input-tokens",
+            crate::tokens::Unit::OutputTokens => "output-tokens",
+        };
+        let map = response.headers_mut();
+        let mut put = |name: String, value: String| {
+            if let (Ok(n), Ok(v)) = (
+                hyper::header::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) {
+                map.insert(n, v);
+            }
+        };
+        put(
+            format!("x-ratelimit-limit-{unit}"),
+            format!("{}", h.limit.floor() as u64),
+        );
+        put(
+            format!("x-ratelimit-remaining-{unit}"),
+            format!("{}", h.remaining.max(0.0).floor() as u64),
+        );
+        put(
+            format!("x-ratelimit-reset-{unit}"),
+            openai::duration(clock.real_s(h.reset_s)),
+        );
+    }
+}
+
+/// What the log says of every request: filled in as it goes.
+struct Record {
+    start_s: f64,
+    endpoint: String,
+    input_tokens: Option<f64>,
+    max_tokens: Option<f64>,
+    headers: Vec<LimitHeader>,
+}
+
+impl Record {
+    fn entry(
+        &self,
+        end_s: f64,
+        outcome: EntryOutcome,
+        status: Option<u16>,
+        error: Option<ErrorKind>,
+    ) -> Entry {
+        Entry {
+            start_s: self.start_s,
+            end_s: end_s.max(self.start_s),
+            endpoint: self.endpoint.clone(),
+            outcome,
+            status,
+            error,
+            retry_after_s: None,
+            ratelimit: self.headers.iter().map(request_log::header).collect(),
+            input_tokens: self.input_tokens,
+            output_tokens: None,
+            max_tokens: self.max_tokens,
+            ttft_s: None,
+            job: None,
+            step: None,
+            attempt: None,
+            call: None,
+            hedge: false,
+            cache_hit: None,
+        }
+    }
+}
+
+/// A chat completion at endpoint `e`.
+async fn chat(
+    shared: Arc<Shared>,
+    e: usize,
+    request: ChatRequest,
+) -> Result<Response<Body>, io::Error> {
+    let now = shared.clock.now();
+    let (verdict, headers) =
+        shared
+            .emulator()
+            .arrive(e, now, request.prompt_tokens, request.max_tokens);
+    let tokens = shared.world.tokens();
+    let record = Record {
+        start_s: now,
+        endpoint: shared.world.endpoints()[e].id.clone(),
+        input_tokens: tokens.map(|_| f64::from(request.prompt_tokens.max(1))),
+        max_tokens: tokens.map(|t| request.max_tokens.map_or(t.max_tokens, f64::from)),
+        headers,
+    };
+    match verdict {
+        Verdict::Refused {
+            refusal,
+            retry_after_s,
+        } => Ok(refused(&shared, record, refusal, retry_after_s)),
+        Verdict::Rejected(rejection) => rejected(&shared, record, rejection),
+        Verdict::Admitted(admission) => {
+            let id = format!(
+                "chatcmpl-{}",
+                shared.ids.fetch_add(1, Ordering::Relaxed) + 1
+            );
+            let guard = InFlight {
+                shared: shared.clone(),
+                admission,
+                record,
+                done: false,
+            };
+            if request.stream {
+                Ok(stream(guard, id, request))
+            } else {
+                whole(guard, id, request).await
+            }
+        }
+    }
+}
+
+fn refused(
+    shared: &Shared,
+    record: Record,
+    refusal: Refusal,
+    retry_after_s: f64,
+) -> Response<Body> {
+    let (status, outcome) = match refusal {
+        Refusal::Overloaded => (529, EntryOutcome::Overloaded),
+        _ => (429, EntryOutcome::RateLimited),
+    };
+    let error = if status == 429 {
+        ApiError {
+            status,
+            message: "Rate limit reached. Please try again later.".into(),
+            kind: "requests",
+            param: None,
+            code: Some("rate_limit_exceeded"),
+        }
+    } else {
+        ApiError {
+            status,
+            message: "The server is overloaded. Please try again later.".into(),
+            kind: "overloaded_error",
+            param: None,
+            code: None,
+        }
+    };
+    let mut response = error_response(&error);
+    limit_headers(&mut response, &shared.clock, &record.headers);
+    let mut entry = record.entry(record.start_s, outcome, Some(status), None);
+    if status == 429 {
+        let real = shared.clock.real_s(retry_after_s);
+        let map = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&format!("{}", (real * 1000.0).ceil() as u64)) {
+            map.insert("retry-after-ms", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&format!("{}", real.ceil() as u64)) {
+            map.insert("retry-after", v);
+        }
+        entry.retry_after_s = Some(retry_after_s);
+    }
+    shared.write_log(&entry);
+    response
+}
+
+fn rejected(
+    shared: &Shared,
+    record: Record,
+    rejection: Rejection,
+) -> Result<Response<Body>, io::Error> {
+    let end = record.start_s;
+    match rejection {
+        Rejection::Outage => {
+            shared.write_log(&record.entry(
+                end,
+                EntryOutcome::Rejected,
+                None,
+                Some(ErrorKind::ConnectionRefused),
+            ));
+            Err(hang_up())
+        }
+        Rejection::Revoked => {
+            shared.write_log(&record.entry(
+                end,
+                EntryOutcome::Rejected,
+                Some(401),
+                Some(ErrorKind::Unauthorized),
+            ));
+            Ok(error_response(&ApiError {
+                status: 401,
+                message: "The API key was revoked.".into(),
+                kind: "invalid_request_error",
+                param: None,
+                code: Some("invalid_api_key"),
+            }))
+        }
+        Rejection::TooLarge => {
+            shared.write_log(&record.entry(
+                end,
+                EntryOutcome::Rejected,
+                Some(400),
+                Some(ErrorKind::TooLarge),
+            ));
+            Ok(error_response(&ApiError {
+                status: 400,
+                message: "The request asks more tokens than the limit allows in a whole window."
+                    .into(),
+                kind: "invalid_request_error",
+                param: Some("messages".into()),
+                code: Some("request_too_large"),
+            }))
+        }
+    }
+}
+
+/// An admitted request: when it is dropped before it ended (the client went away, the server
+/// stopped), the provider is told and the log says so.
+struct InFlight {
+    shared: Arc<Shared>,
+    admission: Admission,
+    record: Record,
+    done: bool,
+}
+
+impl InFlight {
+    /// Ends the request at `end_s` with what the client got.
+    fn end(
+        &mut self,
+        end_s: f64,
+        outcome: EntryOutcome,
+        status: Option<u16>,
+        error: Option<ErrorKind>,
+        ttft_s: Option<f64>,
+    ) {
+        self.done = true;
+        let elapsed = end_s - self.record.start_s;
+        let written = self.admission.written_by(elapsed);
+        let failed = outcome == EntryOutcome::Error;
+        self.shared
+            .emulator()
+            .finish(&self.admission, end_s, written, failed);
+        let mut entry = self.record.entry(end_s, outcome, status, error);
+        if self.shared.world.tokens().is_some() {
+            entry.output_tokens = Some(f64::from(if outcome == EntryOutcome::Ok {
+                self.admission.output
+            } else {
+                written
+            }));
+        }
+        entry.ttft_s = ttft_s;
+        self.shared.write_log(&entry);
+    }
+
+    /// Simulated time the answer is due.
+    fn due_s(&self) -> f64 {
+        self.record.start_s + self.admission.latency_s
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.done {
+            let now = self.shared.clock.now();
+            self.end(now, EntryOutcome::ClientTimeout, None, None, None);
+        }
+    }
+}
+
+/// `created`: the answer's Unix time, a wall-clock reading the API's shape asks for.
+#[allow(clippy::disallowed_methods)]
+fn envelope<'a>(id: &'a str, model: &'a str) -> Envelope<'a> {
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Envelope { id, created, model }
+}
+
+/// A non-streaming answer, after the latency.
+async fn whole(
+    mut guard: InFlight,
+    id: String,
+    request: ChatRequest,
+) -> Result<Response<Body>, io::Error> {
+    let due = guard.due_s();
+    tokio::time::sleep_until(guard.shared.clock.at(due)).await;
+    match guard.admission.failure {
+        Some(FailureKind::Upstream) => {
+            guard.end(
+                due,
+                EntryOutcome::Error,
+                Some(503),
+                Some(ErrorKind::Upstream),
+                None,
+            );
+            Ok(error_response(&server_error()))
+        }
+        Some(kind @ (FailureKind::Connection | FailureKind::Timeout)) => {
+            guard.end(due, EntryOutcome::Error, None, Some(error_kind(kind)), None);
+            Err(hang_up())
+        }
+        None => {
+            guard.end(due, EntryOutcome::Ok, Some(200), None, None);
+            let body = openai::completion(
+                &envelope(&id, &request.model),
+                &request,
+                guard.admission.output,
+            );
+            let mut response = json_response(200, body);
+            limit_headers(&mut response, &guard.shared.clock, &guard.record.headers);
+            Ok(response)
+        }
+    }
+}
+
+fn server_error() -> ApiError {
+    ApiError {
+        status: 503,
+        message: "The server had an error while processing your request.".into(),
+        kind: "server_error",
+        param: None,
+        code: None,
+    }
+}
+
+fn error_kind(kind: FailureKind) -> ErrorKind {
+    match kind {
+        FailureKind::Upstream => ErrorKind::Upstream,
+        FailureKind::Connection => ErrorKind::Connection,
+        FailureKind::Timeout => ErrorKind::Timeout,
+    }
+}
+
+/// A streamed answer: the status and headers at once, then the chunks as the tokens are
+/// written, the last at the latency.
+fn stream(guard: InFlight, id: String, request: ChatRequest) -> Response<Body> {
+    // A failing answer writes nothing useful: its error comes at the latency.
+    let plan = if guard.admission.failure.is_some() {
+        Vec::new()
+    } else {
+        plan(&guard.admission)
+    };
+    let headers = guard.record.headers.clone();
+    let shared = guard.shared.clone();
+    let mut response = Response::new(Body::new(Sse {
+        first: Some(openai::first_chunk(&envelope(&id, &request.model))),
+        plan,
+        next: 0,
+        sleep: None,
+        id,
+        request: request.clone(),
+        ttft: None,
+        guard,
+    }));
+    limit_headers(&mut response, &shared.clock, &headers);
+    let map = response.headers_mut();
+    map.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    map.insert("cache-control", HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// When each text chunk is sent (after admission \[s, simulated\]) and its tokens.
+fn plan(a: &Admission) -> Vec<(f64, u32)> {
+    let chunks = a.output.clamp(1, MAX_CHUNKS);
+    let decode = a.latency_s - a.ttft_s;
+    let mut out = Vec::new();
+    let mut sent = 0;
+    for i in 1..=chunks {
+        let at = a.ttft_s + decode * f64::from(i) / f64::from(chunks);
+        let written = if i == chunks {
+            a.output
+        } else {
+            a.written_by(at)
+        };
+        if written > sent {
+            out.push((at.min(a.latency_s), written - sent));
+            sent = written;
+        }
+    }
+    out
+}
+
+/// The body of a streamed answer: a timed sequence of server-sent events.
+struct Sse {
+    first: Option<String>,
+    plan: Vec<(f64, u32)>,
+    next: usize,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    id: String,
+    request: ChatRequest,
+    ttft: Option<f64>,
+    guard: InFlight,
+}
+
+impl hyper::body::Body for Sse {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from(first)))));
+        }
+        if this.guard.done {
+            return Poll::Ready(None);
+        }
+        let start = this.guard.record.start_s;
+        // The next event: a text chunk, or the end at the latency.
+        let (offset, tokens) = this
+            .plan
+            .get(this.next)
+            .copied()
+            .unwrap_or((this.guard.admission.latency_s, 0));
+        let clock = &this.guard.shared.clock;
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(clock.at(start + offset))));
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        this.sleep = None;
+        let env = envelope(&this.id, &this.request.model);
+        if this.next < this.plan.len() {
+            this.next += 1;
+            this.ttft.get_or_insert(offset);
+            let text = openai::text_chunk(&env, tokens);
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from(text)))));
+        }
+        let due = this.guard.due_s();
+        let ttft = this.ttft;
+        match this.guard.admission.failure {
+            Some(FailureKind::Upstream) => {
+                this.guard.end(
+                    due,
+                    EntryOutcome::Error,
+                    Some(503),
+                    Some(ErrorKind::Upstream),
+                    ttft,
+                );
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from(openai::stream_error(
+                    &server_error(),
+                ))))))
+            }
+            Some(kind @ (FailureKind::Connection | FailureKind::Timeout)) => {
+                this.guard
+                    .end(due, EntryOutcome::Error, None, Some(error_kind(kind)), ttft);
+                Poll::Ready(Some(Err(hang_up())))
+            }
+            None => {
+                this.guard.end(due, EntryOutcome::Ok, Some(200), None, ttft);
+                let tail = openai::last_chunks(&env, &this.request, this.guard.admission.output);
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from(tail)))))
+            }
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The OpenAI chat-completions wire format, as far as `simbench serve` speaks it: reading a
+//! request body into what the world needs (prompt size, `max_tokens`, streaming), and writing
+//! answers, stream chunks and errors in that API's shapes. Pure: bytes in, strings out, so the
+//! parser can be fuzzed without a socket.
+//!
+//! The prompt's size is an estimate, as no tokenizer is shipped: 4 characters of message text
+//! per token, plus 4 tokens per message (the chat format's own overhead). The answer's text is
+//! synthetic: one ` tok` per output token.
+
+use serde_json::{Value, json};
+
+/// What a chat-completions request asks, as far as the world cares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    /// The `model` named (echoed back; a world endpoint may be chosen by it).
+    pub model: String,
+    /// `stream: true`: server-sent events.
+    pub stream: bool,
+    /// `stream_options.include_usage`: a last chunk with the usage.
+    pub include_usage: bool,
+    /// `max_completion_tokens`, else `max_tokens`, when given.
+    pub max_tokens: Option<u32>,
+    /// Estimated prompt tokens.
+    pub prompt_tokens: u32,
+}
+
+/// An error answer: HTTP status and the body's `error` fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: u16,
+    /// `error.message`.
+    pub message: String,
+    /// `error.type`.
+    pub kind: &'static str,
+    /// `error.param`: the offending field, if one.
+    pub param: Option<String>,
+    /// `error.code`.
+    pub code: Option<&'static str>,
+}
+
+impl ApiError {
+    /// A 400 `invalid_request_error` about `param`.
+    pub fn invalid(param: Option<&str>, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: 400,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: param.map(str::to_owned),
+            code: None,
+        }
+    }
+
+    /// The JSON body: `{"error": {"message", "type", "param", "code"}}`.
+    pub fn body(&self) -> String {
+        json!({
+            "error": {
+                "message": self.message,
+                "type": self.kind,
+                "param": self.param,
+                "code": self.code,
+            }
+        })
+        .to_string()
+    }
+}
+
+/// Characters of message text per estimated token, and tokens added per message.
+const CHARS_PER_TOKEN: usize = 4;
+const TOKENS_PER_MESSAGE: usize = 4;
+
+/// The largest `max_tokens` accepted (larger asks are refused, not clamped).
+pub const MAX_TOKENS: u32 = 1_000_000;
+
+/// Reads a request body.
+pub fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::invalid(
+            None,
+            format!("We could not parse the JSON body of your request: {e}."),
+        )
+    })?;
+    let Value::Object(map) = value else {
+        return Err(ApiError::invalid(
+            None,
+            "The request body must be a JSON object.",
+        ));
+    };
+    let model = match map.get("model") {
+        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("model"),
+                "`model` must be a non-empty string.",
+            ));
+        }
+        None => {
+            return Err(ApiError::invalid(
+                Some("model"),
+                "Missing required parameter: 'model'.",
+            ));
+        }
+    };
+    let messages = match map.get("messages") {
+        Some(Value::Array(list)) if !list.is_empty() => list,
+        Some(Value::Array(_)) => {
+            return Err(ApiError::invalid(
+                Some("messages"),
+                "`messages` must not be empty.",
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("messages"),
+                "`messages` must be an array.",
+            ));
+        }
+        None => {
+            return Err(ApiError::invalid(
+                Some("messages"),
+                "Missing required parameter: 'messages'.",
+            ));
+        }
+    };
+    let mut chars = 0usize;
+    for (i, message) in messages.iter().enumerate() {
+        chars += message_chars(message).ok_or_else(|| {
+            ApiError::invalid(
+                Some(&format!("messages[{i}]")),
+                "Each message must be an object with a `role` string and a `content` string, array of text parts, or null.",
+            )
+        })?;
+    }
+    let stream = flag(&map, "stream")?;
+    let include_usage = match map.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(options)) => flag(options, "include_usage")?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("stream_options"),
+                "`stream_options` must be an object.",
+            ));
+        }
+    };
+    let max_tokens = match ["max_completion_tokens", "max_tokens"]
+        .iter()
+        .find_map(|k| map.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
+    {
+        None => None,
+        Some((key, v)) => match v.as_u64() {
+            Some(n) if n >= 1 && n <= u64::from(MAX_TOKENS) => Some(n as u32),
+            _ => {
+                return Err(ApiError::invalid(
+                    Some(key),
+                    format!("`{key}` must be a whole number from 1 to {MAX_TOKENS}."),
+                ));
+            }
+        },
+    };
+    let prompt = chars.div_ceil(CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages.len();
+    Ok(ChatRequest {
+        model,
+        stream,
+        include_usage,
+        max_tokens,
+        prompt_tokens: u32::try_from(prompt).unwrap_or(u32::MAX),
+    })
+}
+
+/// A boolean field, false when absent or null.
+fn flag(map: &serde_json::Map<String, Value>, key: &str) -> Result<bool, ApiError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ApiError::invalid(
+            Some(key),
+            format!("`{key}` must be a boolean."),
+        )),
+    }
+}
+
+/// Characters of a message's text; `None` if it is not shaped like a message.
+fn message_chars(message: &Value) -> Option<usize> {
+    let Value::Object(m) = message else {
+        return None;
+    };
+    if !m.get("role").is_some_and(Value::is_string) {
+        return None;
+    }
+    let text = |v: &Value| v.as_str().map(|s| s.chars().count());
+    let content = match m.get("content") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(s)) => s.chars().count(),
+        Some(Value::Array(parts)) => {
+            let mut n = 0;
+            for part in parts {
+                let Value::Object(p) = part else {
+                    return None;
+                };
+                // Images and audio parts are counted as nothing: only text is estimated.
+                n += p.get("text").map_or(Some(0), text)?;
+            }
+            n
+        }
+        Some(_) => return None,
+    };
+    let name = m.get("name").and_then(text).unwrap_or(0);
+    Some(content + name)
+}
+
+/// The synthetic text of `tokens` output tokens.
+pub fn text(tokens: u32) -> String {
+    " tok".repeat(tokens as usize)
+}
+
+/// Why the answer stopped: `length` when it ran into `max_tokens`.
+pub fn finish_reason(output: u32, max_tokens: Option<u32>) -> &'static str {
+    if max_tokens.is_some_and(|m| output >= m) {
+        "length"
+    } else {
+        "stop"
+    }
+}
+
+/// The `usage` object.
+fn usage(prompt: u32, completion: u32) -> Value {
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": u64::from(prompt) + u64::from(completion),
+    })
+}
+
+/// What every answer to one request shares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Envelope<'a> {
+    /// `chatcmpl-…`.
+    pub id: &'a str,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model asked for.
+    pub model: &'a str,
+}
+
+/// A whole (non-streaming) answer.
+pub fn completion(env: &Envelope<'_>, request: &ChatRequest, output: u32) -> String {
+    json!({
+        "id": env.id,
+        "object": "chat.completion",
+        "created": env.created,
+        "model": env.model,
+        "choices": [{
+            "index": 0,
+            "message": { "role": "assistant", "content": text(output), "refusal": null },
+            "logprobs": null,
+            "finish_reason": finish_reason(output, request.max_tokens),
+        }],
+        "usage": usage(request.prompt_tokens, output),
+    })
+    .to_string()
+}
+
+/// One server-sent event carrying a stream chunk with `delta` (and `finish_reason`).
+pub fn chunk(env: &Envelope<'_>, delta: Value, finish: Option<&str>) -> String {
+    let body = json!({
+        "id": env.id,
+        "object": "chat.completion.chunk",
+        "created": env.created,
+        "model": env.model,
+        "choices": [{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }],
+    });
+    format!("data: {body}\n\n")
+}
+
+/// The first chunk: the role, no text yet.
+pub fn first_chunk(env: &Envelope<'_>) -> String {
+    chunk(env, json!({ "role": "assistant", "content": "" }), None)
+}
+
+/// A chunk of `tokens` output tokens.
+pub fn text_chunk(env: &Envelope<'_>, tokens: u32) -> String {
+    chunk(env, json!({ "content": text(tokens) }), None)
+}
+
+/// The chunks that end a stream: the finish reason, the usage when asked, then `[DONE]`.
+pub fn last_chunks(env: &Envelope<'_>, request: &ChatRequest, output: u32) -> String {
+    let mut out = chunk(
+        env,
+        json!({}),
+        Some(finish_reason(output, request.max_tokens)),
+    );
+    if request.include_usage {
+        let body = json!({
+            "id": env.id,
+            "object": "chat.completion.chunk",
+            "created": env.created,
+            "model": env.model,
+            "choices": [],
+            "usage": usage(request.prompt_tokens, output),
+        });
+        out.push_str(&format!("data: {body}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+/// An error inside a stream that has begun (the status line is already sent).
+pub fn stream_error(error: &ApiError) -> String {
+    format!("data: {}\n\n", error.body())
+}
+
+/// A duration as OpenAI's `x-ratelimit-reset-*` headers write it: `20ms`, `1.5s`, `6m0s`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    if s < 1.0 {
+        return format!("{}ms", (s * 1000.0).ceil() as u64);
+    }
+    let minutes = (s / 60.0).floor();
+    let rest = s - minutes * 60.0;
+    let rest = (rest * 1000.0).ceil() / 1000.0;
+    let rest = format!("{rest}");
+    if minutes >= 1.0 {
+        format!("{minutes}m{rest}s")
+    } else {
+        format!("{rest}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(body: &str) -> ChatRequest {
+        parse(body.as_bytes()).unwrap_or_else(|e| panic!("{body}: {e:?}"))
+    }
+
+    #[test]
+    fn a_request_reads_its_size_stream_and_limit() {
+        let r = ok(
+            r#"{"model":"m","messages":[{"role":"user","content":"abcdefgh"}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":50}"#,
+        );
+        assert_eq!(r.prompt_tokens, 2 + 4);
+        assert!(r.stream && r.include_usage);
+        assert_eq!(r.max_tokens, Some(50));
+        let parts = ok(
+            r#"{"model":"m","messages":[{"role":"user","name":"ab","content":[{"type":"text","text":"abcd"},{"type":"image_url","image_url":{"url":"x"}}]},{"role":"assistant","content":null}],"max_completion_tokens":7,"max_tokens":9}"#,
+        );
+        assert_eq!(parts.prompt_tokens, 2 + 8);
+        assert_eq!(parts.max_tokens, Some(7));
+        assert!(!parts.stream);
+    }
+
+    #[test]
+    fn bad_requests_name_the_field_in_the_apis_error_shape() {
+        let cases = [
+            ("{", None),
+            ("[]", None),
+            (
+                r#"{"messages":[{"role":"user","content":"x"}]}"#,
+                Some("model"),
+            ),
+            (r#"{"model":"m"}"#, Some("messages")),
+            (r#"{"model":"m","messages":[]}"#, Some("messages")),
+            (
+                r#"{"model":"m","messages":[{"content":"x"}]}"#,
+                Some("messages[0]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":5}]}"#,
+                Some("messages[0]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"stream":"yes"}"#,
+                Some("stream"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":0}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":-3}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1.5}"#,
+                Some("max_tokens"),
+            ),
+        ];
+        for (body, param) in cases {
+            let e = parse(body.as_bytes()).expect_err(body);
+            assert_eq!(e.status, 400, "{body}");
+            assert_eq!(e.param.as_deref(), param, "{body}");
+            let json: Value = serde_json::from_str(&e.body()).unwrap();
+            assert_eq!(json["error"]["type"], "invalid_request_error");
+            assert!(
+                json["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty())
+            );
+        }
+    }
+
+    #[test]
+    fn answers_and_chunks_are_the_apis_json() {
+        let env = Envelope {
+            id: "chatcmpl-1",
+            created: 5,
+            model: "m",
+        };
+        let request = ok(
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}"#,
+        );
+        let whole: Value = serde_json::from_str(&completion(&env, &request, 3)).unwrap();
+        assert_eq!(whole["choices"][0]["finish_reason"], "length");
+        assert_eq!(whole["choices"][0]["message"]["content"], " tok tok tok");
+        assert_eq!(whole["usage"]["total_tokens"], 3 + 5);
+        let tail = last_chunks(&env, &request, 2);
+        let events: Vec<&str> = tail.split("\n\n").filter(|e| !e.is_empty()).collect();
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[2], "data: [DONE]");
+        let usage: Value = serde_json::from_str(&events[1]["data: ".len()..]).unwrap();
+        assert_eq!(usage["usage"]["completion_tokens"], 2);
+        assert_eq!(usage["choices"].as_array().map(Vec::len), Some(0));
+    }
+
+    /// JSON values of any shape, leaning towards the request's own keys.
+    fn value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("model".to_owned()),
+            Just("messages".to_owned()),
+            Just("role".to_owned()),
+            Just("content".to_owned()),
+            Just("text".to_owned()),
+            Just("stream".to_owned()),
+            Just("stream_options".to_owned()),
+            Just("include_usage".to_owned()),
+            Just("max_tokens".to_owned()),
+            Just("max_completion_tokens".to_owned()),
+            "[a-z]{0,6}",
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map(key.clone(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 2000,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Any bytes: an answer or a 400 in the API's shape, never a panic.
+        #[test]
+        fn the_parser_never_panics_on_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            if let Err(e) = parse(&bytes) {
+                proptest::prop_assert_eq!(e.status, 400);
+            }
+        }
+
+        /// Any JSON: a request whose sizes are in range, or a 400 naming what is wrong.
+        #[test]
+        fn the_parser_never_panics_on_json(v in value()) {
+            match parse(v.to_string().as_bytes()) {
+                Ok(r) => {
+                    proptest::prop_assert!(r.prompt_tokens >= 4);
+                    proptest::prop_assert!(r.max_tokens.is_none_or(|m| (1..=MAX_TOKENS).contains(&m)));
+                }
+                Err(e) => {
+                    proptest::prop_assert_eq!(e.status, 400);
+                    let body: Value = serde_json::from_str(&e.body()).unwrap();
+                    proptest::prop_assert!(body["error"]["message"].is_string());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn durations_are_written_as_the_vendor_writes_them() {
+        assert_eq!(duration(0.02), "20ms");
+        assert_eq!(duration(1.5), "1.5s");
+        assert_eq!(duration(360.0), "6m0s");
+        assert_eq!(duration(-1.0), "0ms");
+        for s in [0.02, 1.5, 61.25, 360.0] {
+            assert_eq!(crate::fit::har::parse_duration(&duration(s)), Some(s));
+        }
+    }
+}
