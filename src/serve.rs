@@ -762,12 +762,18 @@ fn stream(guard: InFlight, id: String, request: ChatRequest) -> Response<Body> {
     response
 }
 
-/// When each text chunk is sent (after admission \[s, simulated\]) and its tokens.
+/// When each text chunk is sent (after admission \[s, simulated\]) and its tokens: the first
+/// token at the time to first token, then up to [`MAX_CHUNKS`] chunks as they are written.
 fn plan(a: &Admission) -> Vec<(f64, u32)> {
     let chunks = a.output.clamp(1, MAX_CHUNKS);
     let decode = a.latency_s - a.ttft_s;
     let mut out = Vec::new();
     let mut sent = 0;
+    // The first token comes at the time to first token, as a client measures it.
+    if a.output > 1 && a.ttft_s < a.latency_s {
+        out.push((a.ttft_s, 1));
+        sent = 1;
+    }
     for i in 1..=chunks {
         let at = a.ttft_s + decode * f64::from(i) / f64::from(chunks);
         let written = if i == chunks {
@@ -858,5 +864,35 @@ impl hyper::body::Body for Sse {
                 Poll::Ready(Some(Ok(Frame::data(Bytes::from(tail)))))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_sends_the_first_token_at_the_ttft_and_every_token_by_the_end() {
+        let a = Admission {
+            endpoint: 0,
+            latency_s: 5.0,
+            ttft_s: 1.0,
+            failure: None,
+            output: 200,
+            size: None,
+        };
+        let chunks = plan(&a);
+        assert_eq!(chunks[0], (1.0, 1));
+        assert_eq!(chunks.iter().map(|c| c.1).sum::<u32>(), 200);
+        assert!(chunks.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert_eq!(chunks.last().unwrap().0, 5.0);
+        assert!(chunks.len() <= MAX_CHUNKS as usize + 1);
+        // Without tokens the text comes at the end.
+        let whole = Admission {
+            ttft_s: 5.0,
+            output: 16,
+            ..a
+        };
+        assert_eq!(plan(&whole), vec![(5.0, 16)]);
     }
 }
