@@ -510,3 +510,72 @@ fn the_official_openai_sdk_agrees_with_the_simulated_sdk_retry() {
         "{shares:?}"
     );
 }
+
+/// SIGINT with an answer in progress and no time to drain: the server exits 0, the client's
+/// connection is closed, and the log still has the request, as cut short.
+#[test]
+fn sigint_cuts_answers_in_progress_and_the_log_keeps_them() {
+    let dir = scratch_dir("serve-sigint");
+    let log = dir.join("cut.jsonl");
+    let server = Server::start(&[
+        "--drain-s",
+        "0",
+        "--request-log",
+        log.to_str().unwrap(),
+        "--set",
+        "endpoints.api.latency.median_s=30",
+        "tests/data/worlds/serve_tight.toml",
+    ]);
+    let addr = server.addr.clone();
+    let client =
+        std::thread::spawn(move || request(&addr, "POST", "/v1/chat/completions", &[], CHAT));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut server = server;
+    let status = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let exit = server.child.wait().expect("the server exits");
+    assert!(exit.success(), "{exit:?}");
+    let answer = client.join().expect("the client");
+    assert_eq!(answer.status, 0, "no answer: {}", answer.body);
+    let entries = read_log(&log);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["outcome"], "client_timeout");
+}
+
+/// `--max-connections 2`: with two connections open, a third is not served until one closes.
+#[test]
+fn a_connection_beyond_the_cap_waits_for_one_to_close() {
+    let server = Server::start(&[
+        "--max-connections",
+        "2",
+        "--time-scale",
+        "20",
+        "tests/data/worlds/serve_tight.toml",
+    ]);
+    let idle: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(&server.addr).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut third = TcpStream::connect(&server.addr).expect("the backlog takes it");
+    let text = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{CHAT}",
+        CHAT.len()
+    );
+    third.write_all(text.as_bytes()).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    assert!(third.read(&mut byte).is_err(), "served beyond the cap");
+    drop(idle);
+    third
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut raw = byte[..0].to_vec();
+    let _ = third.read_to_end(&mut raw);
+    assert_eq!(parse_answer(&raw).status, 200);
+    assert!(server.stop().success());
+}
