@@ -407,12 +407,7 @@ fn models(shared: &Shared) -> Response<Body> {
 /// The rate-limit headers, their resets in real time.
 fn limit_headers(response: &mut Response<Body>, clock: &Clock, headers: &[LimitHeader]) {
     for h in headers {
-        let unit = match h.unit {
-            crate::tokens::Unit::Requests => "requests",
-            crate::tokens::Unit::Tokens => "tokens",
-            crate::tokens::Unit::InputTokens => "input-tokens",
-            crate::tokens::Unit::OutputTokens => "output-tokens",
-        };
+        let unit = h.unit.header_suffix();
         let map = response.headers_mut();
         let mut put = |name: String, value: String| {
             if let (Ok(n), Ok(v)) = (

@@ -184,6 +184,16 @@ impl Unit {
             Unit::Tokens => "tokens",
         }
     }
+
+    /// The suffix of its `x-ratelimit-*-SUFFIX` headers (OpenAI's names).
+    pub fn header_suffix(self) -> &'static str {
+        match self {
+            Unit::Requests => "requests",
+            Unit::InputTokens => "input-tokens",
+            Unit::OutputTokens => "output-tokens",
+            Unit::Tokens => "tokens",
+        }
+    }
 }
 
 /// How a limit's allowance comes back.

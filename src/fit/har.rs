@@ -204,12 +204,13 @@ pub fn endpoint_of(url: &str) -> String {
 /// reset as a duration such as `6m0s` or `20ms`).
 pub fn ratelimit_headers<'a>(header: &dyn Fn(&str) -> Option<&'a str>) -> Vec<RateLimitHeader> {
     let mut out = Vec::new();
-    for (suffix, unit) in [
-        ("requests", HeaderUnit::Requests),
-        ("tokens", HeaderUnit::Tokens),
-        ("input-tokens", HeaderUnit::InputTokens),
-        ("output-tokens", HeaderUnit::OutputTokens),
+    for unit in [
+        HeaderUnit::Requests,
+        HeaderUnit::Tokens,
+        HeaderUnit::InputTokens,
+        HeaderUnit::OutputTokens,
     ] {
+        let suffix = unit.unit().header_suffix();
         let number = |kind: &str| {
             header(&format!("x-ratelimit-{kind}-{suffix}"))?
                 .parse::<f64>()
