@@ -579,3 +579,71 @@ fn a_connection_beyond_the_cap_waits_for_one_to_close() {
     assert_eq!(parse_answer(&raw).status, 200);
     assert!(server.stop().success());
 }
+
+/// The token limit holds too: a burst of 16 clients × 5 requests of about 100 prompt tokens
+/// with `max_tokens` 50 against 2,000 tokens per fixed 10 s window charged at admission (served
+/// at ×20): per window, what admissions took less what ends gave back, from the log, never
+/// exceeds 2,000, and the answers carry the token headers.
+#[test]
+fn the_served_token_limit_holds_under_a_burst() {
+    let dir = scratch_dir("serve-tokens");
+    let log = dir.join("tokens.jsonl");
+    let server = Server::start(&[
+        "--time-scale",
+        "20",
+        "--request-log",
+        log.to_str().unwrap(),
+        "tests/data/worlds/serve_tokens.toml",
+    ]);
+    let addr = server.addr.clone();
+    let prompt = "word ".repeat(78);
+    let body = format!(
+        r#"{{"model":"m","messages":[{{"role":"user","content":"{prompt}"}}],"max_tokens":50}}"#
+    );
+    let clients: Vec<_> = (0..16)
+        .map(|_| {
+            let (addr, body) = (addr.clone(), body.clone());
+            std::thread::spawn(move || {
+                (0..5)
+                    .map(|_| request(&addr, "POST", "/v1/chat/completions", &[], &body))
+                    .map(|a| {
+                        assert!(
+                            a.header("x-ratelimit-limit-tokens") == Some("2000"),
+                            "{:?}",
+                            a.headers
+                        );
+                        a.status
+                    })
+                    .collect::<Vec<u16>>()
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert!(server.stop().success());
+    assert!(
+        statuses.contains(&429) && statuses.contains(&200),
+        "{statuses:?}"
+    );
+    // Admission takes prompt + max_tokens; the unused part of max_tokens comes back when the
+    // request ends. So per window: what admissions there took, less what ends there gave back.
+    let mut per_window = std::collections::BTreeMap::<u64, f64>::new();
+    let entries = read_log(&log);
+    assert_eq!(entries.len(), statuses.len());
+    let window = |t: &Value| (t.as_f64().unwrap() / 10.0).floor() as u64;
+    for e in entries.iter().filter(|e| e["outcome"] == "ok") {
+        let (input, max) = (
+            e["input_tokens"].as_f64().unwrap(),
+            e["max_tokens"].as_f64().unwrap(),
+        );
+        // 390 characters: 98 tokens of text and 4 for the message; the asked max_tokens.
+        assert_eq!((input, max), (102.0, 50.0));
+        let unused = max - e["output_tokens"].as_f64().unwrap();
+        *per_window.entry(window(&e["start_s"])).or_default() += input + max;
+        *per_window.entry(window(&e["end_s"])).or_default() -= unused;
+    }
+    eprintln!("net tokens per window: {per_window:?}");
+    assert!(per_window.values().all(|&t| t <= 2000.0), "{per_window:?}");
+}
