@@ -682,6 +682,9 @@ async fn whole(
 ) -> Result<Response<Body>, io::Error> {
     let due = guard.due_s();
     tokio::time::sleep_until(guard.shared.clock.at(due)).await;
+    // The headers are sent now, so they say how the limits stand now.
+    let e = guard.admission.endpoint;
+    guard.record.headers = guard.shared.emulator().headers(e, due);
     match guard.admission.failure {
         Some(FailureKind::Upstream) => {
             guard.end(

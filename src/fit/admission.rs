@@ -880,11 +880,7 @@ fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit>
     if boundaries.len() < 3 {
         return None;
     }
-    let window_s = [86_400.0, 3600.0, 60.0, 1.0].into_iter().find(|w| {
-        boundaries
-            .iter()
-            .all(|b| ((b / w).round() * w - b).abs() < 0.01)
-    })?;
+    let window_s = fixed_window(&boundaries, samples)?;
     Some(PublishedFit {
         unit,
         limit,
@@ -893,6 +889,40 @@ fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit>
         n: samples.len(),
         spread: 0.0,
     })
+}
+
+/// A fixed window's length from the boundaries its resets point at: the boundaries lie a
+/// whole number of windows apart, and the window is no shorter than the longest reset.
+/// Boundaries a window apart give it (snapped to a named window within 1 %); a log within one
+/// window leaves the shortest named window that fits. Only the spacing counts, not where the
+/// boundaries fall: the log's times start at its first request, not at the vendor's epoch.
+fn fixed_window(boundaries: &[f64], samples: &[HeaderSample]) -> Option<f64> {
+    let mut distinct: Vec<f64> = boundaries.to_vec();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup_by(|a, b| (*a - *b).abs() < 0.01);
+    let first = distinct[0];
+    let longest = samples.iter().map(|s| s.reset_s).fold(0.0, f64::max);
+    let fits = |w: f64| {
+        w >= longest - 0.01
+            && distinct.iter().all(|b| {
+                let d = b - first;
+                ((d / w).round() * w - d).abs() < 0.01
+            })
+    };
+    let gap = distinct
+        .windows(2)
+        .map(|p| p[1] - p[0])
+        .fold(f64::INFINITY, f64::min);
+    if gap.is_finite() {
+        // The span over all windows seen pins the length better than one gap; resets are
+        // given in milliseconds.
+        let span = distinct[distinct.len() - 1] - first;
+        let w = snap_window((span / (span / gap).round() * 1000.0).round() / 1000.0);
+        if fits(w) {
+            return Some(w);
+        }
+    }
+    [1.0, 60.0, 3600.0, 86_400.0].into_iter().find(|&w| fits(w))
 }
 
 /// A window within 1 % of a named one is that one.
@@ -906,6 +936,57 @@ fn snap_window(w: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(at: f64, reset_s: f64) -> HeaderSample {
+        HeaderSample {
+            at,
+            limit: 20.0,
+            remaining: 3.0,
+            reset_s,
+        }
+    }
+
+    #[test]
+    fn a_fixed_window_is_the_spacing_of_its_resets_not_the_first_named_divisor() {
+        // A 10 s window seen over 30 windows, resets to the millisecond and answers a little
+        // late: 10, not 1 (every boundary is a whole second too) nor 9.9995.
+        let samples: Vec<HeaderSample> = (0..300)
+            .map(|i| {
+                let at = 33.0 + f64::from(i) * 1.0 + 0.0004 * f64::from(i % 3);
+                let boundary = (at / 10.0).ceil() * 10.0;
+                sample(at, ((boundary - at) * 1000.0).ceil() / 1000.0)
+            })
+            .collect();
+        let fit = published(HeaderUnit::Requests, &samples).expect("a limit");
+        assert!(!fit.rolling);
+        assert_eq!(fit.window_s, 10.0);
+        // The same log with its times counted from another origin.
+        let shifted: Vec<HeaderSample> = samples
+            .iter()
+            .map(|s| HeaderSample {
+                at: s.at - 33.3,
+                ..*s
+            })
+            .collect();
+        assert_eq!(
+            published(HeaderUnit::Requests, &shifted).unwrap().window_s,
+            10.0
+        );
+        // Within one day's window only: the day, the shortest named window the resets fit.
+        let day: Vec<HeaderSample> = (0..5)
+            .map(|i| {
+                let at = 1000.0 * f64::from(i + 1);
+                HeaderSample {
+                    remaining: 20.0 - 3.0 * f64::from(i + 1),
+                    ..sample(at, 86_400.0 - at)
+                }
+            })
+            .collect();
+        assert_eq!(
+            published(HeaderUnit::Requests, &day).unwrap().window_s,
+            86_400.0
+        );
+    }
 
     /// Arrivals every 0.1 s for 100 s with 0 to 5 in flight, decided by `cap(t)`.
     fn decided(cap: impl Fn(f64) -> u32) -> Vec<Vec<Arrival>> {

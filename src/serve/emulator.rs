@@ -135,9 +135,7 @@ impl<'w> Emulator<'w> {
                 size,
             }),
         };
-        let mut headers = Vec::new();
-        self.provider.limit_headers(e, now, &mut headers);
-        (verdict, headers)
+        (verdict, self.headers(e, now))
     }
 
     /// An admitted request ended at `now` having written `written` tokens (fewer than its
@@ -148,6 +146,14 @@ impl<'w> Emulator<'w> {
             self.provider
                 .settle(admission.endpoint, size, f64::from(written), now);
         }
+    }
+
+    /// Endpoint `e`'s rate-limit headers at `now` (an answer sent later than the admission
+    /// carries the state it is sent in).
+    pub fn headers(&mut self, e: usize, now: f64) -> Vec<LimitHeader> {
+        let mut out = Vec::new();
+        self.provider.limit_headers(e, now, &mut out);
+        out
     }
 
     /// Requests in flight at endpoint `e`.
