@@ -647,3 +647,55 @@ fn the_served_token_limit_holds_under_a_burst() {
     eprintln!("net tokens per window: {per_window:?}");
     assert!(per_window.values().all(|&t| t <= 2000.0), "{per_window:?}");
 }
+
+/// The world's weather on the wire: beyond a saturated endpoint's capacity a 529
+/// "overloaded" at once, an outage closes the connection without an answer, and a failing
+/// endpoint answers 503 after its latency; the log says each.
+#[test]
+fn overloaded_outages_and_failures_are_served_as_the_world_says() {
+    let dir = scratch_dir("serve-incidents");
+    let log = dir.join("weather.jsonl");
+    let server = Server::start(&[
+        "--time-scale",
+        "10",
+        "--request-log",
+        log.to_str().unwrap(),
+        "tests/data/worlds/serve_incidents.toml",
+    ]);
+    let addr = server.addr.clone();
+    let holder = {
+        let addr = addr.clone();
+        std::thread::spawn(move || request(&addr, "POST", "/busy/v1/chat/completions", &[], CHAT))
+    };
+    std::thread::sleep(Duration::from_millis(60));
+    let overloaded = request(&addr, "POST", "/busy/v1/chat/completions", &[], CHAT);
+    assert_eq!(overloaded.status, 529, "{}", overloaded.body);
+    assert_eq!(overloaded.json()["error"]["type"], "overloaded_error");
+    assert_eq!(holder.join().unwrap().status, 200);
+    let down = request(&addr, "POST", "/down/v1/chat/completions", &[], CHAT);
+    assert_eq!(down.status, 0, "an outage answers nothing");
+    let failed = request(&addr, "POST", "/flaky/v1/chat/completions", &[], CHAT);
+    assert_eq!(failed.status, 503);
+    assert_eq!(failed.json()["error"]["type"], "server_error");
+    assert!(server.stop().success());
+    let outcomes: Vec<(String, String)> = read_log(&log)
+        .iter()
+        .map(|e| {
+            (
+                e["endpoint"].as_str().unwrap().to_owned(),
+                e["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("busy", "overloaded"),
+        ("busy", "ok"),
+        ("down", "rejected"),
+        ("flaky", "error"),
+    ] {
+        assert!(
+            outcomes.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+            "{expected:?} not in {outcomes:?}"
+        );
+    }
+}
