@@ -283,18 +283,11 @@ impl Chart {
             self.sx(mid),
             self.sy(y),
         );
-        let _ = write!(
-            self.marks,
-            r#"<g class="ci"><title>{}</title><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{colour}" stroke-width="1.6"/><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{colour}" stroke-width="2.4"/></g>"#,
-            escape(tip),
-            px(a),
-            px(yy + 7.0),
-            px(b),
-            px(yy + 7.0),
-            px(m),
-            px(yy + 2.0),
-            px(m),
-            px(yy + 12.0),
+        self.ci(
+            tip,
+            colour,
+            [a, yy + 7.0, b, yy + 7.0],
+            [m, yy + 2.0, m, yy + 12.0],
         );
     }
 
@@ -309,18 +302,26 @@ impl Chart {
             self.sy(mid),
             self.sx(x),
         );
+        self.ci(tip, colour, [xx, a, xx, b], [xx - 6.0, m, xx + 6.0, m]);
+    }
+
+    /// An interval's mark: its bar and the tick at its mean, each `[x1, y1, x2, y2]` in pixels.
+    fn ci(&mut self, tip: &str, colour: &str, bar: [f64; 4], tick: [f64; 4]) {
+        let line = |[x1, y1, x2, y2]: [f64; 4], width: &str| {
+            format!(
+                r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{colour}" stroke-width="{width}"/>"#,
+                px(x1),
+                px(y1),
+                px(x2),
+                px(y2)
+            )
+        };
         let _ = write!(
             self.marks,
-            r#"<g class="ci"><title>{}</title><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{colour}" stroke-width="1.6"/><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{colour}" stroke-width="2.4"/></g>"#,
+            r#"<g class="ci"><title>{}</title>{}{}</g>"#,
             escape(tip),
-            px(xx),
-            px(a),
-            px(xx),
-            px(b),
-            px(xx - 6.0),
-            px(m),
-            px(xx + 6.0),
-            px(m),
+            line(bar, "1.6"),
+            line(tick, "2.4")
         );
     }
 

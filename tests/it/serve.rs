@@ -148,6 +148,29 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
+/// `clients` threads each sending `each` requests with `body`, every answer checked by
+/// `check`: the statuses, in no particular order.
+fn burst(addr: &str, clients: usize, each: usize, body: &str, check: fn(&Answer)) -> Vec<u16> {
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (addr, body) = (addr.to_owned(), body.to_owned());
+            std::thread::spawn(move || {
+                (0..each)
+                    .map(|_| request(&addr, "POST", "/v1/chat/completions", &[], &body))
+                    .map(|a| {
+                        check(&a);
+                        a.status
+                    })
+                    .collect::<Vec<u16>>()
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("a client"))
+        .collect()
+}
+
 const CHAT: &str = r#"{"model":"m","messages":[{"role":"user","content":"hello, world"}]}"#;
 
 fn read_log(path: &Path) -> Vec<Value> {
@@ -284,29 +307,14 @@ fn the_served_limit_holds_under_a_burst_and_the_log_is_complete() {
         "tests/data/worlds/serve_tight.toml",
     ]);
     let addr = server.addr.clone();
-    let clients: Vec<_> = (0..24)
-        .map(|_| {
-            let addr = addr.clone();
-            std::thread::spawn(move || {
-                (0..6)
-                    .map(|_| request(&addr, "POST", "/v1/chat/completions", &[], CHAT))
-                    .map(|a| {
-                        if a.status == 429 {
-                            assert!(a.header("retry-after").is_some());
-                            let ms: f64 = a.header("retry-after-ms").unwrap().parse().unwrap();
-                            assert!(ms > 0.0 && ms <= 500.0, "{ms}");
-                            assert_eq!(a.json()["error"]["code"], "rate_limit_exceeded");
-                        }
-                        a.status
-                    })
-                    .collect::<Vec<u16>>()
-            })
-        })
-        .collect();
-    let statuses: Vec<u16> = clients
-        .into_iter()
-        .flat_map(|c| c.join().expect("a client"))
-        .collect();
+    let statuses = burst(&addr, 24, 6, CHAT, |a| {
+        if a.status == 429 {
+            assert!(a.header("retry-after").is_some());
+            let ms: f64 = a.header("retry-after-ms").unwrap().parse().unwrap();
+            assert!(ms > 0.0 && ms <= 500.0, "{ms}");
+            assert_eq!(a.json()["error"]["code"], "rate_limit_exceeded");
+        }
+    });
     assert!(server.stop().success());
     let ok = statuses.iter().filter(|&&s| s == 200).count();
     let refused = statuses.iter().filter(|&&s| s == 429).count();
@@ -600,28 +608,14 @@ fn the_served_token_limit_holds_under_a_burst() {
     let body = format!(
         r#"{{"model":"m","messages":[{{"role":"user","content":"{prompt}"}}],"max_tokens":50}}"#
     );
-    let clients: Vec<_> = (0..16)
-        .map(|_| {
-            let (addr, body) = (addr.clone(), body.clone());
-            std::thread::spawn(move || {
-                (0..5)
-                    .map(|_| request(&addr, "POST", "/v1/chat/completions", &[], &body))
-                    .map(|a| {
-                        assert!(
-                            a.header("x-ratelimit-limit-tokens") == Some("2000"),
-                            "{:?}",
-                            a.headers
-                        );
-                        a.status
-                    })
-                    .collect::<Vec<u16>>()
-            })
-        })
-        .collect();
-    let statuses: Vec<u16> = clients
-        .into_iter()
-        .flat_map(|c| c.join().unwrap())
-        .collect();
+    let statuses = burst(&addr, 16, 5, &body, |a| {
+        assert_eq!(
+            a.header("x-ratelimit-limit-tokens"),
+            Some("2000"),
+            "{:?}",
+            a.headers
+        );
+    });
     assert!(server.stop().success());
     assert!(
         statuses.contains(&429) && statuses.contains(&200),
