@@ -2,7 +2,7 @@
 //!
 //! The provider is the simulation's own ([`emulator`] wraps [`crate::provider::Provider`]),
 //! driven by a real clock scaled by `time_scale` instead of the event heap: simulated time is
-//! real time since the start times the scale, and every duration the world draws is slept
+//! real time since the first request times the scale, and every duration the world draws is slept
 //! divided by it. The wire format is OpenAI's chat completions ([`openai`]). This module and
 //! `src/cli/serve.rs` are the only code that opens a socket or reads a real clock; they are
 //! built with the `serve` feature (on by default).
@@ -22,7 +22,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -76,30 +76,39 @@ const MAX_CHUNKS: u32 = 50;
 
 type Body = BoxBody<Bytes, io::Error>;
 
-/// The clock: simulated seconds since the start.
+/// The clock: simulated seconds since the first request. A simulated run's time 0 is when its
+/// load starts, so the served world's time 0 is when its client starts, whenever that is after
+/// the server came up: the fixed windows, the cycle and the incidents then meet the client at
+/// the same phase as in a simulation.
 struct Clock {
-    origin: Instant,
+    origin: OnceLock<Instant>,
     scale: f64,
 }
 
 impl Clock {
-    /// The real clock, read only at this edge (clippy.toml forbids it elsewhere).
-    #[allow(clippy::disallowed_methods)]
-    fn start(scale: f64) -> Clock {
+    fn new(scale: f64) -> Clock {
         Clock {
-            origin: Instant::now(),
+            origin: OnceLock::new(),
             scale,
         }
     }
 
+    /// The real instant of simulated time 0: the first reading of the clock (each request's
+    /// handler reads it first), taken from the real clock at this edge only (clippy.toml
+    /// forbids it elsewhere).
+    #[allow(clippy::disallowed_methods)]
+    fn origin(&self) -> Instant {
+        *self.origin.get_or_init(Instant::now)
+    }
+
     fn now(&self) -> f64 {
-        self.origin.elapsed().as_secs_f64() * self.scale
+        self.origin().elapsed().as_secs_f64() * self.scale
     }
 
     /// The real instant of simulated time `t`.
     fn at(&self, t: f64) -> tokio::time::Instant {
         tokio::time::Instant::from_std(
-            self.origin + Duration::from_secs_f64((t / self.scale).max(0.0)),
+            self.origin() + Duration::from_secs_f64((t / self.scale).max(0.0)),
         )
     }
 
@@ -152,7 +161,7 @@ async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io
     let shared = Arc::new(Shared {
         world,
         emulator: Mutex::new(Emulator::new(world, config.seed)),
-        clock: Clock::start(config.time_scale),
+        clock: Clock::new(config.time_scale),
         api_key: config.api_key,
         max_body_bytes: config.max_body_bytes,
         log: config.log.map(Mutex::new),

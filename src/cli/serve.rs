@@ -32,7 +32,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
     /// Write every request as a request-log line (docs/request-log.md) to PATH, times in
-    /// simulated seconds since the start; each line is written when its request ends.
+    /// simulated seconds since the first chat completion; each line is written when its request ends.
     #[arg(long, value_name = "PATH")]
     pub request_log: Option<PathBuf>,
     /// Connections served at once (more wait for one to close).
