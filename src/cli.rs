@@ -12,6 +12,7 @@
 
 mod console;
 mod fit;
+mod grid;
 mod load;
 mod memory;
 mod output;
@@ -51,8 +52,12 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Find the concurrency knee: run one algorithm at increasing concurrency (or arrival
     /// rate) levels and name the highest level that still buys throughput without refusals or
-    /// a jump in service p99.
-    Sweep(sweep::SweepArgs),
+    /// a jump in service p99; or, with `--grid`, run the algorithms at every combination of
+    /// some keys' values, on one or more worlds, whole or as one shard of a cluster job.
+    Sweep(Box<sweep::SweepArgs>),
+    /// Put the parts of a sharded grid sweep back together: the report the sweep would have
+    /// written on one machine.
+    Merge(grid::MergeArgs),
     /// Learn a world from request logs: write a commented world file whose every value says
     /// what it rests on.
     Fit(fit::FitArgs),
@@ -179,6 +184,7 @@ pub fn main() -> ExitCode {
         Command::Schema(args) => schema::print_schema(&args),
         Command::Run(args) => run::main(&args),
         Command::Sweep(args) => sweep::main(&args),
+        Command::Merge(args) => grid::merge(&args),
         Command::Fit(args) => fit::main(&args),
         Command::Trace(args) => trace::main(&args),
         #[cfg(feature = "serve")]

@@ -21,6 +21,7 @@ pub mod compile;
 pub mod compose;
 pub mod diagnostics;
 pub mod fit;
+pub mod grid;
 pub mod harness;
 pub mod knee;
 pub mod memory;

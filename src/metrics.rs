@@ -276,6 +276,14 @@ pub struct MetricValues {
 const _: () = assert!(N_METRICS <= u64::BITS as usize, "one bit per metric");
 
 impl MetricValues {
+    /// Every metric undefined (reading as 0): the start of a vector filled with [`Self::set`].
+    pub fn all_undefined() -> MetricValues {
+        MetricValues {
+            values: [0.0; N_METRICS],
+            undefined: u64::MAX >> (u64::BITS as usize - N_METRICS),
+        }
+    }
+
     /// The value of `metric` (0 when it is undefined).
     pub fn get(&self, metric: Metric) -> f64 {
         self.values[metric as usize]

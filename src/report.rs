@@ -15,6 +15,7 @@ pub mod decision;
 pub mod fingerprint;
 pub(crate) mod format;
 pub mod gates;
+pub mod grid;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -130,15 +130,30 @@ pub fn sweep_within(
     config: &SweepConfig<'_>,
     run_bytes: u64,
 ) -> Vec<Run> {
+    let jobs: Vec<(&World, &str, u64)> = plan.iter().map(|&(a, s)| (world, a, s)).collect();
+    sweep_runs(&jobs, config, run_bytes)
+}
+
+/// Runs every `(world, algorithm, seed)` of `jobs`, each within `run_bytes`, and returns the
+/// runs in `jobs` order: a grid's cells span many worlds, and the threads take them all from
+/// one queue.
+///
+/// # Panics
+/// Panics if an algorithm does not [`resolve`] in its world (the CLI checks names first).
+pub fn sweep_runs(
+    jobs: &[(&World, &str, u64)],
+    config: &SweepConfig<'_>,
+    run_bytes: u64,
+) -> Vec<Run> {
     let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Run>>> = Mutex::new((0..plan.len()).map(|_| None).collect());
-    let threads = config.threads.clamp(1, plan.len().max(1));
+    let slots: Mutex<Vec<Option<Run>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let threads = config.threads.clamp(1, jobs.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(algorithm, seed)) = plan.get(i) else {
+                    let Some(&(world, algorithm, seed)) = jobs.get(i) else {
                         break;
                     };
                     let run = run_one(world, algorithm, seed, config, run_bytes);

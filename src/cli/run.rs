@@ -846,7 +846,10 @@ pub(super) fn load_world(
 
 /// The requested algorithms, checked against the registry and the world's variants and
 /// deduplicated, or the world's default list ([`sweep::default_algorithms`]).
-fn pick_algorithms(world: &World, requested: Option<&[String]>) -> Result<Vec<String>, String> {
+pub(super) fn pick_algorithms(
+    world: &World,
+    requested: Option<&[String]>,
+) -> Result<Vec<String>, String> {
     let Some(requested) = requested else {
         return Ok(sweep::default_algorithms(world));
     };

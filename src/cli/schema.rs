@@ -1,4 +1,4 @@
-//! `simbench schema [scenario|report|sweep|request-log]`: print a generated JSON Schema.
+//! `simbench schema [scenario|report|sweep|request-log|grid]`: print a generated JSON Schema.
 
 use super::console;
 
@@ -14,9 +14,12 @@ pub enum SchemaKind {
     Sweep,
     /// One line of a request log (`schema/request-log.schema.json`).
     RequestLog,
+    /// The JSON of `simbench sweep --grid --json` and `simbench merge --json`
+    /// (`schema/grid.schema.json`).
+    Grid,
 }
 
-/// `simbench schema [scenario|report|sweep|request-log]`.
+/// `simbench schema [scenario|report|sweep|request-log|grid]`.
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
     /// The document whose schema is printed.
@@ -31,6 +34,7 @@ pub fn print_schema(args: &SchemaArgs) -> u8 {
         SchemaKind::Report => crate::report::json::schema_text(),
         SchemaKind::Sweep => crate::report::sweep::schema_text(),
         SchemaKind::RequestLog => crate::request_log::schema_text(),
+        SchemaKind::Grid => crate::report::grid::schema_text(),
     };
     console::exit_code(super::EXIT_OK, console::print(&text))
 }

@@ -38,28 +38,48 @@ const MAX_CONCURRENCY: u32 = 100_000;
 
 /// Arguments of `simbench sweep`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("levels").required(true).args(["concurrency", "rate"])))]
+#[command(group(ArgGroup::new("levels").required(true).args(["concurrency", "rate", "grid"])))]
 pub struct SweepArgs {
-    /// Scenario file; the built-in bursty world when absent.
-    pub file: Option<PathBuf>,
+    /// Scenario files; the built-in bursty world when none. A knee sweep takes one; a grid
+    /// sweep runs every file at every point.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Closed loop: comma-separated worker counts, increasing, e.g. `1,2,4,8,16,32`.
     #[arg(long, value_name = "LIST", value_parser = parse_concurrency)]
     pub concurrency: Option<Levels>,
     /// Open loop: comma-separated arrival rates [jobs/s], increasing, e.g. `1,2,5,10`.
     #[arg(long, value_name = "LIST", value_parser = parse_rates)]
     pub rate: Option<Levels>,
-    /// The algorithm to sweep.
-    #[arg(long, default_value = "wait")]
-    pub algorithm: String,
-    /// Write levels, per-seed values, the knee and the reasons as JSON to PATH (`-` for stdout).
+    /// A grid axis: any scenario key and its values, written as `--set` writes them, e.g.
+    /// `retry.max_attempts=3,5,8` or `concurrency=8,16`; repeatable. Every combination of the
+    /// axes is a grid point; each point runs the algorithms on the seeds and gets a verdict.
+    #[arg(long, value_name = "KEY=V1,V2,…", value_parser = super::grid::parse_axis)]
+    pub grid: Vec<crate::grid::Axis>,
+    /// The algorithm to sweep [knee sweep default: wait].
+    #[arg(long, conflicts_with = "algorithms")]
+    pub algorithm: Option<String>,
+    /// Grid sweep: comma-separated algorithms [default: each world's default comparison].
+    #[arg(long, value_delimiter = ',', requires = "grid")]
+    pub algorithms: Option<Vec<String>>,
+    /// Grid sweep: run only shard I of N (1-based) of the plan's cells; `auto` reads a Slurm
+    /// job array's SLURM_ARRAY_TASK_ID/COUNT/MIN, `auto/N` also a Kubernetes Indexed Job's
+    /// JOB_COMPLETION_INDEX (Kubernetes does not give N). Needs --part.
+    #[arg(long, value_name = "I/N|auto[/N]", requires = "grid", value_parser = super::grid::parse_shard)]
+    pub shard: Option<super::grid::ShardArg>,
+    /// Grid sweep: write this shard's runs (or the whole plan's) as a part for `simbench merge`.
+    #[arg(long, value_name = "PATH", requires = "grid")]
+    pub part: Option<PathBuf>,
+    /// Write levels, per-seed values, the knee and the reasons as JSON to PATH (`-` for stdout);
+    /// for a grid, the grid report.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Write one CSV row per (level, seed) to PATH (`-` for standard output).
+    /// Write one CSV row per (level, seed) to PATH (`-` for standard output); for a grid, one per
+    /// run.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
     /// Write a self-contained HTML page to PATH (`-` for standard output): throughput,
     /// refusal rate and the p99s against the level, every seed's value, the knee marked.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "grid")]
     pub html: Option<PathBuf>,
     /// Seeds (the same at every level), overrides (applied before the level), threads, budget,
     /// random numbers, quietness — as for `simbench run`.
@@ -124,10 +144,15 @@ pub fn main(args: &SweepArgs) -> u8 {
     let (knob, levels) = match (&args.concurrency, &args.rate) {
         (Some(Levels(l)), _) => (Knob::Concurrency, l.as_slice()),
         (None, Some(Levels(l))) => (Knob::Rate, l.as_slice()),
-        (None, None) => unreachable!("clap requires one of --concurrency and --rate"),
+        (None, None) => return super::grid::sweep(args),
     };
+    if args.files.len() > 1 {
+        return usage_error(
+            "a knee sweep takes one world; to run several, make the level a grid axis: --grid concurrency=… (or rate)",
+        );
+    }
     let inputs = Inputs::default();
-    let source = match Source::read(args.file.as_deref(), &inputs) {
+    let source = match Source::read(args.files.first().map(PathBuf::as_path), &inputs) {
         Ok(source) => source,
         Err(message) => return usage_error(&message),
     };
@@ -172,7 +197,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
         errln!(
             "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
-            crate::text::escape(&args.algorithm),
+            crate::text::escape(algorithm(args)),
             crate::text::escape(base.name()),
             knob.name(),
             shown.join(", "),
@@ -234,7 +259,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         scenario: base.name(),
         world_hash: world_hash(&base),
         level_hashes: worlds.iter().map(world_hash).collect(),
-        algorithm: &args.algorithm,
+        algorithm: algorithm(args),
         seeds: &seeds,
         jobs: base.jobs(),
         rng: rng_name(args.exec.rng),
@@ -285,7 +310,7 @@ fn run_level(
     clock: &(dyn Fn() -> f64 + Sync),
     run_bytes: u64,
 ) -> Vec<Run> {
-    let algorithms = [args.algorithm.clone()];
+    let algorithms = [algorithm(args).to_owned()];
     let plan = sweep::plan(&algorithms, seeds);
     sweep::sweep_within(
         world,
@@ -303,15 +328,15 @@ fn run_level(
 }
 
 /// The scenario text as read: a file, or the built-in world.
-struct Source {
-    origin: String,
+pub(super) struct Source {
+    pub(super) origin: String,
     bytes: Vec<u8>,
     /// Whether `extends` may read files (the built-in world extends nothing).
     from_disk: bool,
 }
 
 impl Source {
-    fn read(path: Option<&Path>, inputs: &Inputs) -> Result<Source, String> {
+    pub(super) fn read(path: Option<&Path>, inputs: &Inputs) -> Result<Source, String> {
         let Some(path) = path else {
             return Ok(Source {
                 origin: compile::BUILTIN_BURSTY_ORIGIN.to_owned(),
@@ -329,7 +354,11 @@ impl Source {
         })
     }
 
-    fn load(&self, overrides: &[Override], inputs: &Inputs) -> Result<World, Box<ScenarioErrors>> {
+    pub(super) fn load(
+        &self,
+        overrides: &[Override],
+        inputs: &Inputs,
+    ) -> Result<World, Box<ScenarioErrors>> {
         let chain = load::Chain::new(Path::new(&self.origin));
         let from_disk: &Reader<'_> = &|base: &Path| {
             inputs.record(base, Role::Base);
@@ -367,7 +396,7 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
 }
 
 /// A sweep compares levels on one fixed set of seeds: `--seeds auto` decides a `run`'s verdict.
-fn fixed_seeds(seeds: super::run::SeedCount) -> Result<u32, String> {
+pub(super) fn fixed_seeds(seeds: super::run::SeedCount) -> Result<u32, String> {
     match seeds {
         super::run::SeedCount::Fixed(n) => Ok(n),
         super::run::SeedCount::Auto { .. } => Err(
@@ -378,15 +407,18 @@ fn fixed_seeds(seeds: super::run::SeedCount) -> Result<u32, String> {
     }
 }
 
+/// The knee sweep's algorithm.
+fn algorithm(args: &SweepArgs) -> &str {
+    args.algorithm.as_deref().unwrap_or("wait")
+}
+
 fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {
-    if sweep::resolve(world, &args.algorithm).is_none() {
-        return Err(super::run::unknown_algorithm(world, &args.algorithm));
+    let name = algorithm(args);
+    if sweep::resolve(world, name).is_none() {
+        return Err(super::run::unknown_algorithm(world, name));
     }
-    if let Some(reason) = world.unsuited().get(&args.algorithm) {
-        errln!(
-            "warning: `{}` is unsuited to this world: {reason}",
-            args.algorithm
-        );
+    if let Some(reason) = world.unsuited().get(name) {
+        errln!("warning: `{name}` is unsuited to this world: {reason}");
     }
     Ok(())
 }
@@ -401,32 +433,32 @@ fn emit(view: &SweepView<'_>, args: &SweepArgs, plan: Plan<Rendering>) -> u8 {
     plan.finish(write, || render::terminal(view), args.exec.quiet)
 }
 
-fn usage_error(message: &str) -> u8 {
+pub(super) fn usage_error(message: &str) -> u8 {
     errln!("error: {message}");
     super::EXIT_ERROR
 }
 
-fn invalid(errors: &ScenarioErrors) -> u8 {
+pub(super) fn invalid(errors: &ScenarioErrors) -> u8 {
     let colour = console::colour_stderr();
     console::stderr(&errors.render(RenderOptions { colour, width: 100 }));
     super::EXIT_INVALID
 }
 
-fn rng_scheme(rng: RngArg) -> RngScheme {
+pub(super) fn rng_scheme(rng: RngArg) -> RngScheme {
     match rng {
         RngArg::Native => RngScheme::Native,
         RngArg::Reference => RngScheme::Reference,
     }
 }
 
-fn rng_name(rng: RngArg) -> &'static str {
+pub(super) fn rng_name(rng: RngArg) -> &'static str {
     match rng {
         RngArg::Native => "native",
         RngArg::Reference => "reference",
     }
 }
 
-fn default_threads() -> usize {
+pub(super) fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -401,12 +401,18 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
                     aim(l.closest.metric)
                 )
             };
+            // A later level's pair may share fewer than two seeds that define its metric.
             let (mean, interval) = signed_parts(&l.closest, confidence);
+            let interval = interval.unwrap_or_else(|| {
+                format!(
+                    "{} with it",
+                    super::format::count(l.closest.difference.n, "seed")
+                )
+            });
             format!(
-                "{lead} but cannot be separated from {} ({mean} over {}, {})",
+                "{lead} but cannot be separated from {} ({mean} over {}, {interval})",
                 l.tied.join(", "),
                 l.tied[0],
-                interval.unwrap_or_default()
             )
         })
         .collect();

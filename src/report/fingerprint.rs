@@ -469,6 +469,12 @@ impl Text {
     }
 }
 
+/// 16 hex digits of FNV-1a over `text`: the name of a canonical text other than a world's (a
+/// grid plan's).
+pub fn hash_text(text: &str) -> String {
+    format!("{:016x}", fnv1a64(text.as_bytes()))
+}
+
 /// 64-bit FNV-1a.
 fn fnv1a64(bytes: &[u8]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

@@ -23,7 +23,7 @@ use serde::ser::SerializeMap;
 use super::decision::{self, Comparison, Decision};
 use super::format::round6;
 use super::{Outcome, Report, Run};
-use crate::metrics::{CATALOGUE, undefined_reason};
+use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::objective::{Bound, Objective, Source};
 
 /// The JSON Schema (draft 2020-12) of the report, as `simbench schema report` prints it and
@@ -326,6 +326,11 @@ impl JsonSchema for MetricName {
 }
 
 /// A string naming a metric of the catalogue.
+pub(crate) fn metric_name_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+    metric_name(generator)
+}
+
+/// A string naming a metric of the catalogue.
 fn metric_name(generator: &mut SchemaGenerator) -> schemars::Schema {
     generator.subschema_for::<MetricName>()
 }
@@ -454,7 +459,7 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
 /// One metric of one algorithm over its runs with metrics.
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-struct Aggregate {
+pub(crate) struct Aggregate {
     /// Mean over the runs that define it.
     mean: f64,
     min: f64,
@@ -473,18 +478,27 @@ fn is_zero(n: &usize) -> bool {
 
 /// Per algorithm with at least one finished run, per metric in catalogue order.
 fn aggregates(report: &Report) -> Ordered<&str, Ordered<&'static str, Aggregate>> {
+    let all: Vec<Metric> = CATALOGUE.iter().map(|m| m.metric).collect();
+    aggregates_of(report, &all)
+}
+
+/// [`aggregates`] of the metrics in `shown`, in that order (a grid cell shows a few).
+pub(crate) fn aggregates_of<'a>(
+    report: &'a Report,
+    shown: &[Metric],
+) -> Ordered<&'a str, Ordered<&'static str, Aggregate>> {
     Ordered(
         report
             .columns
             .iter()
             .filter(|c| !c.stats.is_empty())
             .map(|c| {
-                let per_metric = CATALOGUE
+                let per_metric = shown
                     .iter()
-                    .zip(&c.stats)
+                    .map(|&m| (m.info(), c.summary(m)))
                     .filter(|(info, _)| report.applies(info.metric))
                     .filter_map(|(info, s)| {
-                        let s = s.as_ref()?;
+                        let s = s?;
                         let a = Aggregate {
                             mean: round6(s.mean),
                             min: round6(s.min),

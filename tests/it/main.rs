@@ -11,6 +11,7 @@ mod fidelity;
 mod fit_cli;
 mod fit_round_trip;
 mod gates_cli;
+mod grid;
 mod hostile_input;
 mod html_report;
 mod incidents;

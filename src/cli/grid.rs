@@ -1,0 +1,458 @@
+//! `simbench sweep --grid` and `simbench merge`: grid sweeps over any keys, split into shards
+//! for a cluster scheduler, and put back together.
+//!
+//! Both commands build the plan the same way ([`Built::from_spec`]): load each world file with
+//! the `--set` overrides, then once per grid point with the point's overrides, and hash what
+//! decides the runs ([`grid::PlanText`]). A sweep runs the cells of its shard; the whole plan
+//! is analysed and rendered at once, a shard writes a part (`--part`). `merge` reads parts,
+//! rebuilds the plan from the spec they carry — reading the world files again, at the paths the
+//! sweep was given, so it runs where the sweep ran (or anywhere the same files are) — refuses
+//! parts that do not make up exactly that plan, and renders what the single-machine sweep
+//! renders. Exit codes: 0 done, 1 invalid scenario (at any point), 2 usage, I/O, or parts that
+//! do not fit.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::compile::Override;
+use crate::grid::{self, Axis, Part, PartRun, Shard, Spec};
+use crate::report::Run;
+use crate::report::fingerprint::world_hash;
+use crate::report::grid::{self as render, GridReport, GridWorld};
+use crate::sweep::{self, SweepConfig};
+use crate::world::World;
+
+use super::console::errln;
+use super::output::{Inputs, Plan, Request};
+use super::sweep::{Source, SweepArgs, invalid, rng_name, rng_scheme, usage_error};
+
+/// `--shard`: a given shard, or the scheduler's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardArg {
+    /// `I/N`.
+    Given(Shard),
+    /// `auto` or `auto/N`.
+    Auto(Option<u32>),
+}
+
+/// Parses `I/N`, `auto` or `auto/N`.
+pub fn parse_shard(text: &str) -> Result<ShardArg, String> {
+    match text.strip_prefix("auto") {
+        Some("") => Ok(ShardArg::Auto(None)),
+        Some(rest) => {
+            let n = rest
+                .strip_prefix('/')
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| format!("expected `auto` or `auto/N` with N ≥ 1; got `{text}`"))?;
+            Ok(ShardArg::Auto(Some(n)))
+        }
+        None => Shard::parse(text).map(ShardArg::Given),
+    }
+}
+
+/// Parses `KEY=V1,V2,…` and refuses keys a grid cannot vary.
+pub fn parse_axis(text: &str) -> Result<Axis, String> {
+    let axis = Axis::parse(text)?;
+    let head = axis.key.split('.').next().unwrap_or_default().trim();
+    if head == "objective" {
+        return Err(
+            "the objective judges the cells, so it cannot vary across them; set it with --set or --objective".into(),
+        );
+    }
+    if head == "extends" {
+        return Err("`extends` is read before any override; sweep several files instead".into());
+    }
+    Ok(axis)
+}
+
+/// Arguments of `simbench merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Part files written by `simbench sweep --grid … --shard I/N --part PATH`.
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// Write the grid report as JSON to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per run to PATH (`-` for standard output).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    /// No "wrote" lines; no summary when a file output is requested.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The plan, with every world it runs.
+struct Built {
+    spec: Spec,
+    hash: String,
+    labels: Vec<String>,
+    bases: Vec<World>,
+    /// Per world, per point.
+    at: Vec<Vec<World>>,
+    algorithms: Vec<Vec<String>>,
+}
+
+impl Built {
+    /// Loads every world at every point; the error is the exit code, its message printed.
+    fn from_spec(spec: Spec, inputs: &Inputs) -> Result<Built, u8> {
+        let user: Vec<Override> = spec
+            .overrides
+            .iter()
+            .map(|(origin, text)| Override {
+                origin: origin.clone(),
+                text: text.clone(),
+            })
+            .collect();
+        let points = grid::points(&spec.axes);
+        let mut built = Built {
+            hash: String::new(),
+            labels: Vec::new(),
+            bases: Vec::new(),
+            at: Vec::new(),
+            algorithms: Vec::new(),
+            spec,
+        };
+        let mut text = grid::PlanText::new(&built.spec.axes, built.spec.seeds, &built.spec.rng);
+        for file in &built.spec.worlds {
+            let source = Source::read(file.as_deref().map(Path::new), inputs)
+                .map_err(|m| usage_error(&m))?;
+            let base = source.load(&user, inputs).map_err(|e| invalid(&e))?;
+            let algorithms = super::run::pick_algorithms(&base, built.spec.algorithms.as_deref())
+                .map_err(|m| usage_error(&m))?;
+            let mut worlds = Vec::with_capacity(points.len());
+            for point in &points {
+                let mut all = user.clone();
+                all.extend(grid::overrides(&built.spec.axes, point));
+                worlds.push(source.load(&all, inputs).map_err(|e| invalid(&e))?);
+            }
+            for world in &worlds {
+                sweep::check_seeds(world, built.spec.seeds).map_err(|m| usage_error(&m))?;
+            }
+            let hashes: Vec<String> = worlds.iter().map(world_hash).collect();
+            let objective = format!("{:?}", base.objective());
+            let label = source.origin.clone();
+            text.world(&label, &algorithms, &objective, &hashes);
+            built.labels.push(label);
+            built.bases.push(base);
+            built.at.push(worlds);
+            built.algorithms.push(algorithms);
+        }
+        built.hash = text.hash();
+        Ok(built)
+    }
+
+    /// Per cell in plan order: its world, algorithm and seed.
+    fn cells(&self) -> Vec<(&World, &str, u64)> {
+        let counts: Vec<usize> = self.algorithms.iter().map(Vec::len).collect();
+        grid::cells(
+            &counts,
+            grid::points(&self.spec.axes).len(),
+            self.spec.seeds as usize,
+        )
+        .into_iter()
+        .map(|c| {
+            let world = &self.at[c.world][c.point];
+            let seed = world.seed() + c.seed as u64;
+            (world, self.algorithms[c.world][c.algorithm].as_str(), seed)
+        })
+        .collect()
+    }
+
+    fn report(&self, runs: Vec<Run>, wall_s: f64) -> GridReport {
+        let worlds: Vec<GridWorld<'_>> = (0..self.bases.len())
+            .map(|w| GridWorld {
+                file: self.labels[w].clone(),
+                base: &self.bases[w],
+                at: self.at[w].iter().collect(),
+                algorithms: self.algorithms[w].clone(),
+            })
+            .collect();
+        let rng = if self.spec.rng == "reference" {
+            "reference"
+        } else {
+            "native"
+        };
+        render::analyse_grid(
+            &self.hash,
+            (&self.spec.axes, self.spec.seeds, rng),
+            &worlds,
+            runs,
+            wall_s,
+        )
+    }
+}
+
+/// Which rendering an output gets.
+#[derive(Clone, Copy)]
+enum Rendering {
+    Json,
+    Csv,
+    Part,
+}
+
+/// Runs `simbench sweep --grid`.
+pub fn sweep(args: &SweepArgs) -> u8 {
+    let inputs = Inputs::default();
+    let fixed = match super::sweep::fixed_seeds(args.exec.seeds) {
+        Ok(n) => n,
+        Err(message) => return usage_error(&message),
+    };
+    let mut overrides: Vec<(String, String)> = super::load::overrides(&args.exec.set)
+        .into_iter()
+        .map(|o| (o.origin, o.text))
+        .collect();
+    overrides.extend(
+        args.exec
+            .objective
+            .overrides()
+            .into_iter()
+            .map(|o| (o.origin, o.text)),
+    );
+    if let Some(repeat) = repeated_key(&args.grid) {
+        return usage_error(&format!(
+            "--grid {repeat} is given twice; give all its values in one"
+        ));
+    }
+    let algorithms = match (&args.algorithms, &args.algorithm) {
+        (Some(list), _) => Some(list.clone()),
+        (None, Some(one)) => Some(vec![one.clone()]),
+        (None, None) => None,
+    };
+    let spec = Spec {
+        worlds: if args.files.is_empty() {
+            vec![None]
+        } else {
+            args.files
+                .iter()
+                .map(|f| Some(f.display().to_string()))
+                .collect()
+        },
+        overrides,
+        axes: args.grid.clone(),
+        algorithms,
+        seeds: fixed,
+        rng: rng_name(args.exec.rng).to_owned(),
+    };
+    let built = match Built::from_spec(spec, &inputs) {
+        Ok(built) => built,
+        Err(code) => return code,
+    };
+    let shard = match resolve_shard(args.shard) {
+        Ok(shard) => shard,
+        Err(message) => return usage_error(&message),
+    };
+    if shard != Shard::ALL && args.part.is_none() {
+        return usage_error(&format!(
+            "--shard {}/{} runs part of the plan: name the part file with --part PATH, and merge the parts with `simbench merge`",
+            shard.index, shard.count
+        ));
+    }
+    if shard != Shard::ALL && (args.json.is_some() || args.csv.is_some()) {
+        return usage_error(
+            "a shard writes a part (--part); the report comes from `simbench merge PARTS… --json/--csv`",
+        );
+    }
+    let cells = built.cells();
+    let counts: Vec<usize> = built.algorithms.iter().map(Vec::len).collect();
+    if grid::cell_count(
+        &counts,
+        grid::points(&built.spec.axes).len(),
+        fixed as usize,
+    )
+    .is_none()
+    {
+        return usage_error(&format!(
+            "the plan has more than {} cells; shard a smaller grid, or fewer seeds",
+            grid::MAX_CELLS
+        ));
+    }
+    let mine: Vec<usize> = (0..cells.len()).filter(|&k| shard.owns(k)).collect();
+    let jobs: Vec<(&World, &str, u64)> = mine.iter().map(|&k| cells[k]).collect();
+    let threads = args
+        .exec
+        .threads
+        .map_or_else(super::sweep::default_threads, |t| t as usize)
+        .min(jobs.len().max(1));
+    let budget = super::memory::budget(args.exec.memory_budget);
+    // Only a whole plan keeps every run for the analysis; a shard keeps its own.
+    let shares: Result<Vec<u64>, String> = built
+        .at
+        .iter()
+        .flatten()
+        .map(|world| super::memory::check(world, jobs.len() as u64, threads as u64, budget))
+        .collect();
+    let run_bytes = match shares {
+        Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
+        Err(message) => return usage_error(&message),
+    };
+    let requests = Request::named([
+        ("--json", args.json.as_ref(), Rendering::Json),
+        ("--csv", args.csv.as_ref(), Rendering::Csv),
+        ("--part", args.part.as_ref(), Rendering::Part),
+    ]);
+    let plan = match Plan::prepare(requests, &inputs) {
+        Ok(plan) => plan,
+        Err(message) => return usage_error(&message),
+    };
+    if !args.exec.quiet {
+        errln!(
+            "simbench: grid sweep, plan {}: {} worlds × {} points, {} cells; shard {}/{} runs {} ({} threads)",
+            built.hash,
+            built.bases.len(),
+            grid::points(&built.spec.axes).len(),
+            cells.len(),
+            shard.index,
+            shard.count,
+            jobs.len(),
+            threads
+        );
+    }
+    let origin = super::run::now();
+    let clock = move || origin.elapsed().as_secs_f64();
+    let runs = sweep::sweep_runs(
+        &jobs,
+        &SweepConfig {
+            rng: rng_scheme(args.exec.rng),
+            threads,
+            wall_budget_s: args.exec.wall_budget,
+            clock: &clock,
+            on_run: &|_| {},
+            window_s: None,
+        },
+        run_bytes,
+    );
+    let part = Part {
+        format: grid::PART_FORMAT.to_owned(),
+        plan: built.hash.clone(),
+        cells: cells.len(),
+        shard,
+        spec: built.spec.clone(),
+        runs: mine
+            .iter()
+            .zip(&runs)
+            .map(|(&k, r)| PartRun::of(k, r))
+            .collect(),
+    };
+    if shard != Shard::ALL {
+        let summary = format!(
+            "shard {}/{} of plan {}: {} of {} cells run in {:.1} s\n",
+            shard.index,
+            shard.count,
+            built.hash,
+            jobs.len(),
+            cells.len(),
+            clock()
+        );
+        let write = |_: Rendering, out: &mut dyn Write| write_part(&part, out);
+        return plan.finish(write, || summary, args.exec.quiet);
+    }
+    let report = built.report(runs, clock());
+    emit(&report, Some(&part), plan, args.exec.quiet)
+}
+
+/// Runs `simbench merge`.
+pub fn merge(args: &MergeArgs) -> u8 {
+    let origin = super::run::now();
+    let inputs = Inputs::default();
+    let mut parts = Vec::new();
+    for path in &args.parts {
+        inputs.record(path, super::output::Role::Scenario);
+        match read_part(path) {
+            Ok(part) => parts.push((path.display().to_string(), part)),
+            Err(message) => return usage_error(&message),
+        }
+    }
+    let (first_name, first) = &parts[0];
+    if let Some((name, _)) = parts.iter().find(|(_, p)| p.spec != first.spec) {
+        return usage_error(&format!(
+            "{name} and {first_name} come from different sweeps (their worlds, grid, overrides, algorithms, seeds or random numbers differ)"
+        ));
+    }
+    if let Some((name, p)) = parts
+        .iter()
+        .find(|(_, p)| p.shard.count != first.shard.count)
+    {
+        return usage_error(&format!(
+            "{name} is shard {}/{} and {first_name} shard {}/{}: merge the shards of one split",
+            p.shard.index, p.shard.count, first.shard.index, first.shard.count
+        ));
+    }
+    let built = match Built::from_spec(first.spec.clone(), &inputs) {
+        Ok(built) => built,
+        Err(code) => return code,
+    };
+    let cells = built.cells();
+    let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
+    let runs = match grid::assemble(&parts, &built.hash, &expected) {
+        Ok(runs) => runs,
+        Err(message) => return usage_error(&message),
+    };
+    drop(parts);
+    let requests = Request::named([
+        ("--json", args.json.as_ref(), Rendering::Json),
+        ("--csv", args.csv.as_ref(), Rendering::Csv),
+    ]);
+    let plan = match Plan::prepare(requests, &inputs) {
+        Ok(plan) => plan,
+        Err(message) => return usage_error(&message),
+    };
+    let report = built.report(runs, origin.elapsed().as_secs_f64());
+    emit(&report, None, plan, args.quiet)
+}
+
+fn emit(report: &GridReport, part: Option<&Part>, plan: Plan<Rendering>, quiet: bool) -> u8 {
+    let write = |kind, out: &mut dyn Write| match kind {
+        Rendering::Json => render::write_json(report, out),
+        Rendering::Csv => render::write_csv(report, out),
+        Rendering::Part => part.map_or(Ok(()), |p| write_part(p, out)),
+    };
+    plan.finish(write, || render::terminal(report), quiet)
+}
+
+/// A part as compact JSON: a machine file, read back by `merge`.
+fn write_part(part: &Part, out: &mut dyn Write) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, part)?;
+    writeln!(out)
+}
+
+/// Reads a part; a located message when it is not one.
+fn read_part(path: &Path) -> Result<Part, String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read {}: {}", path.display(), super::io_reason(&e)))?;
+    let part: Part = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{}:{}:{}: not a part: {e}; a part is what `simbench sweep --grid … --part PATH` writes",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    if part.format != grid::PART_FORMAT {
+        return Err(format!(
+            "{}: a part of format `{}`, where this simbench reads `{}`",
+            path.display(),
+            part.format,
+            grid::PART_FORMAT
+        ));
+    }
+    Ok(part)
+}
+
+fn resolve_shard(arg: Option<ShardArg>) -> Result<Shard, String> {
+    match arg {
+        None => Ok(Shard::ALL),
+        Some(ShardArg::Given(shard)) => Ok(shard),
+        Some(ShardArg::Auto(count)) => Shard::from_env(count, |name| std::env::var(name).ok()),
+    }
+}
+
+fn repeated_key(axes: &[Axis]) -> Option<&str> {
+    axes.iter()
+        .enumerate()
+        .find(|(i, a)| axes[..*i].iter().any(|b| b.key == a.key))
+        .map(|(_, a)| a.key.as_str())
+}

@@ -1,0 +1,848 @@
+//! Grid sweeps: every combination of some keys' values, on one or more worlds, as a fixed list
+//! of cells that shards of a cluster job can split and `simbench merge` can put back together.
+//!
+//! A grid axis is a scenario key and its values, written as `--set` writes them
+//! (`retry.max_attempts=3,5,8`); a grid point picks one value per axis and becomes overrides
+//! applied after the file's. The plan is the list of cells (world, point, algorithm, seed) in
+//! that order, last fastest; shard `I/N` runs the cells whose index is `I − 1` modulo `N`, so
+//! neighbouring cells — which cost about the same — spread evenly. A part names its plan by a
+//! hash over everything that decides the runs (each point's world hash, the algorithms, the
+//! seeds, the random-number scheme) and the objective that judges them, so parts of different
+//! plans, or of a world edited in between, are refused rather than mixed. Merging checks that
+//! every cell is there exactly once and hands the runs back in plan order, so the merged result
+//! is the one a single machine computes. Never reads a file or a clock.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::compile::Override;
+use crate::metrics::{CATALOGUE, MetricValues, N_METRICS};
+use crate::report::{Outcome, Run};
+
+/// The most cells one plan may hold: past this a plan is a typo, not a tuning job.
+pub const MAX_CELLS: u64 = 100_000_000;
+
+/// One grid axis: a scenario key and the values it takes, as typed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Axis {
+    /// The dotted key, e.g. `retry.max_attempts`.
+    pub key: String,
+    /// Each value as TOML text, e.g. `3` or `{ median_s = 0.3, sigma = 0.5 }`.
+    pub values: Vec<String>,
+}
+
+impl Axis {
+    /// Parses `key=v1,v2,…`: commas inside brackets, braces or quotes belong to the value.
+    ///
+    /// # Errors
+    /// A one-line message for a missing `=` or key, an empty value, unbalanced brackets or a
+    /// value given twice.
+    pub fn parse(text: &str) -> Result<Axis, String> {
+        let Some((key, list)) = text.split_once('=') else {
+            return Err("expected `dotted.key=v1,v2,…`, found no `=`".into());
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err("expected `dotted.key=v1,v2,…`, found nothing before `=`".into());
+        }
+        let values = split_values(list)?;
+        for (i, v) in values.iter().enumerate() {
+            if values[..i].contains(v) {
+                return Err(format!("the value `{v}` is given twice"));
+            }
+        }
+        Ok(Axis {
+            key: key.to_owned(),
+            values,
+        })
+    }
+}
+
+/// Splits on the commas that are not inside `[]`, `{}` or a string.
+fn split_values(list: &str) -> Result<Vec<String>, String> {
+    let mut values = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    let mut escaped = false;
+    for (i, c) in list.char_indices() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q == '"' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '[' | '{' => depth += 1,
+                ']' | '}' => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return Err(format!("an unmatched `{c}` in `{list}`"));
+                    }
+                }
+                ',' if depth == 0 => {
+                    values.push(list[start..i].trim().to_owned());
+                    start = i + 1;
+                }
+                _ => {}
+            },
+        }
+    }
+    if quote.is_some() || depth != 0 {
+        return Err(format!("an unclosed string or bracket in `{list}`"));
+    }
+    values.push(list[start..].trim().to_owned());
+    if values.iter().any(String::is_empty) {
+        return Err("an empty value in the list".into());
+    }
+    Ok(values)
+}
+
+/// Every grid point, as one value index per axis, the last axis fastest; one empty point when
+/// there are no axes.
+pub fn points(axes: &[Axis]) -> Vec<Vec<usize>> {
+    let mut points = vec![Vec::new()];
+    for axis in axes {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                (0..axis.values.len()).map(move |v| {
+                    let mut next = p.clone();
+                    next.push(v);
+                    next
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// The overrides a point applies, one per axis, named `--grid KEY`.
+pub fn overrides(axes: &[Axis], point: &[usize]) -> Vec<Override> {
+    axes.iter()
+        .zip(point)
+        .map(|(axis, &v)| Override {
+            origin: format!("--grid {}", axis.key),
+            text: format!("{}={}", axis.key, axis.values[v]),
+        })
+        .collect()
+}
+
+/// A point as people read it: `retry.max_attempts=5 algorithms.aimd.factor=0.7`, or `(base)`
+/// when there are no axes.
+pub fn label(axes: &[Axis], point: &[usize]) -> String {
+    if axes.is_empty() {
+        return "(base)".into();
+    }
+    let parts: Vec<String> = axes
+        .iter()
+        .zip(point)
+        .map(|(a, &v)| format!("{}={}", a.key, a.values[v]))
+        .collect();
+    parts.join(" ")
+}
+
+/// One cell of the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// World index.
+    pub world: usize,
+    /// Point index.
+    pub point: usize,
+    /// Algorithm index in that world's list.
+    pub algorithm: usize,
+    /// Seed index.
+    pub seed: usize,
+}
+
+/// The cells of a plan in order: world, point, algorithm, seed, the last fastest.
+/// `algorithms[w]` is world `w`'s algorithm count.
+pub fn cells(algorithms: &[usize], points: usize, seeds: usize) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for (world, &n) in algorithms.iter().enumerate() {
+        for point in 0..points {
+            for algorithm in 0..n {
+                for seed in 0..seeds {
+                    cells.push(Cell {
+                        world,
+                        point,
+                        algorithm,
+                        seed,
+                    });
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// The number of cells [`cells`] would make, or `None` past [`MAX_CELLS`].
+pub fn cell_count(algorithms: &[usize], points: usize, seeds: usize) -> Option<u64> {
+    let per_point: u64 = algorithms.iter().map(|&n| n as u64).sum();
+    per_point
+        .checked_mul(points as u64)?
+        .checked_mul(seeds as u64)
+        .filter(|&n| n <= MAX_CELLS)
+}
+
+/// Shard `index` of `count` (1-based, as people and `--shard 2/8` count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1 to `count`.
+    pub index: u32,
+    /// Shards in all.
+    pub count: u32,
+}
+
+impl Shard {
+    /// The whole plan.
+    pub const ALL: Shard = Shard { index: 1, count: 1 };
+
+    /// Parses `I/N` with 1 ≤ I ≤ N.
+    ///
+    /// # Errors
+    /// A one-line message saying what is wrong.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| format!("expected `I/N`, e.g. `2/8`, or `auto`; got `{text}`"))?;
+        let number = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("`{s}` in `{text}` is not a whole number"))
+        };
+        Shard::new(number(i)?, number(n)?)
+    }
+
+    /// Shard `index` of `count`.
+    ///
+    /// # Errors
+    /// When `count` is 0 or `index` is outside 1..=`count`.
+    pub fn new(index: u32, count: u32) -> Result<Shard, String> {
+        if count == 0 {
+            return Err("a plan splits into at least 1 shard".into());
+        }
+        if !(1..=count).contains(&index) {
+            return Err(format!(
+                "shard {index} of {count}: shards are numbered 1 to {count}"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The shard a scheduler's environment names: a Slurm job array
+    /// (`SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN` + 1 of `SLURM_ARRAY_TASK_COUNT`) or a
+    /// Kubernetes Indexed Job (`JOB_COMPLETION_INDEX` + 1 of `count`, which Kubernetes does not
+    /// put in the environment). `var` reads a variable.
+    ///
+    /// # Errors
+    /// When neither scheduler's variables are set, or they are not numbers, or they disagree
+    /// with `count`.
+    pub fn from_env(
+        count: Option<u32>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Shard, String> {
+        let number = |name: &str| -> Result<Option<u32>, String> {
+            var(name)
+                .map(|v| {
+                    v.trim()
+                        .parse::<u32>()
+                        .map_err(|_| format!("{name}=`{v}` is not a whole number"))
+                })
+                .transpose()
+        };
+        if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+            let total = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(
+                "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (Slurm sets both for a job array)",
+            )?;
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            if let Some(n) = count.filter(|&n| n != total) {
+                return Err(format!(
+                    "--shard auto/{n} but the job array has {total} tasks (SLURM_ARRAY_TASK_COUNT)"
+                ));
+            }
+            let index = id.checked_sub(min).ok_or_else(|| {
+                format!("SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}")
+            })?;
+            return Shard::new(index + 1, total).map_err(|e| {
+                format!(
+                    "{e} (a job array's tasks must be consecutive, e.g. --array=0-{}; got task {id} from {min})",
+                    total.saturating_sub(1)
+                )
+            });
+        }
+        if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+            let n = count.ok_or(
+                "JOB_COMPLETION_INDEX is set, but Kubernetes does not give the number of completions: use --shard auto/N with N = the Job's .spec.completions",
+            )?;
+            return Shard::new(index + 1, n);
+        }
+        Err("--shard auto found neither a Slurm job array (SLURM_ARRAY_TASK_ID) nor a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) in the environment; give the shard as --shard I/N".into())
+    }
+
+    /// Whether cell `k` (0-based, in plan order) is this shard's.
+    pub fn owns(&self, k: usize) -> bool {
+        k as u64 % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
+/// What decides a plan, as canonical text hashed into its name: every point's world hash (which
+/// covers the world after the point's overrides, its first seed among them), the algorithms per
+/// world, the number of seeds, the random-number scheme, the axes and the objective.
+pub struct PlanText {
+    text: String,
+}
+
+impl PlanText {
+    /// Starts the text with the settings every world shares.
+    pub fn new(axes: &[Axis], seeds: u32, rng: &str) -> PlanText {
+        let mut text = String::from("simbench-plan/1\n");
+        for axis in axes {
+            let _ = writeln!(text, "axis={}:{}", axis.key, axis.values.join("\u{1f}"));
+        }
+        let _ = writeln!(text, "seeds={seeds}\nrng={rng}");
+        PlanText { text }
+    }
+
+    /// Adds a world: its label, algorithms, the objective (canonical text) and each point's
+    /// world hash, in point order.
+    pub fn world(
+        &mut self,
+        label: &str,
+        algorithms: &[String],
+        objective: &str,
+        hashes: &[String],
+    ) {
+        let _ = writeln!(
+            self.text,
+            "world={label}\nalgorithms={}\nobjective={objective}\npoints={}",
+            algorithms.join("\u{1f}"),
+            hashes.join(",")
+        );
+    }
+
+    /// The plan's name: 16 hex digits of FNV-1a over the text.
+    pub fn hash(&self) -> String {
+        crate::report::fingerprint::hash_text(&self.text)
+    }
+}
+
+/// Format tag of a part file.
+pub const PART_FORMAT: &str = "simbench-part/1";
+
+/// A shard's result: the runs of its cells, and what is needed to rebuild the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// [`PART_FORMAT`].
+    pub format: String,
+    /// The plan's hash.
+    pub plan: String,
+    /// Cells in the whole plan.
+    pub cells: usize,
+    /// Which shard this is.
+    pub shard: Shard,
+    /// How to rebuild the plan: the command's inputs (see [`Spec`]).
+    pub spec: Spec,
+    /// The runs of this shard's cells, in plan order.
+    pub runs: Vec<PartRun>,
+}
+
+/// The inputs that define a plan, as the command got them, so that `merge` rebuilds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// The world files as given (`None`: the built-in bursty world).
+    pub worlds: Vec<Option<String>>,
+    /// The `--set` overrides and objective flags, in order: `(origin, text)`.
+    pub overrides: Vec<(String, String)>,
+    /// The grid axes.
+    pub axes: Vec<Axis>,
+    /// `--algorithms`, or `None` for each world's default comparison.
+    pub algorithms: Option<Vec<String>>,
+    /// Seeds per cell.
+    pub seeds: u32,
+    /// `native` or `reference`.
+    pub rng: String,
+}
+
+/// One run in a part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartRun {
+    /// The cell's index in the plan.
+    pub cell: usize,
+    /// Algorithm (checked against the plan when merged).
+    pub algorithm: String,
+    /// Seed (checked against the plan when merged).
+    pub seed: u64,
+    /// `finished`, or the harness's outcome name.
+    pub outcome: String,
+    /// Why a run stalled or did not finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every metric in catalogue order (`null` where undefined); absent when unfinished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Vec<Number>>,
+    /// Failed attempts per error class.
+    pub error_classes: BTreeMap<String, u64>,
+    /// Admitted requests per endpoint.
+    pub endpoint_admitted: Vec<u64>,
+    /// Real seconds the run took.
+    pub wall_s: f64,
+}
+
+/// A metric value: a JSON number when finite, else `"inf"`, `"-inf"` or `"nan"`; `null` when
+/// undefined. Finite values round-trip exactly (shortest representation, parsed back exactly).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Number {
+    /// A finite value.
+    Finite(f64),
+    /// A non-finite value or an undefined one.
+    Other(Option<NonFinite>),
+}
+
+/// The values JSON has no number for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NonFinite {
+    /// +∞.
+    #[serde(rename = "inf")]
+    Inf,
+    /// −∞.
+    #[serde(rename = "-inf")]
+    NegInf,
+    /// Not a number.
+    #[serde(rename = "nan")]
+    Nan,
+}
+
+/// The outcome names a run can end with, besides `finished`.
+const ENDINGS: [&str; 4] = ["stalled", "livelock", "timeout", "out_of_memory"];
+
+impl PartRun {
+    /// The run as a part stores it.
+    pub fn of(cell: usize, run: &Run) -> PartRun {
+        let (outcome, reason) = match &run.outcome {
+            Outcome::Finished(_) => ("finished".to_owned(), None),
+            Outcome::Stalled { kind, reason, .. } | Outcome::Unfinished { kind, reason } => {
+                ((*kind).to_owned(), Some(reason.clone()))
+            }
+        };
+        PartRun {
+            cell,
+            algorithm: run.algorithm.clone(),
+            seed: run.seed,
+            outcome,
+            reason,
+            metrics: run.metrics().map(numbers),
+            error_classes: run.error_classes.clone(),
+            endpoint_admitted: run.endpoint_admitted.clone(),
+            wall_s: run.wall_s,
+        }
+    }
+
+    /// The run back.
+    ///
+    /// # Errors
+    /// An unknown outcome, or metrics missing, extra or of the wrong count.
+    pub fn run(&self) -> Result<Run, String> {
+        let values = self.metrics.as_deref().map(values).transpose()?;
+        let kind = || {
+            ENDINGS
+                .iter()
+                .find(|k| **k == self.outcome)
+                .copied()
+                .ok_or_else(|| format!("unknown outcome `{}`", self.outcome))
+        };
+        let reason = || self.reason.clone().unwrap_or_default();
+        let outcome = match (self.outcome.as_str(), values) {
+            ("finished", Some(v)) => Outcome::Finished(v),
+            ("finished", None) => return Err("a finished run without metrics".into()),
+            (_, Some(metrics)) => Outcome::Stalled {
+                metrics,
+                kind: kind()?,
+                reason: reason(),
+            },
+            (_, None) => Outcome::Unfinished {
+                kind: kind()?,
+                reason: reason(),
+            },
+        };
+        Ok(Run {
+            algorithm: self.algorithm.clone(),
+            seed: self.seed,
+            outcome,
+            error_classes: self.error_classes.clone(),
+            endpoint_admitted: self.endpoint_admitted.clone(),
+            wall_s: self.wall_s,
+            timeseries: None,
+        })
+    }
+}
+
+fn numbers(values: &MetricValues) -> Vec<Number> {
+    values
+        .iter_defined()
+        .map(|(_, v)| match v {
+            None => Number::Other(None),
+            Some(x) if x.is_finite() => Number::Finite(x),
+            Some(x) if x.is_nan() => Number::Other(Some(NonFinite::Nan)),
+            Some(x) if x > 0.0 => Number::Other(Some(NonFinite::Inf)),
+            Some(_) => Number::Other(Some(NonFinite::NegInf)),
+        })
+        .collect()
+}
+
+fn values(numbers: &[Number]) -> Result<MetricValues, String> {
+    if numbers.len() != N_METRICS {
+        return Err(format!(
+            "{} metric values where this simbench has {N_METRICS}: the part was written by another version",
+            numbers.len()
+        ));
+    }
+    let mut values = MetricValues::all_undefined();
+    for (info, n) in CATALOGUE.iter().zip(numbers) {
+        let x = match n {
+            Number::Finite(x) => *x,
+            Number::Other(None) => continue,
+            Number::Other(Some(NonFinite::Inf)) => f64::INFINITY,
+            Number::Other(Some(NonFinite::NegInf)) => f64::NEG_INFINITY,
+            Number::Other(Some(NonFinite::Nan)) => f64::NAN,
+        };
+        values.set(info.metric, x);
+    }
+    Ok(values)
+}
+
+/// Puts the parts of one plan back together: the runs in plan order.
+///
+/// `parts` are `(name, part)`; `expected` is the plan rebuilt from the spec: its hash and, per
+/// cell, the algorithm and seed it runs.
+///
+/// # Errors
+/// One message naming the parts and cells at fault: parts of another plan, a cell outside the
+/// plan or in two parts (or twice in one), a run that is not its cell's, cells no part holds.
+pub fn assemble(
+    parts: &[(String, Part)],
+    plan: &str,
+    expected: &[(&str, u64)],
+) -> Result<Vec<Run>, String> {
+    for (name, part) in parts {
+        if part.plan != plan || part.cells != expected.len() {
+            return Err(format!(
+                "{name} is a part of plan {} ({} cells), not of plan {plan} ({} cells) that the others and the world files make: \
+                 merge the parts of one sweep, run on unchanged worlds",
+                part.plan,
+                part.cells,
+                expected.len()
+            ));
+        }
+    }
+    let mut slots: Vec<Option<(&str, Run)>> = vec![None; expected.len()];
+    for (name, part) in parts {
+        for stored in &part.runs {
+            let Some(&(algorithm, seed)) = expected.get(stored.cell) else {
+                return Err(format!(
+                    "{name}: cell {} is outside the plan's {} cells",
+                    stored.cell,
+                    expected.len()
+                ));
+            };
+            if stored.algorithm != algorithm || stored.seed != seed {
+                return Err(format!(
+                    "{name}: cell {} holds `{}` on seed {}, where the plan runs `{algorithm}` on seed {seed}",
+                    stored.cell, stored.algorithm, stored.seed
+                ));
+            }
+            let run = stored
+                .run()
+                .map_err(|e| format!("{name}: cell {}: {e}", stored.cell))?;
+            if let Some((first, _)) = &slots[stored.cell] {
+                return Err(format!(
+                    "cell {} ({algorithm}, seed {seed}) is in {first} and again in {name}: a shard was run or given twice",
+                    stored.cell
+                ));
+            }
+            slots[stored.cell] = Some((name, run));
+        }
+    }
+    let missing: Vec<usize> = (0..slots.len()).filter(|&k| slots[k].is_none()).collect();
+    if let Some(&first) = missing.first() {
+        let count = parts.first().map_or(1, |(_, p)| p.shard.count);
+        let shards: std::collections::BTreeSet<u32> = missing
+            .iter()
+            .map(|&k| (k as u64 % u64::from(count)) as u32 + 1)
+            .collect();
+        let shards: Vec<String> = shards.iter().map(u32::to_string).collect();
+        return Err(format!(
+            "{} of {} cells are in no part (the first: cell {first}); with {count} shards they belong to shard {} of {count}: run it and merge again",
+            missing.len(),
+            slots.len(),
+            shards.join(", ")
+        ));
+    }
+    Ok(slots.into_iter().flatten().map(|(_, run)| run).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_split_on_top_level_commas_only() {
+        let a = Axis::parse("endpoints.a.latency={ median_s = 0.3, sigma = 0.5 },{ median_s = 1 }")
+            .unwrap();
+        assert_eq!(a.key, "endpoints.a.latency");
+        assert_eq!(
+            a.values,
+            ["{ median_s = 0.3, sigma = 0.5 }", "{ median_s = 1 }"]
+        );
+        let b = Axis::parse(r#"name="a,b","c\"d,e""#).unwrap();
+        assert_eq!(b.values, [r#""a,b""#, r#""c\"d,e""#]);
+        assert_eq!(Axis::parse("k= 3 ,5").unwrap().values, ["3", "5"]);
+        let err = |t: &str| Axis::parse(t).unwrap_err();
+        assert!(err("k").contains("no `=`"));
+        assert!(err("=1,2").contains("nothing before"));
+        assert!(err("k=1,,2").contains("empty value"));
+        assert!(err("k=[1,2").contains("unclosed"));
+        assert!(err("k=1],2").contains("unmatched"));
+        assert!(err("k=3,3").contains("twice"));
+    }
+
+    #[test]
+    fn points_are_row_major_and_cells_world_point_algorithm_seed() {
+        let axes = [
+            Axis::parse("a=1,2").unwrap(),
+            Axis::parse("b=x,y,z").unwrap(),
+        ];
+        let p = points(&axes);
+        assert_eq!(p.len(), 6);
+        assert_eq!(p[1], [0, 1]);
+        assert_eq!(p[3], [1, 0]);
+        assert_eq!(label(&axes, &p[5]), "a=2 b=z");
+        assert_eq!(overrides(&axes, &p[5])[1].text, "b=z");
+        assert_eq!(points(&[]), vec![Vec::<usize>::new()]);
+        let c = cells(&[2, 1], 3, 2);
+        assert_eq!(c.len(), 2 * 3 * 2 + 3 * 2);
+        assert_eq!(
+            c[1],
+            Cell {
+                world: 0,
+                point: 0,
+                algorithm: 0,
+                seed: 1
+            }
+        );
+        assert_eq!(
+            c[2],
+            Cell {
+                world: 0,
+                point: 0,
+                algorithm: 1,
+                seed: 0
+            }
+        );
+        assert_eq!(
+            c[12],
+            Cell {
+                world: 1,
+                point: 0,
+                algorithm: 0,
+                seed: 0
+            }
+        );
+        assert_eq!(cell_count(&[2, 1], 3, 2), Some(18));
+        assert_eq!(cell_count(&[usize::MAX], 2, 1), None);
+    }
+
+    #[test]
+    fn shards_cover_every_cell_once() {
+        for count in 1..6 {
+            let mut seen = [0; 23];
+            for index in 1..=count {
+                let shard = Shard::new(index, count).unwrap();
+                (0..23)
+                    .filter(|&k| shard.owns(k))
+                    .for_each(|k| seen[k] += 1);
+            }
+            assert!(seen.iter().all(|&n| n == 1));
+        }
+        assert_eq!(Shard::parse("2/8").unwrap(), Shard { index: 2, count: 8 });
+        assert!(Shard::parse("0/8").unwrap_err().contains("1 to 8"));
+        assert!(Shard::parse("9/8").unwrap_err().contains("1 to 8"));
+        assert!(Shard::parse("1/0").unwrap_err().contains("at least 1"));
+        assert!(Shard::parse("a/2").unwrap_err().contains("whole number"));
+        assert!(Shard::parse("3").unwrap_err().contains("I/N"));
+    }
+
+    #[test]
+    fn the_environment_names_the_shard() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let slurm = env(&[
+            ("SLURM_ARRAY_TASK_ID", "4"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+        ]);
+        assert_eq!(
+            Shard::from_env(None, slurm).unwrap(),
+            Shard { index: 4, count: 4 }
+        );
+        assert!(
+            Shard::from_env(Some(5), slurm)
+                .unwrap_err()
+                .contains("4 tasks")
+        );
+        let zero = env(&[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ]);
+        assert_eq!(
+            Shard::from_env(None, zero).unwrap(),
+            Shard { index: 1, count: 3 }
+        );
+        let gaps = env(&[
+            ("SLURM_ARRAY_TASK_ID", "9"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ]);
+        assert!(
+            Shard::from_env(None, gaps)
+                .unwrap_err()
+                .contains("consecutive")
+        );
+        let k8s = env(&[("JOB_COMPLETION_INDEX", "2")]);
+        assert_eq!(
+            Shard::from_env(Some(3), k8s).unwrap(),
+            Shard { index: 3, count: 3 }
+        );
+        assert!(
+            Shard::from_env(None, k8s)
+                .unwrap_err()
+                .contains("completions")
+        );
+        assert!(
+            Shard::from_env(None, env(&[]))
+                .unwrap_err()
+                .contains("neither")
+        );
+        let bad = env(&[("JOB_COMPLETION_INDEX", "x")]);
+        assert!(
+            Shard::from_env(Some(3), bad)
+                .unwrap_err()
+                .contains("not a whole")
+        );
+    }
+
+    fn run(algorithm: &str, seed: u64, x: f64) -> Run {
+        let mut values = MetricValues::all_undefined();
+        values.set(crate::metrics::Metric::JobsDone, x);
+        values.set(crate::metrics::Metric::RefusalRate, f64::INFINITY);
+        Run {
+            algorithm: algorithm.into(),
+            seed,
+            outcome: Outcome::Finished(values),
+            error_classes: BTreeMap::from([("timeout".into(), 3)]),
+            endpoint_admitted: vec![4, 5],
+            wall_s: 0.25,
+            timeseries: None,
+        }
+    }
+
+    #[test]
+    fn runs_round_trip_exactly_through_json() {
+        let stalled = Run {
+            outcome: Outcome::Stalled {
+                metrics: MetricValues::all_undefined(),
+                kind: "livelock",
+                reason: "why".into(),
+            },
+            ..run("a", 1, 0.0)
+        };
+        let unfinished = Run {
+            outcome: Outcome::Unfinished {
+                kind: "timeout",
+                reason: "slow".into(),
+            },
+            ..run("a", 2, 0.0)
+        };
+        for original in [
+            run("a", 3, 0.1 + 0.2),
+            run("b", 4, 1e-300),
+            stalled,
+            unfinished,
+        ] {
+            let text = serde_json::to_string(&PartRun::of(7, &original)).unwrap();
+            let back: PartRun = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.run().unwrap(), original, "{text}");
+        }
+        let mut odd = PartRun::of(0, &run("a", 0, 1.0));
+        odd.outcome = "exploded".into();
+        assert!(odd.run().unwrap_err().contains("exploded"));
+        odd.metrics = Some(vec![Number::Finite(1.0)]);
+        assert!(odd.run().unwrap_err().contains("another version"));
+    }
+
+    fn part(shard: Shard, runs: Vec<PartRun>) -> Part {
+        Part {
+            format: PART_FORMAT.into(),
+            plan: "p".into(),
+            cells: 4,
+            shard,
+            spec: Spec {
+                worlds: vec![None],
+                overrides: vec![],
+                axes: vec![],
+                algorithms: None,
+                seeds: 2,
+                rng: "native".into(),
+            },
+            runs,
+        }
+    }
+
+    #[test]
+    fn assembling_refuses_other_plans_duplicates_and_gaps() {
+        let expected = [("a", 1), ("a", 2), ("b", 1), ("b", 2)];
+        let stored = |k: usize| PartRun::of(k, &run(expected[k].0, expected[k].1, k as f64));
+        let one = part(Shard::new(1, 2).unwrap(), vec![stored(0), stored(2)]);
+        let two = part(Shard::new(2, 2).unwrap(), vec![stored(1), stored(3)]);
+        let parts = [
+            ("p1".to_owned(), one.clone()),
+            ("p2".to_owned(), two.clone()),
+        ];
+        let runs = assemble(&parts, "p", &expected).unwrap();
+        let order: Vec<(&str, u64)> = runs
+            .iter()
+            .map(|r| (r.algorithm.as_str(), r.seed))
+            .collect();
+        assert_eq!(order, expected);
+        let err = |parts: &[(String, Part)]| assemble(parts, "p", &expected).unwrap_err();
+        assert!(err(&parts[..1]).contains("shard 2 of 2"));
+        let twice = [
+            parts[0].clone(),
+            parts[1].clone(),
+            ("p3".into(), two.clone()),
+        ];
+        assert!(err(&twice).contains("in p2 and again in p3"));
+        let other = Part {
+            plan: "q".into(),
+            ..two.clone()
+        };
+        assert!(err(&[parts[0].clone(), ("q".into(), other)]).contains("plan q"));
+        let mut wrong = two;
+        wrong.runs[0].seed = 9;
+        assert!(err(&[parts[0].clone(), ("w".into(), wrong)]).contains("seed 9"));
+    }
+}

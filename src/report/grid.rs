@@ -1,0 +1,481 @@
+//! The report of a grid sweep (`simbench sweep --grid`, and `simbench merge` of its parts).
+//!
+//! Per world and grid point, a cell report: the run report of that point's world over the
+//! algorithms and seeds, whose verdict says which algorithm wins there. Per world, the best cell:
+//! the same verdict rule over every (point, algorithm) pair as one contest — pairing by seed
+//! works across points because every point runs the same seeds — with the leader's mean and
+//! Student-t interval at the objective's confidence. Renders JSON (schema: `simbench schema
+//! grid`), a CSV row per run, and a terminal summary. Pure: the runs come in, text goes out.
+
+use std::io::{self, Write};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::decision::{self, Decision};
+use super::format::round6;
+use super::json::{self, JsonVerdict, Ordered};
+use super::rank::Contestant;
+use super::stats::{Summary, t_quantile};
+use super::{Report, Run, SweepInfo, analyse};
+use crate::grid::{self, Axis};
+use crate::metrics::{CATALOGUE, Metric};
+use crate::objective::Objective;
+use crate::world::World;
+
+/// One world of a grid, as the analysis needs it.
+pub struct GridWorld<'a> {
+    /// The file as given, or how the built-in world is named.
+    pub file: String,
+    /// The world without the grid's overrides (its name and hash head the section).
+    pub base: &'a World,
+    /// The world at each grid point, in point order.
+    pub at: Vec<&'a World>,
+    /// The algorithms compared at every point.
+    pub algorithms: Vec<String>,
+}
+
+/// What the grid report shows.
+pub struct GridReport {
+    /// The plan's hash.
+    pub plan: String,
+    /// The axes.
+    pub axes: Vec<Axis>,
+    /// The points, one value index per axis.
+    pub points: Vec<Vec<usize>>,
+    /// Seeds per cell.
+    pub seeds: u32,
+    /// `native` or `reference`.
+    pub rng: &'static str,
+    /// Per world.
+    pub worlds: Vec<WorldGrid>,
+    /// Real seconds the command took.
+    pub wall_s: f64,
+}
+
+/// One world's cells and its best cell.
+pub struct WorldGrid {
+    /// The file as given.
+    pub file: String,
+    /// Scenario name.
+    pub name: String,
+    /// World hash without the grid's overrides.
+    pub hash: String,
+    /// The algorithms compared.
+    pub algorithms: Vec<String>,
+    /// Per point, the run report of that point's world.
+    pub cells: Vec<Report>,
+    /// The verdict over every (point, algorithm), named `ALGORITHM @ POINT`.
+    pub best: Decision,
+    /// The best cell's (point, algorithm), mean and interval, if any cell ran.
+    pub leader: Option<Leader>,
+}
+
+/// The best cell and how sure its value is.
+pub struct Leader {
+    /// Point index.
+    pub point: usize,
+    /// Algorithm name.
+    pub algorithm: String,
+    /// The objective over its seeds.
+    pub summary: Summary,
+    /// `(low, high)` of the mean at the objective's confidence; `None` for one seed.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Builds the grid report from the runs in plan order (world, point, algorithm, seed).
+///
+/// # Panics
+/// If `runs` does not hold exactly one run per cell of the plan.
+pub fn analyse_grid(
+    plan: &str,
+    (axes, seeds, rng): (&[Axis], u32, &'static str),
+    worlds: &[GridWorld<'_>],
+    runs: Vec<Run>,
+    wall_s: f64,
+) -> GridReport {
+    let points = grid::points(axes);
+    let mut runs = runs.into_iter();
+    let worlds = worlds
+        .iter()
+        .map(|w| {
+            let per_cell = w.algorithms.len() * seeds as usize;
+            let cells: Vec<Report> =
+                w.at.iter()
+                    .map(|world| {
+                        let mine: Vec<Run> = runs.by_ref().take(per_cell).collect();
+                        assert_eq!(mine.len(), per_cell, "one run per cell");
+                        let info = SweepInfo {
+                            seeds: seed_list(&mine),
+                            rng,
+                            wall_s: mine.iter().map(|r| r.wall_s).sum(),
+                        };
+                        analyse(world, info, mine)
+                    })
+                    .collect();
+            world_grid(w, axes, &points, cells)
+        })
+        .collect();
+    assert!(runs.next().is_none(), "one run per cell");
+    GridReport {
+        plan: plan.to_owned(),
+        axes: axes.to_vec(),
+        points,
+        seeds,
+        rng,
+        worlds,
+        wall_s,
+    }
+}
+
+fn seed_list(runs: &[Run]) -> Vec<u64> {
+    let mut seeds: Vec<u64> = Vec::new();
+    for r in runs {
+        if !seeds.contains(&r.seed) {
+            seeds.push(r.seed);
+        }
+    }
+    seeds
+}
+
+/// The name of a (point, algorithm) in the contest for the best cell.
+fn contestant_name(axes: &[Axis], point: &[usize], algorithm: &str) -> String {
+    format!("{algorithm} @ {}", grid::label(axes, point))
+}
+
+fn world_grid(
+    w: &GridWorld<'_>,
+    axes: &[Axis],
+    points: &[Vec<usize>],
+    cells: Vec<Report>,
+) -> WorldGrid {
+    let objective = w.base.objective();
+    let mut names = Vec::new();
+    let mut keys = Vec::new();
+    for (p, cell) in cells.iter().enumerate() {
+        for column in &cell.columns {
+            names.push(contestant_name(axes, &points[p], &column.algorithm));
+            keys.push((p, column.algorithm.clone()));
+        }
+    }
+    let mut contestants = Vec::new();
+    let mut k = 0;
+    for cell in &cells {
+        for column in &cell.columns {
+            contestants.push(Contestant {
+                name: &names[k],
+                standing: column.standing(),
+                valid: column.invalid.is_empty(),
+                runs: cell
+                    .runs
+                    .iter()
+                    .filter(|r| r.algorithm == column.algorithm)
+                    .filter_map(|r| r.metrics().map(|m| (r.seed, m)))
+                    .collect(),
+            });
+            k += 1;
+        }
+    }
+    let best = decision::decide(&objective, &contestants, |c| {
+        let i = names.iter().position(|n| n == c.name).unwrap_or(0);
+        let (p, algorithm) = &keys[i];
+        let column = cells[*p]
+            .columns
+            .iter()
+            .find(|col| &col.algorithm == algorithm);
+        column.map_or_else(String::new, super::left_out_reason)
+    });
+    let leader = best.leader().and_then(|name| {
+        let i = names.iter().position(|n| n == name)?;
+        let (point, algorithm) = keys[i].clone();
+        let values: Vec<f64> = contestants[i]
+            .runs
+            .iter()
+            .filter_map(|(_, m)| m.value(objective.metric))
+            .collect();
+        let summary = Summary::of(&values)?;
+        Some(Leader {
+            point,
+            algorithm,
+            interval: mean_interval(&summary, objective.confidence),
+            summary,
+        })
+    });
+    WorldGrid {
+        file: w.file.clone(),
+        name: w.base.name().to_owned(),
+        hash: super::fingerprint::world_hash(w.base),
+        algorithms: w.algorithms.clone(),
+        cells,
+        best,
+        leader,
+    }
+}
+
+/// The Student-t interval of a mean at `confidence`; `None` for fewer than two values.
+fn mean_interval(s: &Summary, confidence: f64) -> Option<(f64, f64)> {
+    (s.n >= 2).then(|| {
+        let half =
+            t_quantile(0.5 + confidence / 2.0, (s.n - 1) as f64) * s.stdev / (s.n as f64).sqrt();
+        (s.mean - half, s.mean + half)
+    })
+}
+
+/// The metrics a cell's aggregates show: the objective, its constraints, its tie-breaks and
+/// `jobs_done`, each once, in that order.
+fn shown_metrics(objective: &Objective) -> Vec<Metric> {
+    let mut shown = vec![objective.metric];
+    shown.extend(objective.constraints.iter().map(|c| c.metric));
+    shown.extend(objective.tie_break.iter().copied());
+    shown.push(Metric::JobsDone);
+    let mut unique = Vec::new();
+    for m in shown {
+        if !unique.contains(&m) {
+            unique.push(m);
+        }
+    }
+    unique
+}
+
+/// The grid report as JSON.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields, title = "simbench grid report")]
+pub(crate) struct Document<'a> {
+    /// `simbench-grid/1`.
+    format: &'static str,
+    /// The plan's hash (parts of this sweep name it).
+    plan: &'a str,
+    /// The grid axes: each key with its values, as typed.
+    axes: &'a [Axis],
+    /// Cells per world: points × algorithms × seeds.
+    seeds: u32,
+    /// `native` or `reference`.
+    #[schemars(extend("enum" = ["native", "reference"]))]
+    rng: &'static str,
+    worlds: Vec<JsonWorld<'a>>,
+    /// Real seconds the command took (the only value that differs between identical sweeps,
+    /// with each run's `wall_s`).
+    wall_s: f64,
+}
+
+/// One world of the grid.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct JsonWorld<'a> {
+    /// The scenario file as given.
+    file: &'a str,
+    /// Scenario name.
+    name: &'a str,
+    /// World hash before the grid's overrides.
+    hash: &'a str,
+    algorithms: &'a [String],
+    /// The verdict over every (point, algorithm) as one contest, named `ALGORITHM @ POINT`.
+    best: JsonBest<'a>,
+    /// Per point.
+    cells: Vec<JsonCell<'a>>,
+}
+
+/// The best cell.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct JsonBest<'a> {
+    /// The leading cell's point (key → value), when some cell ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    point: Option<Ordered<&'a str, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    algorithm: Option<&'a str>,
+    /// The objective's metric.
+    #[schemars(schema_with = "json::metric_name_schema")]
+    metric: &'static str,
+    /// The leader's mean over its seeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean: Option<f64>,
+    /// `[low, high]` of that mean at the objective's confidence (Student t over seeds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interval: Option<[f64; 2]>,
+    verdict: JsonVerdict<'a>,
+}
+
+/// One grid point of one world.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct JsonCell<'a> {
+    /// Key → value (TOML values as JSON; a bare word as a string).
+    point: Ordered<&'a str, serde_json::Value>,
+    /// The world hash at this point.
+    world_hash: &'a str,
+    /// The verdict among the algorithms at this point.
+    verdict: JsonVerdict<'a>,
+    /// Algorithm → metric → aggregate over seeds, for the objective, its constraints and
+    /// tie-breaks, and `jobs_done`.
+    #[schemars(
+        with = "std::collections::BTreeMap<String, std::collections::BTreeMap<String, json::Aggregate>>"
+    )]
+    aggregates: Ordered<&'a str, Ordered<&'static str, json::Aggregate>>,
+}
+
+/// A point's values as JSON: each value text read as TOML (`3` → 3, `{ a = 1 }` → an object), a
+/// bare word as the string it is.
+fn point_json<'a>(axes: &'a [Axis], point: &[usize]) -> Ordered<&'a str, serde_json::Value> {
+    Ordered(
+        axes.iter()
+            .zip(point)
+            .map(|(a, &v)| (a.key.as_str(), toml_value(&a.values[v])))
+            .collect(),
+    )
+}
+
+fn toml_value(text: &str) -> serde_json::Value {
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|t| t.get("v").and_then(|v| serde_json::to_value(v).ok()))
+        .unwrap_or_else(|| serde_json::Value::String(text.to_owned()))
+}
+
+fn document(report: &GridReport) -> Document<'_> {
+    Document {
+        format: "simbench-grid/1",
+        plan: &report.plan,
+        axes: &report.axes,
+        seeds: report.seeds,
+        rng: report.rng,
+        worlds: report
+            .worlds
+            .iter()
+            .map(|w| json_world(report, w))
+            .collect(),
+        wall_s: round6(report.wall_s),
+    }
+}
+
+fn json_world<'a>(report: &'a GridReport, w: &'a WorldGrid) -> JsonWorld<'a> {
+    let leader = w.leader.as_ref();
+    JsonWorld {
+        file: &w.file,
+        name: &w.name,
+        hash: &w.hash,
+        algorithms: &w.algorithms,
+        best: JsonBest {
+            point: leader.map(|l| point_json(&report.axes, &report.points[l.point])),
+            algorithm: leader.map(|l| l.algorithm.as_str()),
+            metric: w.best.objective.metric.info().name,
+            mean: leader.map(|l| round6(l.summary.mean)),
+            interval: leader
+                .and_then(|l| l.interval)
+                .map(|(lo, hi)| [round6(lo), round6(hi)]),
+            verdict: json::verdict(&w.best),
+        },
+        cells: w
+            .cells
+            .iter()
+            .zip(&report.points)
+            .map(|(cell, point)| JsonCell {
+                point: point_json(&report.axes, point),
+                world_hash: &cell.world.hash,
+                verdict: json::verdict(&cell.decision),
+                aggregates: json::aggregates_of(cell, &shown_metrics(&cell.decision.objective)),
+            })
+            .collect(),
+    }
+}
+
+/// Writes the JSON report.
+pub fn write_json(report: &GridReport, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &document(report))?;
+    writeln!(out)
+}
+
+/// The JSON Schema of the grid report.
+pub fn schema_text() -> String {
+    json::schema_of::<Document<'_>>()
+}
+
+/// Writes one CSV row per run: the run export's key columns, one column per axis (named by its
+/// key), then the outcome and every metric, as `simbench run --csv`.
+pub fn write_csv(report: &GridReport, out: &mut dyn Write) -> io::Result<()> {
+    let mut header = vec!["scenario", "world_hash", "rng", "algorithm", "seed"];
+    header.extend(report.axes.iter().map(|a| a.key.as_str()));
+    header.extend(["outcome", "valid"]);
+    header.extend(CATALOGUE.iter().map(|m| m.name));
+    let header: Vec<String> = header.iter().map(|h| super::csv::field(h)).collect();
+    writeln!(out, "{}", header.join(","))?;
+    for w in &report.worlds {
+        for (cell, point) in w.cells.iter().zip(&report.points) {
+            for run in &cell.runs {
+                let mut cells = super::csv::key_cells(cell, run);
+                cells.extend(
+                    report
+                        .axes
+                        .iter()
+                        .zip(point)
+                        .map(|(a, &v)| super::csv::field(&a.values[v])),
+                );
+                let valid = cell.invalid_reason(run).is_none();
+                cells.extend(super::csv::outcome_cells(run, valid, &|m| cell.applies(m)));
+                writeln!(out, "{}", cells.join(","))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The terminal summary: per world, one line per point with its verdict, then the best cell.
+pub fn terminal(report: &GridReport) -> String {
+    let mut out = String::new();
+    for w in &report.worlds {
+        let metric = w.best.objective.metric.info().name;
+        out.push_str(&format!(
+            "{} ({}): {} points × {} algorithms × {} seeds\n",
+            w.name,
+            w.file,
+            report.points.len(),
+            w.algorithms.len(),
+            report.seeds
+        ));
+        for (cell, point) in w.cells.iter().zip(&report.points) {
+            let lead = cell.decision.leader().and_then(|name| {
+                let column = cell.columns.iter().find(|c| c.algorithm == name)?;
+                let s = column.summary(cell.decision.objective.metric)?;
+                Some(format!(" ({metric} {})", short(s.mean)))
+            });
+            out.push_str(&format!(
+                "  {}: {}{}\n",
+                grid::label(&report.axes, point),
+                cell.decision.headline(),
+                lead.unwrap_or_default()
+            ));
+        }
+        match &w.leader {
+            Some(l) => {
+                let interval = l.interval.map_or_else(String::new, |(lo, hi)| {
+                    format!(
+                        ", {} interval {} to {}",
+                        super::format::whole_percent(w.best.objective.confidence),
+                        short(lo),
+                        short(hi)
+                    )
+                });
+                out.push_str(&format!(
+                    "best cell: {} @ {}: {metric} {} over {} seeds{interval}\n  {}\n",
+                    l.algorithm,
+                    grid::label(&report.axes, &report.points[l.point]),
+                    short(l.summary.mean),
+                    l.summary.n,
+                    w.best.headline()
+                ));
+            }
+            None => out.push_str(&format!("best cell: none: {}\n", w.best.headline())),
+        }
+    }
+    out
+}
+
+/// A number for a summary line: up to 4 significant decimals.
+fn short(x: f64) -> String {
+    let r = round6(x);
+    if r.abs() >= 1000.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{}", (r * 1e4).round() / 1e4)
+    }
+}
