@@ -307,6 +307,16 @@ impl MetricValues {
         self.values[metric as usize] = 0.0;
         self.undefined |= 1 << metric as u32;
     }
+    /// Whether two runs simulated the same thing: every metric but the wall time equal, bit for
+    /// bit, and the same ones undefined.
+    pub fn same_outcome(&self, other: &MetricValues) -> bool {
+        let wall = 1u64 << Metric::WallS as u32;
+        (self.undefined | wall) == (other.undefined | wall)
+            && CATALOGUE.iter().all(|info| {
+                info.metric == Metric::WallS
+                    || self.get(info.metric).to_bits() == other.get(info.metric).to_bits()
+            })
+    }
     /// `(info, value)` pairs in catalogue order, undefined values reading as 0.
     pub fn iter(&self) -> impl Iterator<Item = (&'static MetricInfo, f64)> + '_ {
         CATALOGUE.iter().zip(self.values.iter().copied())

@@ -300,15 +300,17 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     };
     if !args.exec.quiet {
         errln!(
-            "simbench: grid sweep, plan {}: {} worlds × {} points, {} cells; shard {}/{} runs {} ({} threads)",
+            "simbench: grid sweep, plan {}: {} world{} × {} points, {} cells; shard {}/{} runs {} ({} thread{})",
             built.hash,
             built.bases.len(),
+            if built.bases.len() == 1 { "" } else { "s" },
             grid::points(&built.spec.axes).len(),
             cells.len(),
             shard.index,
             shard.count,
             jobs.len(),
-            threads
+            threads,
+            if threads == 1 { "" } else { "s" }
         );
     }
     let origin = super::run::now();

@@ -81,6 +81,20 @@ pub struct Leader {
     pub summary: Summary,
     /// `(low, high)` of the mean at the objective's confidence; `None` for one seed.
     pub interval: Option<(f64, f64)>,
+    /// Other points where this algorithm's runs are the same, value for value: the axes that
+    /// differ there do not change it, so they are one contestant.
+    pub same_runs_at: Vec<usize>,
+}
+
+/// Whether two contestants are the same runs: the same seeds with the same outcomes.
+fn same_runs(a: &Contestant<'_>, b: &Contestant<'_>) -> bool {
+    a.standing == b.standing
+        && a.valid == b.valid
+        && a.runs.len() == b.runs.len()
+        && a.runs
+            .iter()
+            .zip(&b.runs)
+            .all(|((sa, ma), (sb, mb))| sa == sb && ma.same_outcome(mb))
 }
 
 /// Builds the grid report from the runs in plan order (world, point, algorithm, seed).
@@ -158,11 +172,15 @@ fn world_grid(
             keys.push((p, column.algorithm.clone()));
         }
     }
-    let mut contestants = Vec::new();
+    // A run that an axis does not change (an algorithm that ignores `algorithms.aimd.factor`)
+    // is one contestant, not one per value: identical runs at a later point join the first.
+    let mut contestants: Vec<Contestant<'_>> = Vec::new();
+    let mut kept: Vec<usize> = Vec::new();
+    let mut same: Vec<Vec<usize>> = Vec::new();
     let mut k = 0;
-    for cell in &cells {
+    for (p, cell) in cells.iter().enumerate() {
         for column in &cell.columns {
-            contestants.push(Contestant {
+            let candidate = Contestant {
                 name: &names[k],
                 standing: column.standing(),
                 valid: column.invalid.is_empty(),
@@ -172,7 +190,19 @@ fn world_grid(
                     .filter(|r| r.algorithm == column.algorithm)
                     .filter_map(|r| r.metrics().map(|m| (r.seed, m)))
                     .collect(),
-            });
+            };
+            let twin = contestants
+                .iter()
+                .zip(&kept)
+                .position(|(c, &i)| keys[i].1 == column.algorithm && same_runs(c, &candidate));
+            match twin {
+                Some(t) => same[t].push(p),
+                None => {
+                    contestants.push(candidate);
+                    kept.push(k);
+                    same.push(Vec::new());
+                }
+            }
             k += 1;
         }
     }
@@ -186,9 +216,9 @@ fn world_grid(
         column.map_or_else(String::new, super::left_out_reason)
     });
     let leader = best.leader().and_then(|name| {
-        let i = names.iter().position(|n| n == name)?;
-        let (point, algorithm) = keys[i].clone();
-        let values: Vec<f64> = contestants[i]
+        let c = contestants.iter().position(|c| c.name == name)?;
+        let (point, algorithm) = keys[kept[c]].clone();
+        let values: Vec<f64> = contestants[c]
             .runs
             .iter()
             .filter_map(|(_, m)| m.value(objective.metric))
@@ -197,6 +227,7 @@ fn world_grid(
         Some(Leader {
             point,
             algorithm,
+            same_runs_at: same[c].clone(),
             interval: mean_interval(&summary, objective.confidence),
             summary,
         })
@@ -293,6 +324,9 @@ struct JsonBest<'a> {
     /// `[low, high]` of that mean at the objective's confidence (Student t over seeds).
     #[serde(skip_serializing_if = "Option::is_none")]
     interval: Option<[f64; 2]>,
+    /// Other points where the leader's runs are the same, value for value (axes it ignores).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    same_runs_at: Vec<Ordered<&'a str, serde_json::Value>>,
     verdict: JsonVerdict<'a>,
 }
 
@@ -363,6 +397,12 @@ fn json_world<'a>(report: &'a GridReport, w: &'a WorldGrid) -> JsonWorld<'a> {
             interval: leader
                 .and_then(|l| l.interval)
                 .map(|(lo, hi)| [round6(lo), round6(hi)]),
+            same_runs_at: leader.map_or_else(Vec::new, |l| {
+                l.same_runs_at
+                    .iter()
+                    .map(|&p| point_json(&report.axes, &report.points[p]))
+                    .collect()
+            }),
             verdict: json::verdict(&w.best),
         },
         cells: w
@@ -455,8 +495,18 @@ pub fn terminal(report: &GridReport) -> String {
                         short(hi)
                     )
                 });
+                let same = if l.same_runs_at.is_empty() {
+                    String::new()
+                } else {
+                    let at: Vec<String> = l
+                        .same_runs_at
+                        .iter()
+                        .map(|&p| grid::label(&report.axes, &report.points[p]))
+                        .collect();
+                    format!(" (the same runs at {})", at.join("; "))
+                };
                 out.push_str(&format!(
-                    "best cell: {} @ {}: {metric} {} over {} seeds{interval}\n  {}\n",
+                    "best cell: {} @ {}{same}: {metric} {} over {} seeds{interval}\n  {}\n",
                     l.algorithm,
                     grid::label(&report.axes, &report.points[l.point]),
                     short(l.summary.mean),
@@ -475,6 +525,8 @@ fn short(x: f64) -> String {
     let r = round6(x);
     if r.abs() >= 1000.0 {
         format!("{r:.0}")
+    } else if r.abs() >= 100.0 {
+        format!("{r:.1}")
     } else {
         format!("{}", (r * 1e4).round() / 1e4)
     }

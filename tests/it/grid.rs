@@ -130,7 +130,6 @@ fn a_sharded_grid_merges_into_the_report_one_machine_writes() {
         s(&merged_csv),
     ]);
     run_ok(&merge);
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
     assert_eq!(mask_wall(&read(&json)), mask_wall(&read(&merged_json)));
     assert_eq!(
         mask_wall_column(&read(&csv)),
@@ -426,4 +425,144 @@ fn grid_schema_file_is_fresh_and_accepts_the_report() {
         .map(|e| e.to_string())
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A manifest's one-line field `name: value`, trimmed.
+fn manifest_field<'a>(manifest: &'a str, name: &str) -> &'a str {
+    manifest
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(name))
+        .unwrap_or_else(|| panic!("the manifest has no `{name}`"))
+        .trim()
+}
+
+/// The Kubernetes recipe run as its pods would run it: the Indexed Job's own arguments once per
+/// index with `JOB_COMPLETION_INDEX` set, then the merge Job's own command, give the report the
+/// sweep writes whole (there is no cluster here; the paths of the image are mapped to the
+/// repository's and a scratch folder).
+#[test]
+fn the_kubernetes_recipe_merges_its_shards_into_the_whole_sweep() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kubernetes");
+    let job = read(&root.join("sweep-job.yaml"));
+    assert_eq!(manifest_field(&job, "completionMode:"), "Indexed");
+    let completions: u32 = manifest_field(&job, "completions:").parse().unwrap();
+    let args: Vec<String> = serde_json::from_str(manifest_field(&job, "args:")).unwrap();
+    let at = args.iter().position(|a| a == "--shard").unwrap();
+    assert_eq!(
+        args[at + 1],
+        format!("auto/{completions}"),
+        "--shard must name the Job's completions"
+    );
+
+    let dir = scratch_dir("kubernetes");
+    let parts = format!("{}/", dir.display());
+    let local = |a: &str, index: u32| {
+        a.replace("/scenarios/", "scenarios/")
+            .replace("/parts/", &parts)
+            .replace("$(JOB_COMPLETION_INDEX)", &index.to_string())
+    };
+    for index in 0..completions {
+        let pod: Vec<String> = args.iter().map(|a| local(a, index)).collect();
+        let pod: Vec<&str> = pod.iter().map(String::as_str).collect();
+        let out = simbench_with(&pod, &[("JOB_COMPLETION_INDEX", &index.to_string())]);
+        assert!(
+            out.status.success(),
+            "pod {index}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let merge_job = read(&root.join("merge-job.yaml"));
+    let command: Vec<String> =
+        serde_json::from_str(manifest_field(&merge_job, "command:")).unwrap();
+    let script = command.last().unwrap();
+    let merge = script
+        .strip_prefix("exec simbench ")
+        .expect("the merge Job execs simbench");
+    let mut merge_args = Vec::new();
+    for word in merge.split_whitespace() {
+        if word.contains('*') {
+            let (folder, pattern) = word.rsplit_once('/').unwrap();
+            assert_eq!(folder, "/parts");
+            let (prefix, suffix) = pattern.split_once('*').unwrap();
+            let mut found: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
+                .map(|n| format!("{parts}{n}"))
+                .collect();
+            found.sort();
+            assert_eq!(found.len(), completions as usize, "one part per pod");
+            merge_args.extend(found);
+        } else {
+            merge_args.push(word.to_string());
+        }
+    }
+    let merge_args: Vec<&str> = merge_args.iter().map(String::as_str).collect();
+    let merged = run_ok(&merge_args);
+
+    let mut whole: Vec<String> = args.iter().map(|a| local(a, 0)).collect();
+    whole.drain(at..at + 2);
+    let part = whole.iter().position(|a| a == "--part").unwrap();
+    whole.drain(part..part + 2);
+    whole.extend(["--quiet".into(), "--json".into(), "-".into()]);
+    let whole: Vec<&str> = whole.iter().map(String::as_str).collect();
+    let whole = run_ok(&whole);
+    assert_eq!(
+        mask_wall(&String::from_utf8(merged.stdout).unwrap()),
+        mask_wall(&String::from_utf8(whole.stdout).unwrap())
+    );
+}
+
+/// An axis an algorithm ignores gives the same runs at every value: one contestant in the
+/// best-cell contest (named at its first point, the others listed), not a tie with itself.
+#[test]
+fn an_axis_an_algorithm_ignores_is_one_contestant() {
+    let out = run_ok(&[
+        "sweep",
+        "scenarios/aimd_tuning.toml",
+        "--grid",
+        "algorithms.aimd.factor=0.5,0.7,0.9",
+        "--algorithms",
+        "backoff,wait",
+        "--seeds",
+        "3",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let best = &report["worlds"][0]["best"];
+    assert_eq!(best["point"]["algorithms.aimd.factor"], 0.5);
+    let same: Vec<&Value> = best["same_runs_at"].as_array().unwrap().iter().collect();
+    assert_eq!(same.len(), 2, "{best}");
+    assert_eq!(same[0]["algorithms.aimd.factor"], 0.7);
+    assert_eq!(same[1]["algorithms.aimd.factor"], 0.9);
+    let verdict = best["verdict"].to_string();
+    assert!(
+        !verdict.contains("factor=0.7") && !verdict.contains("factor=0.9"),
+        "{verdict}"
+    );
+    assert_eq!(best["verdict"]["decision"], "pick", "{verdict}");
+
+    // An axis that does change the runs keeps its points apart.
+    let out = run_ok(&[
+        "sweep",
+        "scenarios/aimd_tuning.toml",
+        "--grid",
+        "algorithms.aimd.factor=0.5,0.9",
+        "--algorithms",
+        "aimd",
+        "--seeds",
+        "3",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["worlds"][0]["best"].get("same_runs_at").is_none());
 }
