@@ -577,6 +577,9 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             steps_per_job: world.steps_per_job().into(),
             ..Tally::default()
         };
+        if !R::REPLAYS_REFERENCE {
+            tally.bound_samples();
+        }
         tally.concurrency_used = closed_workers.into();
         tally.recovery = recovery_rule(world);
         if tally.recovery.is_some() {

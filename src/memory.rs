@@ -1,16 +1,18 @@
 //! What a command will hold in memory, estimated before it runs, and each run's share of the
 //! memory budget.
 //!
-//! A run's memory grows with its jobs: every served request leaves a few samples (percentiles
-//! must be exact, so they are kept), and an open loop holds a worker slot for every job in
-//! flight. A sweep also keeps every finished run for the report. The estimate counts those
+//! A run's memory grows with its jobs: every served request leaves a few samples, kept until a
+//! sample holds `metrics::EXACT_CAP` values and binned after that on the native scheme (kept
+//! whole on the reference scheme, whose exact replay needs them), and an open loop holds a worker
+//! slot for every job in flight. A sweep also keeps every finished run for the report. The estimate counts those
 //! terms from the world before anything runs, so a request that cannot fit is refused up front;
 //! a run that outgrows its share anyway (retries add samples the estimate cannot foresee) is
 //! stopped by the harness as `out_of_memory`. docs/performance.md compares the estimate with
 //! measured peak resident memory.
 
 use crate::client::pool::waiters::MEMBER_BYTES;
-use crate::harness;
+use crate::harness::{self, RngScheme};
+use crate::metrics::EXACT_CAP;
 use crate::world::{Feature, Load, World};
 
 /// Samples a served call leaves: acquire wait, request latency, service, observed latency and
@@ -19,6 +21,13 @@ const SAMPLES_PER_CALL: u64 = 5;
 
 /// Bytes of one sample (an `f64`).
 const SAMPLE_BYTES: u64 = 8;
+
+/// The samples a run keeps (`Tally::bound_samples` bounds each of them).
+const SAMPLE_KINDS: u64 = 10;
+
+/// A binned sample's buckets: a count and the least and greatest value (24 bytes) per bucket of
+/// width 0.2 % in magnitude, about 13,000 buckets for values from 10^−3 to 10^8 ms, rounded up.
+const HISTOGRAM_BYTES: u64 = 320 << 10;
 
 /// A growing `Vec` holds up to twice what it uses; the part never written is not resident, but
 /// the allocator's copies while it grows are, for a while. Half again is what the measurements
@@ -69,18 +78,19 @@ impl Estimate {
     }
 }
 
-/// The estimate for `runs` runs of `world`, `threads` at a time.
-pub fn estimate(world: &World, runs: u64, threads: u64) -> Estimate {
+/// The estimate for `runs` runs of `world` on the scheme `rng`, `threads` at a time.
+pub fn estimate(world: &World, runs: u64, threads: u64, rng: RngScheme) -> Estimate {
     Estimate {
-        per_run: run_bytes(world),
+        per_run: run_bytes(world, rng),
         parallel: threads.clamp(1, runs.max(1)),
         retained: runs.saturating_mul(RETAINED_BYTES_PER_RUN),
     }
 }
 
-/// One run of `world` at its peak: its samples and its worker slots \[bytes\]. An open loop
-/// admits no job after the horizon, so at most `rate × horizon` (and one) of its jobs run.
-pub fn run_bytes(world: &World) -> u64 {
+/// One run of `world` on `rng` at its peak: its samples and its worker slots \[bytes\]. An
+/// open loop admits no job after the horizon, so at most `rate × horizon` (and one) of its jobs
+/// run. On the native scheme the samples stop growing at [`EXACT_CAP`] values each.
+pub fn run_bytes(world: &World, rng: RngScheme) -> u64 {
     let mut jobs = u64::from(world.jobs());
     if let Load::Open { rate_per_s, .. } = *world.load() {
         let arriving = (rate_per_s * world.horizon_s()).ceil() + 1.0;
@@ -89,9 +99,16 @@ pub fn run_bytes(world: &World) -> u64 {
         }
     }
     let calls = u64::from(world.steps_per_job()) * u64::from(world.calls_per_step());
-    let mut samples = jobs * (1 + calls * SAMPLES_PER_CALL);
+    let samples = jobs * (1 + calls * SAMPLES_PER_CALL);
+    let bounded = SAMPLE_KINDS * EXACT_CAP as u64;
+    let mut sample_bytes = match rng {
+        RngScheme::Native if samples > bounded => {
+            bounded * SAMPLE_BYTES + SAMPLE_KINDS * HISTOGRAM_BYTES
+        }
+        RngScheme::Native | RngScheme::Reference => samples * SAMPLE_BYTES,
+    };
     if world.has(Feature::EndingIncident) {
-        samples += jobs; // completion times for the recovery metrics
+        sample_bytes += jobs * SAMPLE_BYTES; // completion times for the recovery metrics
     }
     let slot = harness::worker_bytes() + SLOT_EXTRA_BYTES;
     let slots = match *world.load() {
@@ -101,7 +118,7 @@ pub fn run_bytes(world: &World) -> u64 {
             in_flight * slot + (jobs - in_flight) * QUEUED_JOB_BYTES
         }
     };
-    (samples * SAMPLE_BYTES + slots) * GROWTH_NUM / GROWTH_DEN
+    (sample_bytes + slots) * GROWTH_NUM / GROWTH_DEN
 }
 
 /// Parses a size such as `2G`, `500M`, `1.5G`, `64K` or `1000000` (bytes; K, M, G and T are
@@ -155,6 +172,7 @@ pub fn show(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::compile;
+    use RngScheme::{Native, Reference};
 
     fn world(extra: &str) -> World {
         let text = format!("{}\n{extra}", compile::BUILTIN_BURSTY_TOML);
@@ -187,9 +205,12 @@ mod tests {
 
     #[test]
     fn the_run_estimate_grows_with_jobs_and_calls() {
-        let base = run_bytes(&world(""));
+        let base = run_bytes(&world(""), Reference);
         let jobs = compile::BUILTIN_BURSTY_TOML.replace("jobs = 3000", "jobs = 30000");
-        let more = run_bytes(&compile::load("m", jobs.as_bytes()).expect("valid"));
+        let more = run_bytes(
+            &compile::load("m", jobs.as_bytes()).expect("valid"),
+            Reference,
+        );
         // Ten times the jobs: ten times the samples, the same 12 workers.
         assert!(more > 9 * base && more < 10 * base, "{base} → {more}");
         // 3000 jobs × 3 steps × 2 calls × 5 samples × 8 bytes, plus the job latencies.
@@ -198,15 +219,43 @@ mod tests {
     }
 
     #[test]
+    fn on_the_native_scheme_the_samples_stop_growing() {
+        let sized = |jobs: u32, rng| {
+            let text =
+                compile::BUILTIN_BURSTY_TOML.replace("jobs = 3000", &format!("jobs = {jobs}"));
+            run_bytes(&compile::load("m", text.as_bytes()).expect("valid"), rng)
+        };
+        // 3000 jobs leave fewer samples than the bound: the same estimate on both schemes.
+        assert_eq!(sized(3000, Native), sized(3000, Reference));
+        let cap = (SAMPLE_KINDS * EXACT_CAP as u64 * SAMPLE_BYTES + SAMPLE_KINDS * HISTOGRAM_BYTES)
+            * GROWTH_NUM
+            / GROWTH_DEN;
+        // The 12 workers' slots besides the samples.
+        let slots = 12 * (harness::worker_bytes() + SLOT_EXTRA_BYTES) * GROWTH_NUM / GROWTH_DEN;
+        for jobs in [100_000, 10_000_000] {
+            assert_eq!(sized(jobs, Native), cap + slots, "{jobs} jobs");
+        }
+        // The reference scheme keeps every sample: 100 times the jobs, about 100 times the bytes.
+        let (small, large) = (sized(100_000, Reference), sized(10_000_000, Reference));
+        assert!(
+            large > 99 * small && large < 101 * small,
+            "{small} → {large}"
+        );
+    }
+
+    #[test]
     fn an_open_loop_holds_a_slot_per_job_in_flight() {
         let open = world("[load]\nmodel = \"open\"\nrate_per_s = 1e9\n");
         let bounded = world("[load]\nmodel = \"open\"\nrate_per_s = 1e9\nmax_in_flight = 12\n");
-        let closed = run_bytes(&world(""));
+        let closed = run_bytes(&world(""), Reference);
         let slot = harness::worker_bytes() + SLOT_EXTRA_BYTES;
         let near = |got: u64, want: u64| assert!(got.abs_diff(want) <= 1, "{got} vs {want}");
-        near(run_bytes(&open) - closed, (3000 - 12) * slot * 3 / 2);
         near(
-            run_bytes(&bounded) - closed,
+            run_bytes(&open, Reference) - closed,
+            (3000 - 12) * slot * 3 / 2,
+        );
+        near(
+            run_bytes(&bounded, Reference) - closed,
             (3000 - 12) * QUEUED_JOB_BYTES * 3 / 2,
         );
     }
@@ -216,18 +265,18 @@ mod tests {
         let slow = world("[load]\nmodel = \"open\"\nrate_per_s = 0.5\n");
         let fast = world("[load]\nmodel = \"open\"\nrate_per_s = 1e9\n");
         // 0.5 jobs/s over the 600 s horizon: about 301 of the 3000 jobs ever arrive.
-        assert!(run_bytes(&slow) * 5 < run_bytes(&fast));
+        assert!(run_bytes(&slow, Reference) * 5 < run_bytes(&fast, Reference));
     }
 
     #[test]
     fn the_command_adds_the_parallel_runs_and_the_retained_ones() {
         let w = world("");
-        let e = estimate(&w, 100, 8);
+        let e = estimate(&w, 100, 8, Native);
         assert_eq!(e.parallel, 8);
         assert_eq!(e.retained, 100 * RETAINED_BYTES_PER_RUN);
         assert_eq!(e.total(), BASE_BYTES + 8 * e.per_run + e.retained);
         assert_eq!(
-            estimate(&w, 3, 8).parallel,
+            estimate(&w, 3, 8, Native).parallel,
             3,
             "no more at once than there are runs"
         );

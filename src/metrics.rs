@@ -4,7 +4,10 @@
 //! `simbench list` all read it. A metric is identified by its [`Metric`] variant; values live in
 //! a [`MetricValues`] array indexed by it. No formatting happens here.
 
+pub mod quantile;
 pub mod recovery;
+
+use quantile::LogHistogram;
 
 use recovery::RecoveryRule;
 
@@ -402,6 +405,29 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Makes every sample bounded ([`Samples::bounded`]): its memory stops growing past
+    /// [`EXACT_CAP`] values, its percentiles then within [`quantile::RELATIVE_ERROR`].
+    pub fn bound_samples(&mut self) {
+        for s in self.samples_mut() {
+            *s = Samples::bounded();
+        }
+    }
+
+    fn samples_mut(&mut self) -> [&mut Samples; 10] {
+        [
+            &mut self.job_latencies_ms,
+            &mut self.acquire_waits_ms,
+            &mut self.request_latencies_ms,
+            &mut self.service_ms,
+            &mut self.observed_ms,
+            &mut self.queue_wait_ms,
+            &mut self.retry_observed_ms,
+            &mut self.retry_queue_wait_ms,
+            &mut self.ttft_ms,
+            &mut self.tpot_ms,
+        ]
+    }
+
     /// Bytes of the samples and completion times, which grow with the jobs.
     pub fn heap_bytes(&self) -> u64 {
         let samples = [
@@ -447,30 +473,77 @@ pub struct EndpointTally {
     pub offered_capacity_s: f64,
 }
 
+/// Non-zero values a bounded sample keeps exactly before it bins them (512 KiB of them): runs
+/// of up to some ten thousand jobs keep every percentile exact.
+pub const EXACT_CAP: usize = 1 << 16;
+
 /// A sample for percentiles. Exact zeros are only counted, since most acquire waits are zero.
+///
+/// A *bounded* sample (every sample of a run on the native random-number scheme) keeps its
+/// first [`EXACT_CAP`] non-zero values; the next one moves them all into a
+/// [`LogHistogram`], which counts every later value in memory that does not grow with the run.
+/// From then on its percentiles are within relative [`quantile::RELATIVE_ERROR`] (about 0.1 %)
+/// of the exact ones and its mean is the exact mean up to the order of summation. An unbounded
+/// sample (the reference scheme, whose exact replay needs every value) keeps every value.
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
     zeros: u64,
     values: Vec<f64>,
+    bounded: bool,
+    /// The non-zero values once a bounded sample has binned them, and their sum.
+    binned: Option<Box<(LogHistogram, f64)>>,
 }
 
 impl Samples {
+    /// An empty sample that bins its values past [`EXACT_CAP`].
+    pub fn bounded() -> Samples {
+        Samples {
+            bounded: true,
+            ..Samples::default()
+        }
+    }
     /// Adds one observation.
+    #[inline]
     pub fn push(&mut self, value: f64) {
         if value == 0.0 {
             self.zeros += 1;
+        } else if let Some(binned) = &mut self.binned {
+            binned.0.add(value);
+            binned.1 += value;
+        } else if self.bounded && self.values.len() == EXACT_CAP {
+            self.bin();
+            self.push(value);
         } else {
             self.values.push(value);
         }
     }
+    /// Moves the kept values into a histogram and frees them.
+    #[cold]
+    fn bin(&mut self) {
+        let mut histogram = LogHistogram::default();
+        let mut sum = 0.0;
+        for &v in &self.values {
+            histogram.add(v);
+            sum += v;
+        }
+        self.values = Vec::new();
+        self.binned = Some(Box::new((histogram, sum)));
+    }
+    /// Whether the values are binned: percentiles are then within
+    /// [`quantile::RELATIVE_ERROR`] of the exact ones.
+    pub fn is_approximate(&self) -> bool {
+        self.binned.is_some()
+    }
     /// Bytes of the stored values (written ones: what a growing vector reserved beyond them
-    /// is not resident).
+    /// is not resident), or of the histogram's counts.
     pub fn heap_bytes(&self) -> u64 {
-        (self.values.len() * std::mem::size_of::<f64>()) as u64
+        let binned = self.binned.as_ref().map_or(0, |b| b.0.heap_bytes());
+        (self.values.len() * std::mem::size_of::<f64>()) as u64 + binned
     }
     /// Number of observations.
     pub fn len(&self) -> u64 {
-        self.zeros + self.values.len() as u64
+        let binned = self.binned.as_ref().map_or(0, |b| b.0.len());
+        self.zeros + self.values.len() as u64 + binned
     }
     /// Whether nothing was observed.
     pub fn is_empty(&self) -> bool {
@@ -482,7 +555,11 @@ impl Samples {
         if n == 0 {
             return 0.0;
         }
-        self.values.iter().sum::<f64>() / n as f64
+        let sum = match &self.binned {
+            Some(binned) => binned.1,
+            None => self.values.iter().sum::<f64>(),
+        };
+        sum / n as f64
     }
 
     /// Linear-interpolated percentile (type 7), `q` in `[0, 1]`; 0 if empty.
@@ -498,7 +575,10 @@ impl Samples {
         if n == 0 {
             return [0.0; N];
         }
-        let negatives = self.values.iter().filter(|v| **v < 0.0).count() as u64;
+        let negatives = match &self.binned {
+            Some(binned) => binned.0.negatives(),
+            None => self.values.iter().filter(|v| **v < 0.0).count() as u64,
+        };
         let mut from = 0usize;
         let mut out = [0.0; N];
         for (slot, q) in out.iter_mut().zip(qs) {
@@ -523,7 +603,11 @@ impl Samples {
             return 0.0;
         } else {
             i - self.zeros
-        } as usize;
+        };
+        if let Some(binned) = &self.binned {
+            return binned.0.value_at(k);
+        }
+        let k = k as usize;
         let start = (*from).min(k);
         let value = *self.values[start..]
             .select_nth_unstable_by(k - start, f64::total_cmp)
@@ -745,6 +829,55 @@ mod tests {
         let mut s = Samples::default();
         xs.iter().for_each(|&x| s.push(x));
         s
+    }
+
+    /// A bounded sample past its cap: every percentile within the relative error of the exact
+    /// one (a lognormal-like latency sample with zeros and a slow tail), the mean and count
+    /// exact, the memory that of the histogram.
+    #[test]
+    fn a_bounded_sample_past_its_cap_is_within_its_error_bound() {
+        let n = 3 * EXACT_CAP + 17;
+        let xs: Vec<f64> = (0..n)
+            .map(|i| {
+                let u = ((i as f64 + 0.5) * 0.754_877_666).fract();
+                if i % 11 == 0 {
+                    0.0
+                } else if i % 97 == 0 {
+                    30_000.0 * (1.0 + u) // the tail
+                } else {
+                    (6.0 + 1.2 * (u - 0.5) * 3.0).exp()
+                }
+            })
+            .collect();
+        let mut exact = samples(&xs);
+        let mut bounded = Samples::bounded();
+        xs.iter().for_each(|&x| bounded.push(x));
+        assert!(bounded.is_approximate() && !exact.is_approximate());
+        assert_eq!(bounded.len(), exact.len());
+        assert!(bounded.heap_bytes() < (EXACT_CAP as u64) * 8 / 2);
+        let rel = |a: f64, b: f64| ((a - b) / b).abs();
+        assert!(rel(bounded.mean(), exact.mean()) < 1e-12);
+        let qs = [0.0, 0.05, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
+        let e = exact.percentiles(qs);
+        let b = bounded.percentiles(qs);
+        for ((q, e), b) in qs.iter().zip(e).zip(b) {
+            if e == 0.0 {
+                assert_eq!(b, 0.0, "q {q}");
+            } else {
+                assert!(
+                    rel(b, e) <= quantile::RELATIVE_ERROR * (1.0 + 1e-9),
+                    "q {q}: {b} for {e}"
+                );
+            }
+        }
+        // Up to the cap a bounded sample is exact.
+        let mut small = Samples::bounded();
+        xs[..EXACT_CAP].iter().for_each(|&x| small.push(x));
+        assert!(!small.is_approximate());
+        assert_eq!(
+            small.percentiles([0.5, 0.99]),
+            samples(&xs[..EXACT_CAP]).percentiles([0.5, 0.99])
+        );
     }
 
     #[test]

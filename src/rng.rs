@@ -26,6 +26,9 @@ pub trait Stream {
 
 /// What a run's streams are keyed by; one implementation per random-number scheme.
 pub trait RandomSource {
+    /// Whether this scheme replays the reference exactly, which needs every sample kept for
+    /// exact percentiles; other schemes bound a run's samples (`metrics::Samples::bounded`).
+    const REPLAYS_REFERENCE: bool = false;
     /// The stream type this scheme hands out.
     type Stream: Stream + Send + 'static;
     /// Stream of the `ordinal`-th request (1-based, refusals included) to `endpoint`.

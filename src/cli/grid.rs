@@ -283,7 +283,15 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         .at
         .iter()
         .flatten()
-        .map(|world| super::memory::check(world, jobs.len() as u64, threads as u64, budget))
+        .map(|world| {
+            super::memory::check(
+                world,
+                jobs.len() as u64,
+                threads as u64,
+                budget,
+                rng_scheme(args.exec.rng),
+            )
+        })
         .collect();
     let run_bytes = match shares {
         Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),

@@ -1,6 +1,7 @@
 //! The memory budget at the edge: its default from the machine's memory, and the check that
 //! refuses a command whose estimate does not fit before anything runs.
 
+use crate::harness::RngScheme;
 use crate::memory::{self, Estimate};
 use crate::world::World;
 
@@ -34,10 +35,16 @@ pub fn budget(flag: Option<u64>) -> u64 {
 }
 
 /// Refuses (with the estimate, the budget and a hint on standard error) a command of `runs`
-/// runs of `world`, `threads` at a time, that would not fit in `budget`; otherwise returns each
+/// runs of `world` on the scheme `rng`, `threads` at a time, that would not fit in `budget`; otherwise returns each
 /// run's share of the budget.
-pub fn check(world: &World, runs: u64, threads: u64, budget: u64) -> Result<u64, String> {
-    let estimate: Estimate = memory::estimate(world, runs, threads);
+pub fn check(
+    world: &World,
+    runs: u64,
+    threads: u64,
+    budget: u64,
+    rng: RngScheme,
+) -> Result<u64, String> {
+    let estimate: Estimate = memory::estimate(world, runs, threads, rng);
     if estimate.total() <= budget {
         return Ok(estimate.run_share(budget));
     }

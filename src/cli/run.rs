@@ -598,7 +598,13 @@ fn compare(
         .map_or_else(default_threads, |t| t as usize);
     let budget = super::memory::budget(args.exec.memory_budget);
     let largest = algorithms.len() as u64 * u64::from(most);
-    let run_bytes = match super::memory::check(world, largest, threads as u64, budget) {
+    let run_bytes = match super::memory::check(
+        world,
+        largest,
+        threads as u64,
+        budget,
+        args.exec.rng.scheme(),
+    ) {
         Ok(share) => share,
         Err(message) => {
             errln!("error: {message}");

@@ -187,7 +187,15 @@ pub fn main(args: &SweepArgs) -> u8 {
     let budget = super::memory::budget(args.exec.memory_budget);
     let shares: Result<Vec<u64>, String> = worlds
         .iter()
-        .map(|world| super::memory::check(world, total_runs, threads as u64, budget))
+        .map(|world| {
+            super::memory::check(
+                world,
+                total_runs,
+                threads as u64,
+                budget,
+                rng_scheme(args.exec.rng),
+            )
+        })
         .collect();
     let run_bytes = match shares {
         Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),

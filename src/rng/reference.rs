@@ -26,6 +26,7 @@ impl Reference {
 }
 
 impl RandomSource for Reference {
+    const REPLAYS_REFERENCE: bool = true;
     type Stream = PyRandom;
     fn request(&self, endpoint: usize, ordinal: u64) -> PyRandom {
         let id = &self.endpoint_ids[endpoint];

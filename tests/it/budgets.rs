@@ -122,10 +122,13 @@ fn a_wall_budget_ends_a_closed_loop_herd() {
 fn a_command_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
     let dir = scratch_dir("budget-memory");
     let json = dir.join("out.json");
+    // The reference scheme keeps every sample for its exact replay: 10^7 jobs cannot fit.
     let out = simbench(&[
         "run",
         "--jobs",
         "10000000",
+        "--rng",
+        "reference",
         "--memory-budget",
         "100M",
         "--json",
@@ -137,6 +140,22 @@ fn a_command_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
     assert!(err.contains("over the memory budget of 100.0 MiB"), "{err}");
     assert!(err.contains("hint:"), "{err}");
     assert!(!json.exists(), "nothing is written");
+    // The native scheme bins its samples past a bound, so the same command fits.
+    let out = simbench(&[
+        "run",
+        "--jobs",
+        "10000000",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--memory-budget",
+        "100M",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
     // The estimate grows with the seeds: many one-job runs are refused too (this command's
     // measured peak is 883 MiB).
     let out = simbench(&[
@@ -296,6 +315,9 @@ fn a_run_that_outgrows_its_share_stops_as_out_of_memory_through_the_binary() {
             "1",
             "--threads",
             threads,
+            // The native scheme's samples stop growing; the reference's keep every value.
+            "--rng",
+            "reference",
             "--memory-budget",
             "24M",
             "--csv",

@@ -234,3 +234,71 @@ fn request_log_cli_writes_the_named_run_and_refuses_a_run_that_is_not_in_it() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The median latency of the successful requests in a run's own request log, in ms.
+fn logged_success_median_ms(log: &Path) -> (f64, usize) {
+    let mut latencies: Vec<f64> = std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<request_log::Entry>(l).unwrap())
+        .filter(|e| e.outcome == EntryOutcome::Ok)
+        .map(|e| (e.end_s - e.start_s) * 1000.0)
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let n = latencies.len();
+    let pos = (n - 1) as f64 * 0.5;
+    let (lo, w) = (pos.floor() as usize, pos.fract());
+    let hi = (lo + 1).min(n - 1);
+    (latencies[lo] * (1.0 - w) + latencies[hi] * w, n)
+}
+
+/// A native run past `metrics::EXACT_CAP` samples bins them: `request_latency_p50_ms` is then
+/// within `quantile::RELATIVE_ERROR` of the exact median of the same run's successful requests,
+/// read from its request log; a run under the cap is exact (to the log's printed precision).
+#[test]
+fn a_binned_percentile_is_within_its_bound_of_the_logged_requests() {
+    use simbench::metrics::{EXACT_CAP, quantile::RELATIVE_ERROR};
+    let dir = crate::support::scratch_dir("binned");
+    for (jobs, binned) in [("3000", false), ("20000", true)] {
+        let log = dir.join(format!("{jobs}.jsonl"));
+        let out = simbench(&[
+            "run",
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "1",
+            "--jobs",
+            jobs,
+            "--set",
+            "horizon_s=1e12",
+            "--set",
+            "breaker.dead_after=1000000",
+            "--request-log",
+            log.to_str().unwrap(),
+            "--quiet",
+            "--json",
+            "-",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let metric = report["runs"][0]["metrics"]["request_latency_p50_ms"]
+            .as_f64()
+            .unwrap();
+        let (exact, n) = logged_success_median_ms(&log);
+        assert_eq!(n > EXACT_CAP, binned, "{n} successful requests");
+        let rel = ((metric - exact) / exact).abs();
+        if binned {
+            assert!(
+                rel <= RELATIVE_ERROR * (1.0 + 1e-6),
+                "{jobs} jobs: {metric} vs {exact}"
+            );
+            assert!(rel > 1e-9, "{jobs} jobs: binned, yet exact");
+        } else {
+            assert!(rel < 1e-8, "{jobs} jobs: {metric} vs {exact}");
+        }
+    }
+}
