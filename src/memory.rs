@@ -25,9 +25,9 @@ const SAMPLE_BYTES: u64 = 8;
 /// The samples a run keeps (`Tally::bound_samples` bounds each of them).
 const SAMPLE_KINDS: u64 = 10;
 
-/// A binned sample's buckets: a count and the least and greatest value (24 bytes) per bucket of
-/// width 0.2 % in magnitude, about 13,000 buckets for values from 10^−3 to 10^8 ms, rounded up.
-const HISTOGRAM_BYTES: u64 = 320 << 10;
+/// A binned sample's buckets: a count and the least and greatest value (24 bytes) per bucket,
+/// 512 buckets an octave, about 18,700 buckets for values from 10^−3 to 10^8 ms, rounded up.
+const HISTOGRAM_BYTES: u64 = 512 << 10;
 
 /// A growing `Vec` holds up to twice what it uses; the part never written is not resident, but
 /// the allocator's copies while it grows are, for a while. Half again is what the measurements

@@ -16,24 +16,29 @@ use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use serde_json::{Map, Value, json};
 
-/// The JSON Schema (draft 2020-12) of a scenario file.
+/// The JSON Schema (draft 2020-12) of a scenario file, generated from the scenario types.
 pub fn scenario_schema() -> Value {
-    SCHEMA.clone()
-}
-
-/// The schema as `simbench schema` prints it and `schema/scenario.schema.json` stores it.
-pub fn scenario_schema_text() -> String {
-    let mut text = serde_json::to_string_pretty(&*SCHEMA).unwrap_or_default();
-    text.push('\n');
-    text
-}
-
-static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     let schema = SchemaSettings::draft2020_12()
         .with_transform(RecursiveTransform(tidy))
         .into_generator()
         .into_root_schema_for::<Scenario>();
     serde_json::to_value(schema).expect("a generated schema is JSON")
+}
+
+/// The schema as `simbench schema` prints it and `schema/scenario.schema.json` stores it.
+pub fn scenario_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&scenario_schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The generated schema as committed in `schema/scenario.schema.json`, which the validator and
+/// the diagnostics read: parsing it costs a tenth of generating it, at every start of the
+/// program. `tests::the_embedded_schema_is_the_generated_one` (and the integration test of the
+/// file) keep the two the same.
+static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("../schema/scenario.schema.json"))
+        .expect("schema/scenario.schema.json is JSON")
 });
 
 static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
@@ -859,6 +864,15 @@ fn allowed_cell(path: &[Seg], schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedded_schema_is_the_generated_one() {
+        assert!(
+            *SCHEMA == scenario_schema(),
+            "schema/scenario.schema.json is stale; regenerate it with \
+             `cargo run --release -- schema > schema/scenario.schema.json`"
+        );
+    }
 
     #[test]
     fn schema_compiles_and_has_no_null_branches() {

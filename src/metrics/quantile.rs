@@ -1,14 +1,23 @@
-//! A log-bucketed histogram for the percentiles of samples too large to keep: the idea of
-//! DDSketch (Masson, Rim and Lee, VLDB 2019). Bucket `i` holds the values in
-//! `(γ^(i−1), γ^i]` with `γ = (1 + α)/(1 − α)`, and its estimate `2γ^i/(γ + 1)` is within
-//! relative error `α` of every value in it, so the value at any rank is known to `α` whatever
-//! the distribution, in memory that grows with the logarithm of the sample's range, not with
-//! its size. Each bucket also keeps the least and greatest value it holds, and an estimate is
-//! kept between them: still within `α`, and exact for a bucket of equal values (a constant
-//! latency, a fixed Retry-After). Counting is deterministic: the same values in the same order
-//! give the same buckets on every machine.
+//! A log-linear histogram for the percentiles of samples too large to keep: the bucket layout
+//! of HdrHistogram with the relative-error guarantee of DDSketch (Masson, Rim and Lee, VLDB
+//! 2019). A magnitude's bucket is its binary exponent and the top [`SUB_BITS`] bits of its
+//! mantissa — the top bits of the double itself, so binning a value is a shift, not a
+//! logarithm. A bucket spans at most 1/512 of its lower bound, and its estimate (the harmonic
+//! mean of its bounds) is within 1/1025 of every value in it, so the value at any rank is known
+//! to 2^−10 whatever the distribution, in memory that grows with the logarithm of the sample's
+//! range, not with its size. Each bucket also keeps the least and greatest value it holds, and
+//! an estimate is kept between them: no farther from the value at the rank, which lies between
+//! them, and exact for a bucket of equal values (a constant latency, a fixed Retry-After).
+//! Binning is integer arithmetic: the same values give the same buckets on every machine.
 
-/// The relative error `α` of every value read back: 2^−10, about 0.1 %.
+/// Mantissa bits in a bucket's index: 512 buckets per octave.
+const SUB_BITS: u32 = 9;
+
+/// Bits of a double below its bucket's index.
+const SHIFT: u32 = 52 - SUB_BITS;
+
+/// The relative error of every value read back, at most: 2^−10, about 0.1 % (the bound is
+/// 1/(2 × 512 + 1) for normal doubles; subnormals, below 2.2 × 10^−308, are binned linearly).
 pub const RELATIVE_ERROR: f64 = 1.0 / 1024.0;
 
 /// One bucket: how many values, and the least and greatest of them (magnitudes).
@@ -32,20 +41,17 @@ impl Bucket {
 #[derive(Clone, Debug, Default)]
 struct Buckets {
     /// Index of `buckets[0]`.
-    first: i32,
+    first: u32,
     buckets: Vec<Bucket>,
     total: u64,
 }
 
 impl Buckets {
-    fn add(&mut self, index: i32, magnitude: f64) {
-        if self.buckets.is_empty() {
-            self.first = index;
-        } else if index < self.first {
-            let grow = (self.first - index) as usize;
-            self.buckets
-                .splice(0..0, std::iter::repeat_n(Bucket::EMPTY, grow));
-            self.first = index;
+    #[inline]
+    fn add(&mut self, magnitude: f64) {
+        let index = (magnitude.to_bits() >> SHIFT) as u32;
+        if index < self.first || self.buckets.is_empty() {
+            self.grow_down(index);
         }
         let at = (index - self.first) as usize;
         if at >= self.buckets.len() {
@@ -58,49 +64,47 @@ impl Buckets {
         self.total += 1;
     }
 
+    /// Makes `index` the first bucket (the first value, or one below every earlier one).
+    #[cold]
+    fn grow_down(&mut self, index: u32) {
+        if !self.buckets.is_empty() {
+            let grow = (self.first - index) as usize;
+            self.buckets
+                .splice(0..0, std::iter::repeat_n(Bucket::EMPTY, grow));
+        }
+        self.first = index;
+    }
+
     /// The index and bucket of the `rank`-th smallest magnitude (0-based, `rank < total`).
-    fn bucket_of(&self, rank: u64) -> (i32, Bucket) {
+    fn bucket_of(&self, rank: u64) -> (u32, Bucket) {
         let mut seen = 0;
         for (at, b) in self.buckets.iter().enumerate() {
             seen += b.count;
             if seen > rank {
-                return (self.first + at as i32, *b);
+                return (self.first + at as u32, *b);
             }
         }
         let last = self.buckets.len() - 1;
-        (self.first + last as i32, self.buckets[last])
+        (self.first + last as u32, self.buckets[last])
     }
 }
 
 /// The non-zero values of a sample, binned by magnitude; zeros are counted by the caller.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct LogHistogram {
-    ln_gamma: f64,
     positive: Buckets,
     negative: Buckets,
 }
 
-impl Default for LogHistogram {
-    fn default() -> Self {
-        let gamma = (1.0 + RELATIVE_ERROR) / (1.0 - RELATIVE_ERROR);
-        LogHistogram {
-            ln_gamma: gamma.ln(),
-            positive: Buckets::default(),
-            negative: Buckets::default(),
-        }
-    }
-}
-
 impl LogHistogram {
     /// Counts `value`, which must be finite and non-zero.
+    #[inline]
     pub fn add(&mut self, value: f64) {
         debug_assert!(value.is_finite() && value != 0.0, "{value}");
-        let magnitude = value.abs();
-        let index = self.index(magnitude);
         if value > 0.0 {
-            self.positive.add(index, magnitude);
+            self.positive.add(value);
         } else {
-            self.negative.add(index, magnitude);
+            self.negative.add(-value);
         }
     }
 
@@ -124,9 +128,9 @@ impl LogHistogram {
     pub fn value_at(&self, rank: u64) -> f64 {
         let n = self.negative.total;
         if rank < n {
-            -self.estimate(self.negative.bucket_of(n - 1 - rank))
+            -estimate(self.negative.bucket_of(n - 1 - rank))
         } else {
-            self.estimate(self.positive.bucket_of(rank - n))
+            estimate(self.positive.bucket_of(rank - n))
         }
     }
 
@@ -135,22 +139,19 @@ impl LogHistogram {
         ((self.positive.buckets.len() + self.negative.buckets.len())
             * std::mem::size_of::<Bucket>()) as u64
     }
+}
 
-    /// `⌈log_γ x⌉`, the bucket of a positive `x`; finite for every positive double (subnormals
-    /// included: about ±3.6 × 10^5).
-    fn index(&self, x: f64) -> i32 {
-        (x.ln() / self.ln_gamma).ceil() as i32
-    }
-
-    /// `2γ^i/(γ + 1)` (computed in logarithms, so that the top buckets do not overflow), kept
-    /// within the bucket's least and greatest value: no farther from the value at the rank,
-    /// which lies between them, and exact when they are equal.
-    fn estimate(&self, (index, bucket): (i32, Bucket)) -> f64 {
-        let scale = (2.0 / (self.ln_gamma.exp() + 1.0)).ln();
-        (f64::from(index) * self.ln_gamma + scale)
-            .exp()
-            .clamp(bucket.least, bucket.greatest)
-    }
+/// The harmonic mean of a bucket's bounds (within 1/1025 of both), kept within its least and
+/// greatest value.
+fn estimate((index, bucket): (u32, Bucket)) -> f64 {
+    let low = f64::from_bits(u64::from(index) << SHIFT);
+    let high = f64::from_bits(u64::from(index + 1) << SHIFT);
+    let middle = if high.is_finite() {
+        2.0 * low * (high / (low + high))
+    } else {
+        low
+    };
+    middle.clamp(bucket.least, bucket.greatest)
 }
 
 #[cfg(test)]
