@@ -442,6 +442,9 @@ impl Pool {
         }
         let rule = rule.unwrap_or_else(|| self.rule(scope));
         let n = self.members(scope).len();
+        if n == self.resources.len() && score == Score::None {
+            return self.select_whole(rule, filter, counter, now);
+        }
         let mut on_stack = [f64::NAN; 64];
         let mut on_heap;
         // Load ratio of each candidate; NaN marks a resource that is not one.
@@ -515,6 +518,46 @@ impl Pool {
             self.members(scope)[position]
         };
         Some(self.take(chosen, counter))
+    }
+
+    /// [`Pool::select_in`] over every resource without a score, the common case: two passes over
+    /// the resources themselves (the candidates and the least load, then the pick among them),
+    /// no list of ratios. The same pick as the general path.
+    fn select_whole(
+        &mut self,
+        rule: Selection,
+        filter: Filter,
+        counter: usize,
+        now: f64,
+    ) -> Option<ResourceId> {
+        let (mut best, mut count) = (f64::INFINITY, 0u64);
+        for (r, resource) in self.resources.iter_mut().enumerate() {
+            if is_candidate(resource, r, filter, now) {
+                let ratio = resource.load_ratio();
+                match rule {
+                    Selection::LeastBusy if ratio < best => (best, count) = (ratio, 1),
+                    Selection::LeastBusy if ratio > best => {}
+                    _ => count += 1,
+                }
+            }
+        }
+        if count == 0 {
+            return None;
+        }
+        let mut pick = match rule {
+            Selection::LeastBusy | Selection::RoundRobin => self.rr[counter] % count,
+            Selection::InOrder => 0,
+        };
+        let least = rule == Selection::LeastBusy;
+        for (r, resource) in self.resources.iter_mut().enumerate() {
+            if is_candidate(resource, r, filter, now) && (!least || resource.load_ratio() == best) {
+                if pick == 0 {
+                    return Some(self.take(r, counter));
+                }
+                pick -= 1;
+            }
+        }
+        unreachable!("the pick is within the candidates")
     }
 
     /// Drops (marks NaN) every candidate whose quota score is below the best one; `ratios` is
