@@ -507,14 +507,21 @@ impl Samples {
     pub fn push(&mut self, value: f64) {
         if value == 0.0 {
             self.zeros += 1;
-        } else if let Some(binned) = &mut self.binned {
+        } else if self.binned.is_none() && !(self.bounded && self.values.len() == EXACT_CAP) {
+            self.values.push(value);
+        } else {
+            self.push_binned(value);
+        }
+    }
+    /// Adds a non-zero observation to the histogram, binning the kept values first.
+    #[inline(never)]
+    fn push_binned(&mut self, value: f64) {
+        if self.binned.is_none() {
+            self.bin();
+        }
+        if let Some(binned) = &mut self.binned {
             binned.0.add(value);
             binned.1 += value;
-        } else if self.bounded && self.values.len() == EXACT_CAP {
-            self.bin();
-            self.push(value);
-        } else {
-            self.values.push(value);
         }
     }
     /// Moves the kept values into a histogram and frees them.
