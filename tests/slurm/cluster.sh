@@ -47,7 +47,9 @@ munged --foreground --force --key-file="$dir/munge.key" --socket="$dir/munge.soc
     --pid-file="$dir/munged.pid" --log-file="$dir/munged.log" --seed-file="$dir/munged.seed" >"$dir/munged.out" 2>&1 &
 pids+=($!)
 
-host=$(hostname -s)
+# The node name slurmd gives itself: the host name up to its first dot.
+host=$(uname -n)
+host=${host%%.*}
 node=$(slurmd -C | head -n 1 | sed "s/^NodeName=[^ ]*/NodeName=$host NodeAddr=127.0.0.1/")
 port=$((20000 + RANDOM % 20000))
 mkdir -p "$dir/state" "$dir/spool"
