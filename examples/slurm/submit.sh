@@ -16,6 +16,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 tasks=${TASKS:-8}
 export SIMBENCH=${SIMBENCH:-simbench}
 export SIMBENCH_OUT=${SIMBENCH_OUT:-simbench-grid}
+# Check the worlds, axes and algorithms here, before anything is queued: a typo then fails in a
+# second instead of in every task of the array.
+plan=$("$SIMBENCH" sweep "$@" --shard "1/$tasks" --dry-run) || exit
+echo "submit.sh: $plan" >&2
 mkdir -p "$SIMBENCH_OUT/parts" "$SIMBENCH_OUT/logs"
 # A part left from an earlier submission would be merged with this one's (and refused, or
 # worse, fill a shard that failed): start from an empty directory.

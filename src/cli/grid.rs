@@ -245,7 +245,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(shard) => shard,
         Err(message) => return usage_error(&message),
     };
-    if shard != Shard::ALL && args.part.is_none() {
+    if shard != Shard::ALL && args.part.is_none() && !args.dry_run {
         return usage_error(&format!(
             "--shard {}/{} runs part of the plan: name the part file with --part PATH, and merge the parts with `simbench merge`",
             shard.index, shard.count
@@ -297,6 +297,9 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
         Err(message) => return usage_error(&message),
     };
+    if args.dry_run {
+        return dry_run(&built, cells.len(), shard, jobs.len());
+    }
     let requests = Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
         ("--csv", args.csv.as_ref(), Rendering::Csv),
@@ -362,6 +365,26 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     }
     let report = built.report(runs, clock());
     emit(&report, Some(&part), plan, args.exec.quiet)
+}
+
+/// `--dry-run`: the plan on standard output, one line, nothing run.
+fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize) -> u8 {
+    let worlds = built.bases.len();
+    let mut line = format!(
+        "plan {}: {cells} cells ({worlds} world{} × {} points × their algorithms × {} seeds)",
+        built.hash,
+        if worlds == 1 { "" } else { "s" },
+        grid::points(&built.spec.axes).len(),
+        built.spec.seeds
+    );
+    if shard != Shard::ALL {
+        line.push_str(&format!(
+            "; shard {}/{} runs {mine}",
+            shard.index, shard.count
+        ));
+    }
+    line.push('\n');
+    super::console::exit_code(0, super::console::print(&line))
 }
 
 /// Runs `simbench merge`.

@@ -69,6 +69,11 @@ pub struct SweepArgs {
     /// Grid sweep: write this shard's runs (or the whole plan's) as a part for `simbench merge`.
     #[arg(long, value_name = "PATH", requires = "grid")]
     pub part: Option<PathBuf>,
+    /// Grid sweep: check the worlds, axes, algorithms and memory and print the plan (its hash
+    /// and cells, and a shard's share) without running anything, e.g. before submitting a job
+    /// array.
+    #[arg(long, requires = "grid")]
+    pub dry_run: bool,
     /// Write levels, per-seed values, the knee and the reasons as JSON to PATH (`-` for stdout);
     /// for a grid, the grid report.
     #[arg(long, value_name = "PATH")]
@@ -146,6 +151,18 @@ pub fn main(args: &SweepArgs) -> u8 {
         (None, Some(Levels(l))) => (Knob::Rate, l.as_slice()),
         (None, None) => return super::grid::sweep(args),
     };
+    // clap's `requires = "grid"` does not hold these back when a level list is given.
+    let grid_only = [
+        ("--algorithms", args.algorithms.is_some()),
+        ("--shard", args.shard.is_some()),
+        ("--part", args.part.is_some()),
+        ("--dry-run", args.dry_run),
+    ];
+    if let Some((flag, _)) = grid_only.iter().find(|(_, given)| *given) {
+        return usage_error(&format!(
+            "{flag} belongs to a grid sweep (--grid KEY=V1,V2,…); a knee sweep runs one --algorithm"
+        ));
+    }
     if args.files.len() > 1 {
         return usage_error(
             "a knee sweep takes one world; to run several, make the level a grid axis: --grid concurrency=… (or rate)",

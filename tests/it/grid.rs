@@ -322,10 +322,56 @@ fn grid_arguments_are_checked_before_anything_runs() {
     let out = simbench(&args);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_attemps"));
-    // A knee sweep takes one world.
+    // A knee sweep takes one world, and none of the grid's own flags.
     let out = simbench(&["sweep", WORLDS[0], WORLDS[1], "--concurrency", "1,2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("one world"));
+    for flag in [
+        &["--algorithms", "wait"][..],
+        &["--shard", "1/2"],
+        &["--part", "x.json"],
+        &["--dry-run"],
+    ] {
+        let mut args = vec!["sweep", WORLDS[0], "--concurrency", "1,2"];
+        args.extend_from_slice(flag);
+        let out = simbench(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("belongs to a grid sweep"),
+            "{flag:?}"
+        );
+    }
+}
+
+/// `--dry-run` checks the plan and prints it — the hash a part names, the cells, a shard's
+/// share — without running or writing anything; a bad axis still fails.
+#[test]
+fn a_dry_run_prints_the_plan_a_part_names_and_runs_nothing() {
+    let dir = scratch_dir("grid-dry");
+    let part = path(&dir, "part.json");
+    let mut args = grid_args(&WORLDS);
+    args.extend(["--shard", "2/5", "--part", s(&part), "--dry-run"]);
+    let out = run_ok(&args);
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(!part.exists(), "a dry run writes no part");
+    assert!(
+        line.ends_with(
+            "48 cells (2 worlds × 4 points × their algorithms × 3 seeds); shard 2/5 runs 10\n"
+        ),
+        "{line}"
+    );
+    args.pop();
+    args.push("--quiet");
+    run_ok(&args);
+    let written: Value = serde_json::from_str(&read(&part)).unwrap();
+    let hash = written["plan"].as_str().unwrap();
+    assert!(
+        line.starts_with(&format!("plan {hash}: ")),
+        "{line} vs {hash}"
+    );
+    let mut bad = grid_args(&WORLDS[..1]);
+    bad.extend(["--grid", "retry.base=0.5,-1", "--dry-run"]);
+    assert_eq!(simbench(&bad).status.code(), Some(1));
 }
 
 /// A world where more attempts finish more jobs: the best cell is the most attempts, decided.
