@@ -35,8 +35,8 @@ pub fn budget(flag: Option<u64>) -> u64 {
 }
 
 /// Refuses (with the estimate, the budget and a hint on standard error) a command of `runs`
-/// runs of `world` on the scheme `rng`, `threads` at a time, that would not fit in `budget`; otherwise returns each
-/// run's share of the budget.
+/// runs of `world` on the scheme `rng`, `threads` at a time, that would not fit in `budget`;
+/// otherwise returns each run's share of the budget.
 pub fn check(
     world: &World,
     runs: u64,

@@ -568,47 +568,38 @@ fn the_kubernetes_recipe_merges_its_shards_into_the_whole_sweep() {
 /// best-cell contest (named at its first point, the others listed), not a tie with itself.
 #[test]
 fn an_axis_an_algorithm_ignores_is_one_contestant() {
-    let out = run_ok(&[
-        "sweep",
-        "scenarios/aimd_tuning.toml",
-        "--grid",
-        "algorithms.aimd.factor=0.5,0.7,0.9",
-        "--algorithms",
-        "backoff,wait",
-        "--seeds",
-        "3",
-        "--quiet",
-        "--json",
-        "-",
-    ]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let best = &report["worlds"][0]["best"];
-    assert_eq!(best["point"]["algorithms.aimd.factor"], 0.5);
-    let same: Vec<&Value> = best["same_runs_at"].as_array().unwrap().iter().collect();
-    assert_eq!(same.len(), 2, "{best}");
+    // The best cell of aimd_tuning over `algorithms.aimd.factor`, as JSON.
+    let best = |factors: &str, algorithms: &str| -> Value {
+        let axis = format!("algorithms.aimd.factor={factors}");
+        let out = run_ok(&[
+            "sweep",
+            "scenarios/aimd_tuning.toml",
+            "--grid",
+            &axis,
+            "--algorithms",
+            algorithms,
+            "--seeds",
+            "3",
+            "--quiet",
+            "--json",
+            "-",
+        ]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["worlds"][0]["best"].clone()
+    };
+    let ignored = best("0.5,0.7,0.9", "backoff,wait");
+    assert_eq!(ignored["point"]["algorithms.aimd.factor"], 0.5);
+    let same: Vec<&Value> = ignored["same_runs_at"].as_array().unwrap().iter().collect();
+    assert_eq!(same.len(), 2, "{ignored}");
     assert_eq!(same[0]["algorithms.aimd.factor"], 0.7);
     assert_eq!(same[1]["algorithms.aimd.factor"], 0.9);
-    let verdict = best["verdict"].to_string();
+    let verdict = ignored["verdict"].to_string();
     assert!(
         !verdict.contains("factor=0.7") && !verdict.contains("factor=0.9"),
         "{verdict}"
     );
-    assert_eq!(best["verdict"]["decision"], "pick", "{verdict}");
+    assert_eq!(ignored["verdict"]["decision"], "pick", "{verdict}");
 
     // An axis that does change the runs keeps its points apart.
-    let out = run_ok(&[
-        "sweep",
-        "scenarios/aimd_tuning.toml",
-        "--grid",
-        "algorithms.aimd.factor=0.5,0.9",
-        "--algorithms",
-        "aimd",
-        "--seeds",
-        "3",
-        "--quiet",
-        "--json",
-        "-",
-    ]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(report["worlds"][0]["best"].get("same_runs_at").is_none());
+    assert!(best("0.5,0.9", "aimd").get("same_runs_at").is_none());
 }
