@@ -75,18 +75,19 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
         return Err(FitError::NothingServed);
     }
     let outages = incidents::fit(log);
-    let mut endpoints = fit_endpoints(log, &outages);
+    let mut endpoints = fit_endpoints(log, &outages, client.as_ref().filter(|c| c.prior));
     // The client's order, when given: strategies that walk the endpoints in order (round
     // robin, sticky) depend on it.
     if let Some(c) = &client {
         endpoints.sort_by_key(|e| c.order_of(&e.id));
     }
     let load = load::fit(log);
+    let choice = choose_cycle(&mut endpoints, client.as_ref().filter(|c| c.prior));
     let mut doc = Doc::default();
     doc.client = client;
     preamble(&mut doc, log, name);
     top_level(&mut doc, log, name, &load);
-    cycle(&mut doc, &endpoints);
+    cycle(&mut doc, &endpoints, &choice);
     match doc.client_table("retry") {
         Some(Some((text, from))) => doc.raw("retry", text, &from),
         Some(None) => {}
@@ -135,7 +136,7 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
     blocks.sort_by_key(|(at, _)| *at);
     for (_, block) in blocks {
         match block {
-            Ok(fit) => write_endpoint(&mut doc, fit),
+            Ok(fit) => write_endpoint(&mut doc, fit, choice.peak()),
             Err(id) => {
                 let client = doc
                     .client
@@ -213,7 +214,6 @@ struct EndpointFit {
     bucket: Option<admission::BucketFit>,
     published: Vec<admission::PublishedFit>,
     overloaded: u64,
-    rejected: u64,
     /// Scripted latency changes (the log of the latency moved), each with its factor.
     slow: Vec<incidents::Shift>,
     /// Scripted storms (the failure rate moved).
@@ -237,7 +237,12 @@ enum LatencyChoice {
     Tokens(latency::TokenFit),
 }
 
-fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
+/// `prior`: the client's world, whose provider side stands where the logs cannot tell.
+fn fit_endpoints(
+    log: &Log,
+    outages: &[incidents::Outage],
+    prior: Option<&client::Client>,
+) -> Vec<EndpointFit> {
     let published: Vec<Vec<admission::PublishedFit>> = (0..log.endpoints.len() as u32)
         .map(|e| admission::fit_published(log, e))
         .collect();
@@ -260,7 +265,15 @@ fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
             let (latency, factor) =
                 fit_latency(log, e as u32, &mine, &capacity, &slow, cache_fit.is_some());
             let storms = storm_shifts(log, e as u32, outages);
-            let failures = fit_failures(log, e as u32, outages, &storms);
+            let prior =
+                prior
+                    .and_then(|c| c.failures(&log.endpoints[e]))
+                    .map(|f| failures::StormPrior {
+                        storm_rate: f.storm_rate,
+                        check_s: f.storm_check_s,
+                        duration_s: f.storm_duration_s,
+                    });
+            let failures = fit_failures(log, e as u32, outages, &storms, prior);
             EndpointFit {
                 id: log.endpoints[e].clone(),
                 served: requests.iter().filter(|r| r.outcome.served()).count() as u64,
@@ -272,10 +285,6 @@ fn fit_endpoints(log: &Log, outages: &[incidents::Outage]) -> Vec<EndpointFit> {
                 overloaded: requests
                     .iter()
                     .filter(|r| r.outcome == EntryOutcome::Overloaded)
-                    .count() as u64,
-                rejected: requests
-                    .iter()
-                    .filter(|r| r.outcome == EntryOutcome::Rejected)
                     .count() as u64,
                 slow,
                 storms,
@@ -476,6 +485,7 @@ fn fit_failures(
     e: u32,
     outages: &[incidents::Outage],
     storms: &[incidents::Shift],
+    prior: Option<failures::StormPrior>,
 ) -> failures::FailureFit {
     let out = |t: f64| {
         outages.iter().any(|o| o.endpoint == e && o.covers(t)) || storms.iter().any(|s| s.covers(t))
@@ -491,7 +501,99 @@ fn fit_failures(
                 .collect()
         })
         .collect();
-    failures::fit(&segments)
+    let fitted = failures::fit(&segments);
+    prior
+        .and_then(|p| failures::with_prior(&segments, &fitted, p))
+        .unwrap_or(fitted)
+}
+
+/// Where the world's cycle comes from.
+enum CycleChoice {
+    /// The logs: the best endpoint's cycle, or none.
+    Fitted,
+    /// The client's world, which the logs do not contradict.
+    Client {
+        cycle: crate::scenario::Cycle,
+        /// Whether the client's file sets it (else it is the format's default).
+        set: bool,
+        from: String,
+        /// Arrivals decided otherwise than the log with it, and with the logs' own fit.
+        prior: u64,
+        fitted: u64,
+        refused: usize,
+    },
+}
+
+impl CycleChoice {
+    /// The cycle's peak factor.
+    fn peak(&self) -> f64 {
+        match self {
+            CycleChoice::Fitted => 1.0,
+            CycleChoice::Client { cycle, .. } => cycle.peak,
+        }
+    }
+}
+
+/// The client's world's cycle stands unless the limits fitted from the logs decide their
+/// arrivals clearly better — the rule any richer model must meet, and the logs' cycle costs
+/// three parameters where the client's costs none. A cycle seen for less than one period (or
+/// not at all) is not identified by the logs, so a team's own world is the better guess; the
+/// refused endpoints' limits are then refitted under it.
+fn choose_cycle(endpoints: &mut [EndpointFit], client: Option<&client::Client>) -> CycleChoice {
+    let Some(c) = client else {
+        return CycleChoice::Fitted;
+    };
+    let (cycle, set) = c.cycle();
+    let rhythm = if cycle.period_s > 0.0 {
+        admission::Rhythm {
+            period_s: cycle.period_s,
+            trough: cycle.trough / cycle.peak,
+            phase_s: cycle.phase_s,
+        }
+    } else {
+        admission::Rhythm {
+            period_s: 0.0,
+            trough: 1.0,
+            phase_s: 0.0,
+        }
+    };
+    let mut refits = Vec::new();
+    let (mut prior, mut fitted) = (0, 0);
+    for f in endpoints.iter() {
+        let preferred = c.endpoint(&f.id).and_then(|e| {
+            let capacity = e.get("capacity")?.as_integer()? as f64;
+            let weight = e
+                .get("weight")
+                .and_then(toml::Value::as_float)
+                .unwrap_or(1.0);
+            Some((capacity * weight * cycle.peak).round() as u32)
+        });
+        let refit = admission::at_rhythm(&f.capacity, rhythm, preferred);
+        if let Some(m) = &refit {
+            prior += f.capacity.violations_of(m);
+            fitted += f.capacity.violations;
+        }
+        refits.push(refit);
+    }
+    if admission::accept(fitted, prior) {
+        return CycleChoice::Fitted;
+    }
+    let mut refused = 0;
+    for (f, refit) in endpoints.iter_mut().zip(refits) {
+        if let Some(m) = refit {
+            f.capacity.violations = f.capacity.violations_of(&m);
+            f.capacity.model = Some(m);
+            refused += 1;
+        }
+    }
+    CycleChoice::Client {
+        cycle,
+        set,
+        from: c.name.clone(),
+        prior,
+        fitted,
+        refused,
+    }
 }
 
 /// The cycle with the most evidence among the endpoints' (the format has one for all).
@@ -505,8 +607,49 @@ fn best_cycle(endpoints: &[EndpointFit]) -> Option<(&EndpointFit, admission::Cap
         .max_by_key(|(f, _)| f.capacity.flat_violations - f.capacity.violations)
 }
 
-fn cycle(doc: &mut Doc, endpoints: &[EndpointFit]) {
+fn cycle(doc: &mut Doc, endpoints: &[EndpointFit], choice: &CycleChoice) {
     doc.table("[cycle]", "cycle", &[]);
+    if let CycleChoice::Client {
+        cycle,
+        set,
+        from,
+        prior,
+        fitted,
+        refused,
+    } = choice
+    {
+        let source = if *set {
+            format!("the cycle of {from}")
+        } else {
+            format!("the format's default ({from} sets no [cycle])")
+        };
+        let basis = if *refused == 0 {
+            "no endpoint was refused for concurrency".to_owned()
+        } else {
+            format!(
+                "under it the limits of {} decide {prior} arrivals otherwise than the log, the \
+                 logs' own fit {fitted}",
+                plural(*refused, "refused endpoint")
+            )
+        };
+        doc.assumed(
+            "period_s",
+            float(cycle.period_s, 4),
+            format!("{source}, which the logs do not contradict ({basis})"),
+        );
+        doc.fitted("trough", float(cycle.trough, 4), "");
+        doc.fitted(
+            "peak",
+            float(cycle.peak, 4),
+            "capacities are written at the peak",
+        );
+        doc.fitted(
+            "phase_s",
+            float(cycle.phase_s, 4),
+            "the trough is at phase_s",
+        );
+        return;
+    }
     match best_cycle(endpoints) {
         Some((f, m)) => {
             let basis = format!(
@@ -759,7 +902,8 @@ fn lognormal_size(sorted: &[f64]) -> (f64, f64, f64) {
     (mu.exp(), sigma, ks)
 }
 
-fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
+/// `peak`: the world's cycle's peak factor, at which the fitted limits are found.
+fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64) {
     let prefix = format!("endpoints.{}", f.id);
     doc.table("[[endpoints]]", &prefix, &[]);
     doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
@@ -802,8 +946,8 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
                     f.capacity.refusals, f.capacity.peak_in_flight
                 ),
             );
-            if capacity != m.capacity {
-                let weight = f64::from(m.capacity) / f64::from(capacity);
+            let weight = f64::from(m.capacity) / (f64::from(capacity) * peak);
+            if weight != 1.0 {
                 doc.fitted(
                     "weight",
                     float(weight, 6),
@@ -880,10 +1024,6 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit) {
     }
     if let Some(c) = &f.cache {
         write_cache(doc, c, f, &prefix);
-    }
-    if f.rejected > 0 {
-        // Rejections come from incidents, which the fit does not model.
-        let _ = f.rejected;
     }
 }
 
@@ -1167,23 +1307,37 @@ fn write_failures(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
                 float(fit.error_rate, 3),
                 format!("{basis}; outside storms (two-state hidden Markov model)"),
             );
-            doc.fitted(
-                "storm_rate",
-                float(s.storm_rate, 3),
-                format!(
-                    "{}% of the time in storm, storms chained {} s on average; log-likelihood \
-                     +{} over no storms",
-                    float(s.share * 100.0, 3),
-                    float(s.mean_chain_s, 3),
-                    float(s.loglik_gain, 3)
-                ),
+            let timing = format!(
+                "{}% of the time in storm, storms chained {} s on average; log-likelihood +{} \
+                 over no storms",
+                float(s.share * 100.0, 3),
+                float(s.mean_chain_s, 3),
+                float(s.loglik_gain, 3)
             );
-            doc.fitted(
-                "storm_check_s",
-                float(failures::CHECK_S, 3),
-                "any interval gives the same share and length",
-            );
-            doc.fitted("storm_duration_s", float(s.duration_s, 3), "");
+            if s.from_prior {
+                let from = doc
+                    .client
+                    .as_ref()
+                    .map_or_else(String::new, |c| c.name.clone());
+                doc.assumed(
+                    "storm_rate",
+                    float(s.storm_rate, 4),
+                    format!(
+                        "the storm timing of {from}, which the logs do not contradict (the \
+                         logs' own is not two parameters' worth more likely): {timing}"
+                    ),
+                );
+                doc.fitted("storm_check_s", float(s.check_s, 4), "");
+                doc.fitted("storm_duration_s", float(s.duration_s, 4), "");
+            } else {
+                doc.fitted("storm_rate", float(s.storm_rate, 3), timing);
+                doc.fitted(
+                    "storm_check_s",
+                    float(s.check_s, 3),
+                    "any interval gives the same share and length",
+                );
+                doc.fitted("storm_duration_s", float(s.duration_s, 3), "");
+            }
             doc.fitted(
                 "storm_error_rate",
                 float(s.error_rate, 3),

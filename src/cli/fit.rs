@@ -36,8 +36,15 @@ pub struct FitArgs {
     /// The team's own world file: the client's side of the fitted world (load, retry,
     /// breaker, strategy variants, objective, gates, pools, prices, client timeouts) is
     /// copied from it, since no log holds it; the provider's side still comes from the logs.
+    /// Where the logs cannot identify a provider setting (a cycle seen for less than a period,
+    /// how long storms last when the client stopped calling in them), WORLD's own is kept if
+    /// the logs do not contradict it.
     #[arg(long, value_name = "WORLD")]
     pub client: Option<PathBuf>,
+    /// The provider's side from the logs alone: settings they cannot identify take the fit's
+    /// own guesses, not --client's.
+    #[arg(long, requires = "client")]
+    pub logs_only: bool,
     /// The logs' format: `auto` (by extension — `.har`, `.jsonl`/`.ndjson` — else by
     /// content), `jsonl` (docs/request-log.md), `har` (HAR 1.2) or `otlp` (OpenTelemetry spans,
     /// OTLP JSON, GenAI conventions).
@@ -91,6 +98,7 @@ pub fn main(args: &FitArgs) -> u8 {
             Ok((_, toml::Value::Table(doc))) => Some(crate::fit::client::Client {
                 name: path.display().to_string(),
                 doc,
+                prior: !args.logs_only,
             }),
             Ok(_) => None,
             Err(super::load::LoadError::Unreadable(e)) => {

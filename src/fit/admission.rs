@@ -137,7 +137,14 @@ pub struct Step {
 impl CapacityModel {
     /// The limit at `t`, as the provider rounds it.
     pub fn at(&self, t: f64) -> u32 {
-        let factor = if self.period_s > 0.0 {
+        let (cycle, step) = self.factors(t);
+        let raw = (f64::from(self.capacity) * cycle * step).round_ties_even();
+        if raw < 1.0 { 1 } else { raw as u32 }
+    }
+
+    /// The cycle's and the incident's multipliers at `t`.
+    fn factors(&self, t: f64) -> (f64, f64) {
+        let cycle = if self.period_s > 0.0 {
             let mid = (1.0 + self.trough) / 2.0;
             let amp = (1.0 - self.trough) / 2.0;
             mid - amp * (2.0 * std::f64::consts::PI / self.period_s * (t - self.phase_s)).cos()
@@ -148,8 +155,7 @@ impl CapacityModel {
             .step
             .filter(|s| s.start_s <= t && t < s.end_s)
             .map_or(1.0, |s| s.factor);
-        let raw = (f64::from(self.capacity) * factor * step).round_ties_even();
-        if raw < 1.0 { 1 } else { raw as u32 }
+        (cycle, step)
     }
 
     /// Arrivals the model decides otherwise than the log: an admission above the limit, a
@@ -167,8 +173,8 @@ impl CapacityModel {
 
 /// One constraint on the capacity: an admission at `k` in flight (`cap > k`) or a refusal at
 /// `k` (`cap <= k`).
-#[derive(Clone, Copy, Debug)]
-struct Bound {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bound {
     at: f64,
     k: u32,
     upper: bool,
@@ -198,6 +204,9 @@ pub struct CapacityFit {
     /// How long the middle 80 % of its capacity refusals span \[s\]: a cycle whose period is
     /// longer was seen for one trough at most.
     pub refusal_spread_s: f64,
+    /// What each admission and capacity refusal says about the limit, kept to weigh another
+    /// cycle (the client's own) against the log.
+    bounds: Vec<Bound>,
 }
 
 /// Capacity refusals a limit rests on: fewer are as likely a quota's 429 that came when the
@@ -256,6 +265,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
             flat_violations: 0,
             retry_after_s,
             refusal_spread_s: 0.0,
+            bounds,
         };
     }
     let span = bounds.iter().fold(0.0f64, |m, b| m.max(b.at));
@@ -284,12 +294,104 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
         flat_violations,
         retry_after_s,
         refusal_spread_s: q(0.9) - q(0.1),
+        bounds,
     }
+}
+
+impl CapacityFit {
+    /// Arrivals `m` decides otherwise than the log.
+    pub fn violations_of(&self, m: &CapacityModel) -> u64 {
+        m.violations(&self.bounds)
+    }
+}
+
+/// A cycle given from outside the logs: its period, trough over peak, and phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rhythm {
+    pub period_s: f64,
+    pub trough: f64,
+    pub phase_s: f64,
+}
+
+/// The endpoint's limit with the cycle fixed at `rhythm`: the peak capacity that decides the
+/// fewest arrivals otherwise than the log (ties to `preferred`, else the smallest), with a
+/// capacity incident where one earns its place. `None` when the limit was never reached.
+pub fn at_rhythm(
+    fit: &CapacityFit,
+    rhythm: Rhythm,
+    preferred: Option<u32>,
+) -> Option<CapacityModel> {
+    fit.model?;
+    let base = CapacityModel {
+        capacity: 1,
+        period_s: rhythm.period_s,
+        trough: rhythm.trough,
+        phase_s: rhythm.phase_s,
+        step: None,
+    };
+    let mut candidates = threshold_best(&fit.bounds, base);
+    candidates.extend(preferred);
+    candidates.sort_unstable();
+    candidates.dedup();
+    let score = |c: u32| {
+        CapacityModel {
+            capacity: c,
+            ..base
+        }
+        .violations(&fit.bounds)
+    };
+    let best = candidates
+        .into_iter()
+        .map(|c| (score(c), Some(c) != preferred, c))
+        .min()?;
+    let model = CapacityModel {
+        capacity: best.2,
+        ..base
+    };
+    let stepped = search_step(&fit.bounds, model, fit.peak_in_flight)
+        .filter(|m| accept(m.violations(&fit.bounds), best.0));
+    Some(stepped.unwrap_or(model))
+}
+
+/// The peak capacities (and their neighbours) that the rounding-free thresholds of `bounds`
+/// score best under `base`'s cycle: an admission at `k` asks `c·f(t) ≥ k + ½`, a refusal
+/// `c·f(t) < k + ½`, so each bound is a threshold on `c` and one sweep scores them all.
+fn threshold_best(bounds: &[Bound], base: CapacityModel) -> Vec<u32> {
+    let mut lower = Vec::new();
+    let mut upper = Vec::new();
+    for b in bounds {
+        let (cycle, step) = base.factors(b.at);
+        let threshold = (f64::from(b.k) + 0.5) / (cycle * step).max(1e-9);
+        if b.upper {
+            upper.push(if b.k == 0 { 0.0 } else { threshold });
+        } else if b.k > 0 {
+            lower.push(threshold);
+        }
+    }
+    lower.sort_by(f64::total_cmp);
+    upper.sort_by(f64::total_cmp);
+    // Violations at c: admissions whose threshold is above c, refusals whose is at or below.
+    let at = |c: u32| {
+        let c = f64::from(c);
+        (lower.len() - lower.partition_point(|x| *x <= c)) + upper.partition_point(|x| *x <= c)
+    };
+    // The count changes only at a threshold, so the best is at 1 or next to one.
+    let limit = f64::from(u32::MAX / 2);
+    let best_c = lower
+        .iter()
+        .chain(&upper)
+        .map(|x| x.min(limit).ceil() as u32)
+        .flat_map(|c| [c.saturating_sub(1), c])
+        .chain([1])
+        .filter(|c| *c >= 1)
+        .min_by_key(|c| (at(*c), *c))
+        .unwrap_or(1);
+    vec![best_c.saturating_sub(1).max(1), best_c, best_c + 1]
 }
 
 /// A cycle or an incident earns its three parameters when it explains at least half of the
 /// simpler model's violations and at least ten arrivals.
-fn accept(richer: u64, simpler: u64) -> bool {
+pub fn accept(richer: u64, simpler: u64) -> bool {
     richer * 2 <= simpler && simpler - richer >= 10
 }
 

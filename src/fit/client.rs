@@ -41,6 +41,9 @@ pub struct Client {
     pub name: String,
     /// Its resolved document.
     pub doc: toml::Table,
+    /// Whether its provider side is the prior for what the logs cannot identify (the
+    /// capacity cycle, storm timing); `false` with `fit --logs-only`.
+    pub prior: bool,
 }
 
 impl Client {
@@ -77,6 +80,24 @@ impl Client {
             || TABLES
                 .iter()
                 .any(|t| path == *t || path.starts_with(&format!("{t}.")))
+    }
+
+    /// The provider's cycle as the client's world has it (the format's default when it has no
+    /// `[cycle]`), and whether the file sets it.
+    pub fn cycle(&self) -> (crate::scenario::Cycle, bool) {
+        match self.doc.get("cycle").cloned().map(toml::Value::try_into) {
+            Some(Ok(cycle)) => (cycle, true),
+            _ => (crate::scenario::Cycle::default(), false),
+        }
+    }
+
+    /// Endpoint `id`'s failures as the client's world has them (the format's defaults for
+    /// keys it leaves out), when it has that endpoint.
+    pub fn failures(&self, id: &str) -> Option<crate::scenario::Failures> {
+        match self.endpoint(id)?.get("failures") {
+            None => Some(crate::scenario::Failures::default()),
+            Some(v) => v.clone().try_into().ok(),
+        }
     }
 
     /// The client's endpoint `id`, if its file has one.

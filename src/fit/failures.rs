@@ -25,6 +25,8 @@ pub struct FailureFit {
     pub error_rate: f64,
     /// Storms, when the data show them.
     pub storms: Option<Storms>,
+    /// The log-likelihood of the binned failures under this fit.
+    pub loglik: f64,
 }
 
 /// Fitted storm parameters.
@@ -42,6 +44,19 @@ pub struct Storms {
     pub mean_chain_s: f64,
     /// Log-likelihood gain over a constant error rate.
     pub loglik_gain: f64,
+    /// The check interval \[s\]: [`CHECK_S`] when fitted.
+    pub check_s: f64,
+    /// Whether the timing (rate, interval, length) is a prior's that the logs do not
+    /// contradict, not the logs' own.
+    pub from_prior: bool,
+}
+
+/// Storm timing from outside the logs: the team's own world.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StormPrior {
+    pub storm_rate: f64,
+    pub check_s: f64,
+    pub duration_s: f64,
 }
 
 /// Fits one endpoint from its served requests per segment: `(start time, failed)`.
@@ -49,22 +64,23 @@ pub fn fit(segments: &[Vec<(f64, bool)>]) -> FailureFit {
     let n: u64 = segments.iter().map(|s| s.len() as u64).sum();
     let failed: u64 = segments.iter().flatten().filter(|x| x.1).count() as u64;
     let overall = if n > 0 { failed as f64 / n as f64 } else { 0.0 };
-    let calm = FailureFit {
-        n,
-        failed,
-        error_rate: overall,
-        storms: None,
-    };
-    if failed < 10 {
-        return calm;
-    }
     let bins: Vec<Vec<(f64, f64)>> = segments.iter().map(|s| bin(s)).collect();
-    let model = baum_welch(&bins, overall);
     let flat: f64 = bins
         .iter()
         .flatten()
         .map(|(k, x)| binomial_ll(*k, *x, overall))
         .sum();
+    let calm = FailureFit {
+        n,
+        failed,
+        error_rate: overall,
+        storms: None,
+        loglik: flat,
+    };
+    if failed < 10 {
+        return calm;
+    }
+    let model = baum_welch(&bins, overall);
     let gain = model.loglik - flat;
     let (p0, p1) = (model.p[0], model.p[1]);
     let share = model.stationary_storm();
@@ -82,7 +98,82 @@ pub fn fit(segments: &[Vec<(f64, bool)>]) -> FailureFit {
         failed,
         error_rate: p0,
         storms: Some(storms),
+        loglik: model.loglik,
     }
+}
+
+/// The fit with the storms' timing held at `prior` and only the two error rates estimated,
+/// when the logs do not contradict it: the fit's own timing must gain two parameters' worth
+/// (`2 ln n`) of log-likelihood over it. A client that stops calling an endpoint in a storm
+/// (a breaker, a backoff) never sees how long the storm lasts, so its logs cannot tell the
+/// length, and the team's world is then the better guess. `None` when the logs contradict it.
+pub fn with_prior(
+    segments: &[Vec<(f64, bool)>],
+    fitted: &FailureFit,
+    prior: StormPrior,
+) -> Option<FailureFit> {
+    let m = prior.duration_s / prior.check_s;
+    if fitted.failed < 10 || prior.storm_rate <= 0.0 || m <= 0.0 {
+        return None;
+    }
+    let q = prior.storm_rate.min(1.0);
+    let share = 1.0 - (1.0 - q).powf(m);
+    let chain_s = if q < 1.0 {
+        prior.check_s * ((1.0 - q).powf(-m) - 1.0) / q
+    } else {
+        f64::INFINITY
+    };
+    if !(share > 0.0 && share < 1.0 && chain_s.is_finite()) {
+        return None;
+    }
+    let down = (BIN_S / chain_s).min(1.0);
+    let up = (share * down / (1.0 - share)).min(1.0);
+    let bins: Vec<Vec<(f64, f64)>> = segments.iter().map(|s| bin(s)).collect();
+    let overall = fitted.failed as f64 / fitted.n as f64;
+    let mut hmm = Hmm {
+        p: [overall * 0.5, (overall * 4.0).clamp(0.05, 0.9)],
+        a: [[1.0 - up, up], [down, 1.0 - down]],
+        start: [1.0 - share, share],
+        loglik: f64::NEG_INFINITY,
+    };
+    for _ in 0..200 {
+        let next = em_step(&hmm, &bins);
+        let done = (next.loglik - hmm.loglik).abs() < 1e-7;
+        hmm = Hmm {
+            p: next.p,
+            loglik: next.loglik,
+            ..hmm
+        };
+        if done {
+            break;
+        }
+    }
+    // The last step's likelihood is of the rates before it; score the rates kept.
+    hmm.loglik = em_step(&hmm, &bins).loglik;
+    let n = fitted.n as f64;
+    if fitted.loglik - hmm.loglik >= 2.0 * n.ln() || hmm.p[1] <= hmm.p[0] {
+        return None;
+    }
+    let flat: f64 = bins
+        .iter()
+        .flatten()
+        .map(|(k, x)| binomial_ll(*k, *x, overall))
+        .sum();
+    Some(FailureFit {
+        error_rate: hmm.p[0],
+        storms: Some(Storms {
+            storm_rate: q,
+            duration_s: prior.duration_s,
+            error_rate: hmm.p[1],
+            share,
+            mean_chain_s: chain_s,
+            loglik_gain: hmm.loglik - flat,
+            check_s: prior.check_s,
+            from_prior: true,
+        }),
+        loglik: hmm.loglik,
+        ..fitted.clone()
+    })
 }
 
 /// `(q, d)` from the share in storm and the mean chain length, with checks every [`CHECK_S`].
@@ -102,6 +193,8 @@ fn storm_parameters(share: f64, chain_s: f64, error_rate: f64, gain: f64) -> Sto
         share,
         mean_chain_s: chain_s,
         loglik_gain: gain,
+        check_s: CHECK_S,
+        from_prior: false,
     }
 }
 
@@ -255,19 +348,23 @@ mod tests {
     use super::*;
     use crate::rng::{Native, RandomSource, Stream};
 
+    /// Whether `t` is in a storm as the provider makes them: a start with probability `q` at
+    /// every check, each lasting `d`.
+    fn in_storm(rng: &Native, q: f64, d: f64, t: f64) -> bool {
+        let k_hi = (t / CHECK_S).floor() as u64;
+        let k_lo = ((t - d) / CHECK_S).floor().max(0.0) as u64;
+        (k_lo..=k_hi).any(|k| {
+            let s = k as f64 * CHECK_S;
+            s <= t && t < s + d && rng.storm(0, k).uniform() < q
+        })
+    }
+
     /// Requests every 0.1 s over two hours; storms as the provider makes them.
     #[test]
     fn storms_are_told_from_background_errors() {
         let rng = Native::new(9, ["a"]);
         let (q, d, p0, p1) = (0.08, 30.0, 0.03, 0.6);
-        let storm_at = |t: f64| {
-            let k_hi = (t / CHECK_S).floor() as u64;
-            let k_lo = ((t - d) / CHECK_S).floor().max(0.0) as u64;
-            (k_lo..=k_hi).any(|k| {
-                let s = k as f64 * CHECK_S;
-                s <= t && t < s + d && rng.storm(0, k).uniform() < q
-            })
-        };
+        let storm_at = |t| in_storm(&rng, q, d, t);
         let requests: Vec<(f64, bool)> = (0..72_000u64)
             .map(|i| {
                 let t = i as f64 * 0.1;
@@ -281,6 +378,45 @@ mod tests {
         assert!((storms.error_rate / p1 - 1.0).abs() < 0.1, "{fit:?}");
         let share = 1.0 - (1.0 - q).powf(d / CHECK_S);
         assert!((storms.share / share - 1.0).abs() < 0.2, "{fit:?}");
+    }
+
+    /// A client that stops calling for 40 s after two failures in a row (a breaker), so
+    /// storms show only their first seconds: the true timing is not contradicted, a wrong one
+    /// is.
+    #[test]
+    fn a_prior_stands_where_the_client_left_the_storms() {
+        let rng = Native::new(5, ["a"]);
+        let (q, d, p0, p1) = (0.08, 30.0, 0.03, 0.6);
+        let storm_at = |t| in_storm(&rng, q, d, t);
+        let (mut requests, mut t, mut streak, mut i) = (Vec::new(), 0.0, 0, 0u64);
+        while t < 7200.0 {
+            let failed = rng.request(0, i).uniform() < if storm_at(t) { p1 } else { p0 };
+            requests.push((t, failed));
+            streak = if failed { streak + 1 } else { 0 };
+            t += if streak >= 2 { 40.0 } else { 0.1 };
+            streak = if streak >= 2 { 0 } else { streak };
+            i += 1;
+        }
+        let segments = [requests];
+        let fitted = fit(&segments);
+        let own = fitted.storms.clone().expect("storms found");
+        // The client's absence hides how long the storms last.
+        assert!(own.duration_s < 0.8 * d, "{fitted:?}");
+        let truth = StormPrior {
+            storm_rate: q,
+            check_s: CHECK_S,
+            duration_s: d,
+        };
+        let kept = with_prior(&segments, &fitted, truth).expect("not contradicted");
+        let storms = kept.storms.expect("storms");
+        assert!(storms.from_prior && storms.duration_s == d);
+        assert!((storms.error_rate / p1 - 1.0).abs() < 0.1, "{storms:?}");
+        let wrong = StormPrior {
+            storm_rate: 0.5,
+            check_s: CHECK_S,
+            duration_s: 120.0,
+        };
+        assert!(with_prior(&segments, &fitted, wrong).is_none());
     }
 
     #[test]

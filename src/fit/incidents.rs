@@ -9,6 +9,10 @@ use crate::request_log::{EntryOutcome, ErrorKind};
 /// Consecutive failures that make an outage, and the least time they must span \[s\].
 const MIN_RUN: usize = 8;
 const MIN_SPAN_S: f64 = 3.0;
+/// Refusals that make an outage lasting until the log ends. Only an outage refuses
+/// connections, and a client's breaker soon stops calling an endpoint that does, so a
+/// refused endpoint often shows only a few attempts and never a working one again.
+const MIN_FINAL_REFUSALS: usize = 2;
 
 /// An outage of one endpoint.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,8 +90,7 @@ fn runs(requests: &[Request], e: u32, refuse: bool) -> Vec<Outage> {
         }
     }
     if let Some((start, last, n)) = run
-        && n >= MIN_RUN
-        && last - start >= MIN_SPAN_S
+        && ((n >= MIN_RUN && last - start >= MIN_SPAN_S) || (refuse && n >= MIN_FINAL_REFUSALS))
     {
         out.push(outage(e, start, None, refuse, n));
     }
@@ -347,6 +350,52 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    fn request(start: f64, outcome: EntryOutcome, error: Option<ErrorKind>) -> Request {
+        Request {
+            start,
+            end: start,
+            endpoint: 0,
+            outcome,
+            error,
+            status: 0,
+            retry_after: f64::NAN,
+            input: f64::NAN,
+            output: f64::NAN,
+            max_tokens: f64::NAN,
+            ttft: f64::NAN,
+            job: u64::MAX,
+            step: 0,
+            attempt: 1,
+            call: 0,
+            hedge: false,
+            cache_hit: None,
+            limit_refused: false,
+        }
+    }
+
+    fn refused(start: f64) -> Request {
+        request(
+            start,
+            EntryOutcome::Rejected,
+            Some(ErrorKind::ConnectionRefused),
+        )
+    }
+
+    #[test]
+    fn a_few_refusals_the_endpoint_never_recovers_from_are_an_outage() {
+        let ok = request(0.0, EntryOutcome::Ok, None);
+        let found = runs(&[ok, refused(1.0), refused(1.2)], 0, true);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].start_s, found[0].end_s), (1.0, None));
+        // Served again afterwards: a blip, not an outage.
+        let again = request(2.0, EntryOutcome::Ok, None);
+        assert!(runs(&[refused(1.0), refused(1.2), again], 0, true).is_empty());
+        // One refusal is not enough, and a few 503s at the end are weather.
+        assert!(runs(&[refused(1.0)], 0, true).is_empty());
+        let failed = |t| request(t, EntryOutcome::Error, Some(ErrorKind::Upstream));
+        assert!(runs(&[failed(1.0), failed(1.2)], 0, false).is_empty());
     }
 
     fn any(_: f64, _: f64) -> bool {

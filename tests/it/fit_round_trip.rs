@@ -70,13 +70,18 @@ struct Trip {
     metric: String,
     separated_pairs: usize,
     inverted: Vec<String>,
-    same_pick: bool,
+    /// Both worlds' verdicts agree: the same pick, or no decision between the same leaders.
+    same_verdict: bool,
+    /// The two verdicts (true, fitted) when they differ.
+    verdicts: Option<(Vec<String>, Vec<String>)>,
     params: Vec<String>,
     /// Identifiable parameters outside the tolerances.
     out_of_tolerance: Vec<String>,
 }
 
-fn round_trip(path: &Path, dir: &Path) -> Trip {
+/// `logs_only`: fit with `--logs-only`, so nothing the logs cannot identify comes from the
+/// true world (which is also the `--client` world here).
+fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
     let file = path.to_str().unwrap();
     let truth = report(&[file, "--seeds", SEEDS]);
     let metric = truth["objective"]["metric"].as_str().unwrap().to_owned();
@@ -124,6 +129,9 @@ fn round_trip(path: &Path, dir: &Path) -> Trip {
         "--client",
         file,
     ];
+    if logs_only {
+        args.push("--logs-only");
+    }
     args.extend(logs.iter().map(|l| l.to_str().unwrap()));
     let out = simbench(&args);
     assert!(
@@ -177,10 +185,29 @@ fn round_trip(path: &Path, dir: &Path) -> Trip {
         metric,
         separated_pairs,
         inverted,
-        same_pick: leader(&model) == leader(&truth),
+        same_verdict: verdict(&model) == verdict(&truth),
+        verdicts: (verdict(&model) != verdict(&truth)).then(|| (verdict(&truth), verdict(&model))),
         params: compare_params(&load(path), &load(&fitted)),
         out_of_tolerance: tolerances(&load(path), &load(&fitted)),
     }
+}
+
+/// The pick, or when there is none the strategies tied at the top of the headline metric.
+fn verdict(report: &serde_json::Value) -> Vec<String> {
+    let verdict = &report["verdict"];
+    if let Some(pick) = verdict["pick"].as_str() {
+        return vec![pick.to_owned()];
+    }
+    let first = &verdict["comparisons"][0];
+    let mut top: Vec<String> = first["tied"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain([&first["first"]])
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    top.sort();
+    top
 }
 
 fn leader(report: &serde_json::Value) -> Option<String> {
@@ -321,38 +348,26 @@ fn tolerances(truth: &World, fitted: &World) -> Vec<String> {
     out
 }
 
-/// The worlds whose provider the logs can identify (every endpoint used by the logged
-/// strategies; incidents the logs show at the same time in every run — outages, capacity and
-/// latency changes, storms): every pair of strategies the true world separates keeps its
+/// Every world, fitted with its own file as `--client` (the client's side, and the prior for
+/// what the logs cannot identify): every pair of strategies the true world separates keeps its
 /// order on the fitted world, and the identifiable parameters are within their tolerances.
 ///
-/// Not here, measured by the test below: `bursty_tight_metered`, whose clients leave the
-/// flaky endpoint while it storms, so its logs hold few storm failures (3.4 % of the served
-/// requests failed in one, against about 15 % for a client that stayed): its storms are
-/// fitted at 11.5 s and 6 % of the time against 35 s and 22 %, and the strategies it
-/// separates most (p2c's runs that collapse) hinge on them.
+/// Two worlds separate no pair (`harness_knee`: every strategy finishes every job;
+/// `serve_tokens`: so do its few). One tolerance is left out: `serve_incidents`' `flaky`
+/// serves 34 requests in its logs, so its σ has a standard error of about 12 % of itself
+/// (σ/√(2n)), beyond the 10 % asked.
+///
+/// What the logs alone give (`--logs-only`) is measured by the test below, not asserted.
 #[test]
-fn fit_round_trip_keeps_the_ranking_on_worlds_the_logs_identify() {
-    let worlds = [
-        "bursty.toml",
-        "cache_reuse.toml",
-        "dead_endpoint.toml",
-        "harness_congestion.toml",
-        "llm_daily_quota.toml",
-        "llm_eval_harness.toml",
-        "multi_vendor.toml",
-        "two_paths.toml",
-        "two_vendors.toml",
-    ];
-    for path in all_worlds()
-        .into_iter()
-        .filter(|p| worlds.iter().any(|w| p.ends_with(w)))
-    {
+fn fit_round_trip_keeps_the_ranking_on_every_world() {
+    let no_pairs = ["harness_knee.toml", "serve_tokens.toml"];
+    let too_few = ["flaky sigma"];
+    for path in all_worlds() {
         let dir = scratch_dir("fit-round-trip");
-        let trip = round_trip(&path, &dir);
+        let trip = round_trip(&path, &dir, false);
         std::fs::remove_dir_all(dir).ok();
         assert!(
-            trip.separated_pairs > 0,
+            trip.separated_pairs > 0 || no_pairs.contains(&trip.world.as_str()),
             "{}: nothing to compare",
             trip.world
         );
@@ -362,7 +377,13 @@ fn fit_round_trip_keeps_the_ranking_on_worlds_the_logs_identify() {
             trip.world,
             trip.inverted
         );
-        let off = &trip.out_of_tolerance;
+        let off: Vec<&String> = trip
+            .out_of_tolerance
+            .iter()
+            .filter(|o| {
+                trip.world != "serve_incidents.toml" || !too_few.iter().any(|t| o.starts_with(t))
+            })
+            .collect();
         assert!(off.is_empty(), "{}: {off:#?}", trip.world);
     }
 }
@@ -380,17 +401,23 @@ fn fit_round_trip_on_every_world() {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|w| name.contains(w)))
     };
+    // `SIMBENCH_FIT_LOGS_ONLY=1` fits with `--logs-only`.
+    let logs_only = std::env::var("SIMBENCH_FIT_LOGS_ONLY").is_ok_and(|v| v == "1");
     for path in all_worlds().into_iter().filter(|p| wanted(p)) {
         let dir = scratch_dir("fit-round-trip");
-        let trip = round_trip(&path, &dir);
+        let trip = round_trip(&path, &dir, logs_only);
         eprintln!(
-            "{}: {} — {} separated pairs, {} inverted, same pick {}",
+            "{}{}: {} — {} separated pairs, {} inverted, same verdict {}",
             trip.world,
+            if logs_only { " (--logs-only)" } else { "" },
             trip.metric,
             trip.separated_pairs,
             trip.inverted.len(),
-            trip.same_pick
+            trip.same_verdict
         );
+        if let Some((t, f)) = &trip.verdicts {
+            eprintln!("    verdict: true {t:?}, fitted {f:?}");
+        }
         for line in trip.inverted.iter().chain(&trip.params) {
             eprintln!("    {line}");
         }
