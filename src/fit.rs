@@ -521,6 +521,8 @@ enum CycleChoice {
         prior: u64,
         fitted: u64,
         refused: usize,
+        /// The logs' own cycle, when they saw more than one period of it.
+        identified: Option<admission::CapacityModel>,
     },
 }
 
@@ -578,6 +580,9 @@ fn choose_cycle(endpoints: &mut [EndpointFit], client: Option<&client::Client>) 
     if admission::accept(fitted, prior) {
         return CycleChoice::Fitted;
     }
+    let identified = best_cycle(endpoints)
+        .filter(|(f, m)| f.capacity.refusal_spread_s >= m.period_s)
+        .map(|(_, m)| m);
     let mut refused = 0;
     for (f, refit) in endpoints.iter_mut().zip(refits) {
         if let Some(m) = refit {
@@ -593,6 +598,7 @@ fn choose_cycle(endpoints: &mut [EndpointFit], client: Option<&client::Client>) 
         prior,
         fitted,
         refused,
+        identified,
     }
 }
 
@@ -616,6 +622,7 @@ fn cycle(doc: &mut Doc, endpoints: &[EndpointFit], choice: &CycleChoice) {
         prior,
         fitted,
         refused,
+        identified,
     } = choice
     {
         let source = if *set {
@@ -632,11 +639,22 @@ fn cycle(doc: &mut Doc, endpoints: &[EndpointFit], choice: &CycleChoice) {
                 plural(*refused, "refused endpoint")
             )
         };
-        doc.assumed(
-            "period_s",
-            float(cycle.period_s, 4),
-            format!("{source}, which the logs do not contradict ({basis})"),
-        );
+        match identified {
+            Some(m) => doc.fitted(
+                "period_s",
+                float(cycle.period_s, 4),
+                format!(
+                    "the logs agree with {source} ({basis}; their own best: {} s, trough {})",
+                    float(m.period_s, 4),
+                    float(m.trough, 3)
+                ),
+            ),
+            None => doc.assumed(
+                "period_s",
+                float(cycle.period_s, 4),
+                format!("{source}, which the logs do not contradict ({basis})"),
+            ),
+        }
         doc.fitted("trough", float(cycle.trough, 4), "");
         doc.fitted(
             "peak",
@@ -1319,12 +1337,23 @@ fn write_failures(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
                     .client
                     .as_ref()
                     .map_or_else(String::new, |c| c.name.clone());
+                let own = s.logs_own.map_or_else(
+                    || "they find no storms of their own".to_owned(),
+                    |(share, chain)| {
+                        format!(
+                            "their own, {}% in storm chained {} s, is not two parameters' \
+                             worth more likely",
+                            float(share * 100.0, 3),
+                            float(chain, 3)
+                        )
+                    },
+                );
                 doc.assumed(
                     "storm_rate",
                     float(s.storm_rate, 4),
                     format!(
-                        "the storm timing of {from}, which the logs do not contradict (the \
-                         logs' own is not two parameters' worth more likely): {timing}"
+                        "the storm timing of {from}, which the logs do not contradict ({own}): \
+                         {timing}"
                     ),
                 );
                 doc.fitted("storm_check_s", float(s.check_s, 4), "");

@@ -1140,6 +1140,39 @@ mod tests {
         assert!((fit.refusal_spread_s - 80.0).abs() < 2.0, "{fit:?}");
     }
 
+    /// Under a given cycle the limit is refitted exactly, ties go to the preferred capacity,
+    /// and a cycle the log contradicts decides many arrivals wrongly.
+    #[test]
+    fn a_limit_is_refitted_under_a_given_cycle() {
+        let truth = CapacityModel {
+            capacity: 5,
+            period_s: 40.0,
+            trough: 0.4,
+            phase_s: 0.0,
+            step: None,
+        };
+        let mut arrivals = decided(|t| truth.at(t));
+        let fit = fit_capacity(&mut arrivals);
+        let rhythm = Rhythm {
+            period_s: 40.0,
+            trough: 0.4,
+            phase_s: 0.0,
+        };
+        let refit = at_rhythm(&fit, rhythm, None).expect("refused");
+        assert_eq!((refit.capacity, refit.step), (5, None));
+        assert_eq!(fit.violations_of(&refit), 0);
+        // A preference wins ties only: 9 decides the troughs' refusals wrongly.
+        let preferred = at_rhythm(&fit, rhythm, Some(9)).expect("refused");
+        assert_eq!(preferred.capacity, 5);
+        let flat = Rhythm {
+            period_s: 0.0,
+            trough: 1.0,
+            phase_s: 0.0,
+        };
+        let wrong = at_rhythm(&fit, flat, None).expect("refused");
+        assert!(fit.violations_of(&wrong) >= 50, "{wrong:?}");
+    }
+
     #[test]
     fn a_few_refusals_do_not_make_a_limit() {
         let mut arrivals = decided(|_| 9);

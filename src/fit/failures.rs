@@ -49,6 +49,8 @@ pub struct Storms {
     /// Whether the timing (rate, interval, length) is a prior's that the logs do not
     /// contradict, not the logs' own.
     pub from_prior: bool,
+    /// With a prior: the logs' own share in storm and mean chain \[s\], when they found storms.
+    pub logs_own: Option<(f64, f64)>,
 }
 
 /// Storm timing from outside the logs: the team's own world.
@@ -170,6 +172,7 @@ pub fn with_prior(
             loglik_gain: hmm.loglik - flat,
             check_s: prior.check_s,
             from_prior: true,
+            logs_own: fitted.storms.as_ref().map(|s| (s.share, s.mean_chain_s)),
         }),
         loglik: hmm.loglik,
         ..fitted.clone()
@@ -195,6 +198,7 @@ fn storm_parameters(share: f64, chain_s: f64, error_rate: f64, gain: f64) -> Sto
         loglik_gain: gain,
         check_s: CHECK_S,
         from_prior: false,
+        logs_own: None,
     }
 }
 

@@ -420,3 +420,44 @@ fn fit_cli_finds_the_capacity_latency_and_storm_incidents_of_a_world() {
     assert_eq!(w.incidents().len(), 6, "{text}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// llm_two_vendors' limit binds only at the start of a log (the cycle's trough at t = 0, when
+/// every worker starts), so the logs cannot tell its cycle: with `--client` the client world's
+/// (the format's default) stands, since the logs do not contradict it; with `--logs-only` the
+/// fitter's own guess is written, marked as not identified. `--logs-only` needs `--client`.
+#[test]
+fn fit_cli_keeps_the_clients_cycle_where_the_logs_cannot_tell_it() {
+    let dir = scratch_dir("fit-prior");
+    let world = crate::request_log::root().join("scenarios/llm_two_vendors.toml");
+    let (log, _) = logged_run(&dir, Some(&world), "retry_after_aware");
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", log.to_str().unwrap(), "-o", "-", "--quiet"];
+        args.extend(["--client", world.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let out = simbench(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let doc: toml::Table = toml::from_str(&text).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("period_s"))
+            .unwrap()
+            .to_owned();
+        (doc["cycle"].clone(), line)
+    };
+    let (cycle, line) = fit(&[]);
+    assert_eq!(cycle["period_s"].as_float(), Some(120.0), "{line}");
+    assert_eq!(cycle["trough"].as_float(), Some(0.35), "{line}");
+    assert!(line.contains("the format's default"), "{line}");
+    assert!(line.contains("which the logs do not contradict"), "{line}");
+    let (_, own) = fit(&["--logs-only"]);
+    assert!(!own.contains("contradict"), "{own}");
+    let out = simbench(&["fit", log.to_str().unwrap(), "--logs-only"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--client"), "{err}");
+}
