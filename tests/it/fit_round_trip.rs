@@ -77,6 +77,7 @@ struct Trip {
     params: Vec<String>,
     /// Identifiable parameters outside the tolerances.
     out_of_tolerance: Vec<String>,
+    error_rates: Vec<ErrorRate>,
 }
 
 /// `logs_only`: fit with `--logs-only`, so nothing the logs cannot identify comes from the
@@ -189,7 +190,73 @@ fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
         verdicts: (verdict(&model) != verdict(&truth)).then(|| (verdict(&truth), verdict(&model))),
         params: compare_params(&load(path), &load(&fitted)),
         out_of_tolerance: tolerances(&load(path), &load(&fitted)),
+        error_rates: error_rates(&load(path), &std::fs::read_to_string(&fitted).unwrap()),
     }
+}
+
+/// How far one endpoint's fitted background error rate is from the true one.
+#[derive(Debug)]
+struct ErrorRate {
+    endpoint: String,
+    want: f64,
+    got: f64,
+    /// The failures it rests on (the rate times the requests served there).
+    failures: f64,
+}
+
+impl ErrorRate {
+    /// The relative error in standard errors of a Poisson count of `failures`.
+    fn z(&self) -> f64 {
+        (self.got / self.want - 1.0) * self.failures.sqrt()
+    }
+
+    /// Whether it misses the 10 %, where the logs hold enough failures for 10 % to be
+    /// three standard errors (900); a rate of 0 must be fitted as 0. Fewer failures are
+    /// printed with their `z`, not judged: their own Poisson error is above 10 %, and where
+    /// storms make most of the failures, telling calm from storm adds to it.
+    fn misses(&self) -> bool {
+        if self.want == 0.0 {
+            return self.got > 0.0;
+        }
+        self.failures >= 900.0 && (self.got / self.want - 1.0).abs() > 0.1
+    }
+}
+
+/// Every endpoint's fitted `error_rate` with the served requests its comment names
+/// (`# N failed of M served`).
+fn error_rates(truth: &World, fitted: &str) -> Vec<ErrorRate> {
+    let mut out = Vec::new();
+    for t in truth.endpoints() {
+        let Some(at) = fitted.find(&format!("id = \"{}\"", t.id)) else {
+            continue;
+        };
+        let Some(line) = fitted[at..].lines().find(|l| l.starts_with("error_rate =")) else {
+            continue;
+        };
+        let got: f64 = line["error_rate =".len()..]
+            .split('#')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let served: f64 = line
+            .split(" of ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0.0);
+        if served == 0.0 {
+            continue;
+        }
+        out.push(ErrorRate {
+            endpoint: t.id.clone(),
+            want: t.failures.error_rate,
+            got,
+            failures: got.max(t.failures.error_rate) * served,
+        });
+    }
+    out
 }
 
 /// The pick, or when there is none the strategies tied at the top of the headline metric.
@@ -268,9 +335,8 @@ fn compare_params(truth: &World, fitted: &World) -> Vec<String> {
 /// The identifiable parameters outside the tolerances: latency median 5 %, σ 10 %, the
 /// peak capacity ±1 (where the load could fill it), a bucket's refill, every published
 /// limit and a reuse cache's latency factor 10 % (a cache must be found where the logs mark
-/// hits). Error rates are
-/// printed, not asserted: on these logs an endpoint's background failures number in the tens,
-/// so their own Poisson error passes 10 % (docs/calibration.md).
+/// hits). Error rates are judged apart ([`ErrorRate::misses`]): on these logs an endpoint's
+/// background failures often number in the tens, so their own Poisson error passes 10 %.
 fn tolerances(truth: &World, fitted: &World) -> Vec<String> {
     let mut out = Vec::new();
     let check = |out: &mut Vec<String>, what: String, want: f64, got: f64, tolerance: f64| {
@@ -357,6 +423,9 @@ fn tolerances(truth: &World, fitted: &World) -> Vec<String> {
 /// serves 34 requests in its logs, so its σ has a standard error of about 12 % of itself
 /// (σ/√(2n)), beyond the 10 % asked.
 ///
+/// Background error rates are held to 10 % where the logs hold 900 failures or more
+/// ([`ErrorRate::misses`]).
+///
 /// What the logs alone give (`--logs-only`) is measured by the test below, not asserted.
 #[test]
 fn fit_round_trip_keeps_the_ranking_on_every_world() {
@@ -385,6 +454,8 @@ fn fit_round_trip_keeps_the_ranking_on_every_world() {
             })
             .collect();
         assert!(off.is_empty(), "{}: {off:#?}", trip.world);
+        let missed: Vec<&ErrorRate> = trip.error_rates.iter().filter(|e| e.misses()).collect();
+        assert!(missed.is_empty(), "{}: {missed:#?}", trip.world);
     }
 }
 
@@ -423,6 +494,24 @@ fn fit_round_trip_on_every_world() {
         }
         for line in &trip.out_of_tolerance {
             eprintln!("    out of tolerance: {line}");
+        }
+        for e in &trip.error_rates {
+            eprintln!(
+                "    error rate {}: {} → {} on {:.0} failures ({:+.1} %, z {:+.2}){}",
+                e.endpoint,
+                e.want,
+                e.got,
+                e.failures,
+                (e.got / e.want - 1.0) * 100.0,
+                e.z(),
+                if e.misses() {
+                    " MISSES"
+                } else if e.want > 0.0 && e.z().abs() > 3.0 {
+                    " (beyond 3 standard errors)"
+                } else {
+                    ""
+                }
+            );
         }
         std::fs::remove_dir_all(dir).ok();
         trips.push(trip);
