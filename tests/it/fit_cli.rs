@@ -461,3 +461,49 @@ fn fit_cli_keeps_the_clients_cycle_where_the_logs_cannot_tell_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--client"), "{err}");
 }
+
+/// A prior the logs contradict does not stand: bursty's logs show its 120 s cycle over many
+/// periods, so a client world that says 300 s with a shallow trough is overruled, and its
+/// storm timing (a storm at every check, for two minutes) too.
+#[test]
+fn fit_cli_overrules_a_prior_the_logs_contradict() {
+    let dir = scratch_dir("fit-wrong-prior");
+    let world = crate::request_log::root().join("scenarios/bursty.toml");
+    let (log, _) = logged_run(&dir, Some(&world), "wait");
+    let text = std::fs::read_to_string(&world).unwrap();
+    let wrong = text
+        .replace("period_s = 120.0", "period_s = 300.0")
+        .replace("trough = 0.35", "trough = 0.8")
+        .replace("storm_rate = 0.08", "storm_rate = 1.0")
+        .replace("storm_duration_s = 30.0", "storm_duration_s = 120.0");
+    for key in ["period_s = 120.0", "trough = 0.35", "storm_rate = 0.08"] {
+        assert!(text.contains(key), "{key}");
+    }
+    let client = dir.join("client.toml");
+    std::fs::write(&client, wrong).unwrap();
+    let out = simbench(&[
+        "fit",
+        log.to_str().unwrap(),
+        "-o",
+        "-",
+        "--quiet",
+        "--client",
+        client.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fitted: toml::Table = toml::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let period = fitted["cycle"]["period_s"].as_float().unwrap();
+    assert!((period - 120.0).abs() < 6.0, "{period}");
+    let fast = fitted["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"].as_str() == Some("fast-flaky"))
+        .unwrap();
+    let storm_rate = fast["failures"]["storm_rate"].as_float().unwrap();
+    assert!(storm_rate < 0.5, "{storm_rate}");
+}
