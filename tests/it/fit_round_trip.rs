@@ -80,9 +80,10 @@ struct Trip {
     error_rates: Vec<ErrorRate>,
 }
 
-/// `logs_only`: fit with `--logs-only`, so nothing the logs cannot identify comes from the
-/// true world (which is also the `--client` world here).
-fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
+/// One round trip per entry of `modes`, all from the same logs: `true` fits with
+/// `--logs-only`, so nothing the logs cannot identify comes from the true world (which is also
+/// the `--client` world here).
+fn round_trips(path: &Path, dir: &Path, modes: &[bool]) -> Vec<Trip> {
     let file = path.to_str().unwrap();
     let truth = report(&[file, "--seeds", SEEDS]);
     let metric = truth["objective"]["metric"].as_str().unwrap().to_owned();
@@ -121,7 +122,31 @@ fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
             logs.push(log);
         }
     }
-    let fitted = dir.join("fitted.toml");
+    modes
+        .iter()
+        .map(|&logs_only| {
+            compare(
+                path,
+                &dir.join(format!("fitted-{logs_only}.toml")),
+                &truth,
+                &logs,
+                logs_only,
+            )
+        })
+        .collect()
+}
+
+/// Fits `logs` to `fitted` and compares it with the true world's report.
+fn compare(
+    path: &Path,
+    fitted: &Path,
+    truth: &serde_json::Value,
+    logs: &[PathBuf],
+    logs_only: bool,
+) -> Trip {
+    let file = path.to_str().unwrap();
+    let metric = truth["objective"]["metric"].as_str().unwrap().to_owned();
+    let algorithms: Vec<String> = per_seed(truth, &metric).into_iter().map(|a| a.0).collect();
     let mut args = vec![
         "fit",
         "-o",
@@ -143,7 +168,7 @@ fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
     let fitted_file = fitted.to_str().unwrap();
     // A world's named variants are client configuration, which no log holds: compared are
     // the strategies both worlds know.
-    let fitted_world = load(&fitted);
+    let fitted_world = load(fitted);
     let known: Vec<&String> = algorithms
         .iter()
         .filter(|a| simbench::sweep::strategy(&fitted_world, a).is_some())
@@ -154,7 +179,7 @@ fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
         .collect::<Vec<_>>()
         .join(",");
     let model = report(&[fitted_file, "--seeds", SEEDS, "--algorithms", &list]);
-    let a: Vec<_> = per_seed(&truth, &metric)
+    let a: Vec<_> = per_seed(truth, &metric)
         .into_iter()
         .filter(|(n, _)| known.contains(&n))
         .collect();
@@ -186,11 +211,11 @@ fn round_trip(path: &Path, dir: &Path, logs_only: bool) -> Trip {
         metric,
         separated_pairs,
         inverted,
-        same_verdict: verdict(&model) == verdict(&truth),
-        verdicts: (verdict(&model) != verdict(&truth)).then(|| (verdict(&truth), verdict(&model))),
-        params: compare_params(&load(path), &load(&fitted)),
-        out_of_tolerance: tolerances(&load(path), &load(&fitted)),
-        error_rates: error_rates(&load(path), &std::fs::read_to_string(&fitted).unwrap()),
+        same_verdict: verdict(&model) == verdict(truth),
+        verdicts: (verdict(&model) != verdict(truth)).then(|| (verdict(truth), verdict(&model))),
+        params: compare_params(&load(path), &load(fitted)),
+        out_of_tolerance: tolerances(&load(path), &load(fitted)),
+        error_rates: error_rates(&load(path), &std::fs::read_to_string(fitted).unwrap()),
     }
 }
 
@@ -434,8 +459,8 @@ fn fit_round_trip_keeps_the_ranking_on_every_world() {
     let too_few = ["flaky sigma"];
     for path in all_worlds() {
         let dir = scratch_dir("fit-round-trip");
-        let own = round_trip(&path, &dir, true);
-        let trip = round_trip(&path, &dir, false);
+        let mut trips = round_trips(&path, &dir, &[true, false]);
+        let (trip, own) = (trips.pop().unwrap(), trips.pop().unwrap());
         std::fs::remove_dir_all(dir).ok();
         assert!(
             trip.separated_pairs > 0 || no_pairs.contains(&trip.world.as_str()),
@@ -482,7 +507,7 @@ fn fit_round_trip_on_every_world() {
     let logs_only = std::env::var("SIMBENCH_FIT_LOGS_ONLY").is_ok_and(|v| v == "1");
     for path in all_worlds().into_iter().filter(|p| wanted(p)) {
         let dir = scratch_dir("fit-round-trip");
-        let trip = round_trip(&path, &dir, logs_only);
+        let trip = round_trips(&path, &dir, &[logs_only]).pop().unwrap();
         eprintln!(
             "{}{}: {} — {} separated pairs, {} inverted, same verdict {}",
             trip.world,
