@@ -174,7 +174,7 @@ impl CapacityModel {
 /// One constraint on the capacity: an admission at `k` in flight (`cap > k`) or a refusal at
 /// `k` (`cap <= k`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Bound {
+struct Bound {
     at: f64,
     k: u32,
     upper: bool,
