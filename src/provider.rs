@@ -164,6 +164,17 @@ struct EndpointState {
     stats: EndpointStats,
 }
 
+/// A rounded capacity as a count: at least 1, at most `u32::MAX`.
+fn clamp_capacity(rounded: f64) -> u32 {
+    if rounded < 1.0 {
+        1
+    } else if rounded >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        rounded as u32
+    }
+}
+
 /// The simulated provider for one run.
 #[derive(Debug)]
 pub struct Provider<'w> {
@@ -174,6 +185,9 @@ pub struct Provider<'w> {
     kind_connection: f64,
     /// Last `(time, cycle factor)` computed.
     factor_at: Cell<(f64, f64)>,
+    /// Per endpoint, `[from, until]` and the capacity the cycle alone gives throughout it
+    /// ([`Cycle::rounded_steady`]): the cosine is computed once per window, not per arrival.
+    steady: Vec<Cell<(f64, f64, u32)>>,
     timeline: Timeline<'w>,
 }
 
@@ -204,6 +218,7 @@ impl<'w> Provider<'w> {
             kind_503: kinds.http_503,
             kind_connection: kinds.http_503 + kinds.connection,
             factor_at: Cell::new((f64::NAN, 0.0)),
+            steady: vec![Cell::new((f64::NAN, f64::NAN, 0)); world.endpoints().len()],
             timeline: Timeline::new(world),
         }
     }
@@ -213,18 +228,19 @@ impl<'w> Provider<'w> {
     #[inline]
     pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
         let endpoint = &self.world.endpoints()[e];
-        let mut raw = f64::from(endpoint.capacity) * endpoint.weight * self.factor(now);
+        let scale = f64::from(endpoint.capacity) * endpoint.weight;
         if self.timeline.touches(e) {
-            raw *= self.timeline.capacity_factor(e, now);
+            let raw = scale * self.factor(now) * self.timeline.capacity_factor(e, now);
+            return clamp_capacity(raw.round_ties_even());
         }
-        let rounded = raw.round_ties_even();
-        if rounded < 1.0 {
-            1
-        } else if rounded >= f64::from(u32::MAX) {
-            u32::MAX
-        } else {
-            rounded as u32
+        let (from, until, capacity) = self.steady[e].get();
+        if from <= now && now <= until {
+            return capacity;
         }
+        let (rounded, h) = self.world.cycle().rounded_steady(scale, now);
+        let capacity = clamp_capacity(rounded);
+        self.steady[e].set((now - h, now + h, capacity));
+        capacity
     }
 
     /// The cycle factor at `now`, remembered for the last instant asked: arrivals often share

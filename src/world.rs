@@ -489,6 +489,33 @@ impl Cycle {
         self.mid - self.amp * (self.omega * (t - self.phase_s)).cos()
     }
 
+    /// `round_half_even(scale · factor(t))`, and a half-width `h` such that the same
+    /// expression, as computed, rounds to the same value at every instant in `[t − h, t + h]`
+    /// (0 when `t` is too close to a rounding boundary to promise anything). The bound is the
+    /// factor's greatest slope, `scale · amp · ω`, and a generous bound on the rounding error of
+    /// each evaluation (a few ulps of every term, the argument's included), so a caller may skip
+    /// the cosine inside the window and still get exactly what evaluating it would give.
+    pub fn rounded_steady(&self, scale: f64, t: f64) -> (f64, f64) {
+        let raw = scale * self.factor(t);
+        let rounded = raw.round_ties_even();
+        let slope = (scale * self.amp * self.omega).abs();
+        if self.period_s <= 0.0 || slope == 0.0 {
+            return (rounded, f64::INFINITY);
+        }
+        let x = (self.omega * (t - self.phase_s)).abs();
+        // Within the window the argument stays below 2|x| + 1: its error is bounded there too.
+        let reach = (x + 1.0) / self.omega;
+        let ulps = 16.0 * f64::EPSILON;
+        let error = ulps
+            * ((scale * self.amp).abs() * (2.0 * x + 2.0)
+                + (scale * self.mid).abs()
+                + raw.abs()
+                + 1.0);
+        let to_boundary = 0.5 - (raw - rounded).abs();
+        let h = 0.5 * (to_boundary - 2.0 * error) / slope;
+        (rounded, if h > 0.0 { h.min(reach) } else { 0.0 })
+    }
+
     /// Closed-form integral of [`Cycle::factor`] over `[a, b]` \[s\].
     pub fn integral(&self, a: f64, b: f64) -> f64 {
         if b <= a {
