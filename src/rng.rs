@@ -52,8 +52,12 @@ pub trait RandomSource {
 /// The native scheme: keys mixed with SplitMix64, streams drawn from Xoshiro256++.
 #[derive(Clone, Debug)]
 pub struct Native {
-    seed: u64,
-    endpoint_keys: Vec<u64>,
+    /// Each domain's key, the first step of every key in it, by domain number.
+    domains: [u64; 8],
+    /// Per endpoint, the keys of its request and storm streams up to the endpoint (the steps
+    /// every one of its streams shares, taken once per run).
+    request_keys: Vec<u64>,
+    storm_keys: Vec<u64>,
 }
 
 const DOMAIN_REQUEST: u64 = 0x7265_7175_6573_7401;
@@ -63,33 +67,56 @@ const DOMAIN_RETRY: u64 = 0x7265_7472_7900_0004;
 const DOMAIN_ARRIVAL: u64 = 0x6172_7269_7661_6c05;
 const DOMAIN_THROTTLE: u64 = 0x7468_726f_7474_6c06;
 const DOMAIN_SIZES: u64 = 0x7369_7a65_7300_0007;
+/// Every domain, at the index its low byte names.
+const DOMAINS: [u64; 8] = [
+    0,
+    DOMAIN_REQUEST,
+    DOMAIN_STORM,
+    DOMAIN_ACQUIRE,
+    DOMAIN_RETRY,
+    DOMAIN_ARRIVAL,
+    DOMAIN_THROTTLE,
+    DOMAIN_SIZES,
+];
 
 impl Native {
     /// A source for run seed `seed` over endpoints with these ids (in world order).
     pub fn new<'a>(seed: u64, endpoint_ids: impl IntoIterator<Item = &'a str>) -> Native {
-        let endpoint_keys = endpoint_ids.into_iter().map(fnv1a64).collect();
+        let domains = DOMAINS.map(|domain| mix64(seed ^ domain));
+        let endpoint_keys: Vec<u64> = endpoint_ids.into_iter().map(fnv1a64).collect();
+        let keyed = |domain: u64| -> Vec<u64> {
+            let first = domains[(domain & 0xff) as usize];
+            endpoint_keys.iter().map(|&k| mix64(first ^ k)).collect()
+        };
         Native {
-            seed,
-            endpoint_keys,
+            domains,
+            request_keys: keyed(DOMAIN_REQUEST),
+            storm_keys: keyed(DOMAIN_STORM),
         }
     }
 
+    /// The stream keyed `mix(mix(mix(mix(seed ^ domain) ^ a) ^ b) ^ c)`.
     fn stream(&self, domain: u64, parts: [u64; 3]) -> NativeStream {
-        let mut key = mix64(self.seed ^ domain);
+        let mut key = self.domains[(domain & 0xff) as usize];
         for part in parts {
             key = mix64(key ^ part);
         }
         NativeStream::from_key(key)
+    }
+
+    /// [`Native::stream`] from a key that has taken its domain's and first part's steps.
+    fn stream_from(key: u64, b: u64, c: u64) -> NativeStream {
+        NativeStream::from_key(mix64(mix64(key ^ b) ^ c))
     }
 }
 
 impl RandomSource for Native {
     type Stream = NativeStream;
     fn request(&self, endpoint: usize, ordinal: u64) -> NativeStream {
-        self.stream(DOMAIN_REQUEST, [self.endpoint_keys[endpoint], ordinal, 0])
+        Native::stream_from(self.request_keys[endpoint], ordinal, 0)
     }
     fn storm(&self, endpoint: usize, window: u64) -> NativeStream {
-        self.stream(DOMAIN_STORM, [self.endpoint_keys[endpoint], window, 0])
+        Native::stream_from(self.storm_keys[endpoint], window, 0)
     }
     fn acquire(&self, job: u32, step: u32, attempt: u32) -> NativeStream {
         self.stream(DOMAIN_ACQUIRE, [job.into(), step.into(), attempt.into()])
