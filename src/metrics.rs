@@ -488,7 +488,9 @@ pub const EXACT_CAP: usize = 1 << 16;
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
     zeros: u64,
-    values: Vec<f64>,
+    /// The non-zero values as [`order_key`]s, in the order they came until a percentile
+    /// reorders them: integers select faster than doubles under `total_cmp`, in the same order.
+    values: Vec<u64>,
     bounded: bool,
     /// The non-zero values once a bounded sample has binned them, and their sum.
     binned: Option<Box<(LogHistogram, f64)>>,
@@ -508,7 +510,7 @@ impl Samples {
         if value == 0.0 {
             self.zeros += 1;
         } else if self.binned.is_none() && !(self.bounded && self.values.len() == EXACT_CAP) {
-            self.values.push(value);
+            self.values.push(order_key(value));
         } else {
             self.push_binned(value);
         }
@@ -529,7 +531,8 @@ impl Samples {
     fn bin(&mut self) {
         let mut histogram = LogHistogram::default();
         let mut sum = 0.0;
-        for &v in &self.values {
+        for &k in &self.values {
+            let v = from_order_key(k);
             histogram.add(v);
             sum += v;
         }
@@ -545,7 +548,7 @@ impl Samples {
     /// is not resident), or of the histogram's counts.
     pub fn heap_bytes(&self) -> u64 {
         let binned = self.binned.as_ref().map_or(0, |b| b.0.heap_bytes());
-        (self.values.len() * std::mem::size_of::<f64>()) as u64 + binned
+        (self.values.len() * std::mem::size_of::<u64>()) as u64 + binned
     }
     /// Number of observations.
     pub fn len(&self) -> u64 {
@@ -564,7 +567,7 @@ impl Samples {
         }
         let sum = match &self.binned {
             Some(binned) => binned.1,
-            None => self.values.iter().sum::<f64>(),
+            None => self.values.iter().map(|&k| from_order_key(k)).sum::<f64>(),
         };
         sum / n as f64
     }
@@ -584,7 +587,11 @@ impl Samples {
         }
         let negatives = match &self.binned {
             Some(binned) => binned.0.negatives(),
-            None => self.values.iter().filter(|v| **v < 0.0).count() as u64,
+            None => self
+                .values
+                .iter()
+                .filter(|&&k| from_order_key(k) < 0.0)
+                .count() as u64,
         };
         let mut from = 0usize;
         let mut out = [0.0; N];
@@ -616,12 +623,22 @@ impl Samples {
         }
         let k = k as usize;
         let start = (*from).min(k);
-        let value = *self.values[start..]
-            .select_nth_unstable_by(k - start, f64::total_cmp)
-            .1;
+        let key = *self.values[start..].select_nth_unstable(k - start).1;
         *from = k;
-        value
+        from_order_key(key)
     }
+}
+
+/// A key whose unsigned order is `f64::total_cmp`'s: a negative value has every bit flipped,
+/// any other only its sign bit.
+fn order_key(v: f64) -> u64 {
+    let bits = v.to_bits();
+    bits ^ ((((bits as i64) >> 63) as u64) | (1 << 63))
+}
+
+/// The value of an [`order_key`].
+fn from_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k ^ (1 << 63) } else { !k })
 }
 
 /// `num / den`, or 0 when that is not a number: a zero denominator (nothing to divide by, as
@@ -885,6 +902,33 @@ mod tests {
             small.percentiles([0.5, 0.99]),
             samples(&xs[..EXACT_CAP]).percentiles([0.5, 0.99])
         );
+    }
+
+    /// Order keys sort as `total_cmp` does and give back every value, signed zeros, extremes
+    /// and NaN included.
+    #[test]
+    fn order_keys_keep_the_order_and_the_value() {
+        let mut values = vec![
+            -f64::INFINITY,
+            -1e300,
+            -2.5,
+            -f64::MIN_POSITIVE,
+            -5e-324,
+            -0.0,
+            0.0,
+            5e-324,
+            1.0,
+            1.5,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        values.sort_by(f64::total_cmp);
+        let keys: Vec<u64> = values.iter().map(|&v| order_key(v)).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        for (&v, &k) in values.iter().zip(&keys) {
+            assert_eq!(from_order_key(k).to_bits(), v.to_bits());
+        }
     }
 
     #[test]
