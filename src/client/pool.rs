@@ -192,6 +192,16 @@ pub struct Pool {
     signals: Vec<Signal>,
     down: usize,
     active_total: u32,
+    /// The candidates of the selection in progress, kept between selections for its memory.
+    scratch: Vec<Candidate>,
+}
+
+/// A resource that passed a selection's filter.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    resource: ResourceId,
+    load: f64,
+    score: (f64, f64),
 }
 
 impl Pool {
@@ -239,6 +249,7 @@ impl Pool {
             signals: Vec::new(),
             down: 0,
             active_total: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -445,79 +456,31 @@ impl Pool {
         if n == self.resources.len() && score == Score::None {
             return self.select_whole(rule, filter, counter, now);
         }
-        let mut on_stack = [f64::NAN; 64];
-        let mut on_heap;
-        // Load ratio of each candidate; NaN marks a resource that is not one.
-        let ratios: &mut [f64] = if n <= on_stack.len() {
-            &mut on_stack[..n]
-        } else {
-            on_heap = vec![f64::NAN; n];
-            &mut on_heap
-        };
-        let mut any = false;
+        let mut candidates = std::mem::take(&mut self.scratch);
+        candidates.clear();
         let members = match scope {
             Scope::Primary => &self.groups[0].members,
             Scope::Pool(g) => &self.groups[g].members,
             Scope::Fleet => &self.fleet,
             Scope::Resource(r) => &self.fleet[r..=r],
         };
-        // A scope of every resource (one pool, or the fleet) is the common case: walk the
-        // resources themselves rather than a member list.
-        let whole = n == self.resources.len();
-        if whole {
-            for (r, (ratio, resource)) in ratios.iter_mut().zip(&mut self.resources).enumerate() {
-                if is_candidate(resource, r, filter, now) {
-                    *ratio = resource.load_ratio();
-                    any = true;
-                }
-            }
-        } else {
-            for (ratio, &r) in ratios.iter_mut().zip(members) {
-                let resource = &mut self.resources[r];
-                if is_candidate(resource, r, filter, now) {
-                    *ratio = resource.load_ratio();
-                    any = true;
-                }
+        for &r in members {
+            let resource = &mut self.resources[r];
+            if is_candidate(resource, r, filter, now) {
+                let score = match score {
+                    Score::Quota { reserve, penalty } => quota_score(resource, reserve, penalty),
+                    Score::None => (0.0, 0.0),
+                };
+                candidates.push(Candidate {
+                    resource: r,
+                    load: resource.load_ratio(),
+                    score,
+                });
             }
         }
-        if !any {
-            return None;
-        }
-        if let Score::Quota { reserve, penalty } = score {
-            self.keep_best_scores(scope, ratios, reserve, penalty);
-        }
-        let rr = self.rr[counter];
-        let (keep, pick) = match rule {
-            Selection::LeastBusy => {
-                let (mut best, mut head) = (f64::INFINITY, 0u64);
-                for &ratio in ratios.iter() {
-                    if ratio < best {
-                        (best, head) = (ratio, 1);
-                    } else if ratio == best {
-                        head += 1;
-                    }
-                }
-                (Some(best), (rr % head) as usize)
-            }
-            Selection::RoundRobin => {
-                let count = ratios.iter().filter(|r| !r.is_nan()).count() as u64;
-                (None, (rr % count) as usize)
-            }
-            Selection::InOrder => (None, 0),
-        };
-        let position = ratios
-            .iter()
-            .enumerate()
-            .filter(|(_, ratio)| keep.map_or(!ratio.is_nan(), |best| **ratio == best))
-            .nth(pick)
-            .map(|(i, _)| i)
-            .expect("pick is within the candidates");
-        let chosen = if whole {
-            position
-        } else {
-            self.members(scope)[position]
-        };
-        Some(self.take(chosen, counter))
+        let chosen = pick(&mut candidates, rule, self.rr[counter]);
+        self.scratch = candidates;
+        Some(self.take(chosen?, counter))
     }
 
     /// [`Pool::select_in`] over every resource without a score, the common case: two passes over
@@ -558,26 +521,6 @@ impl Pool {
             }
         }
         unreachable!("the pick is within the candidates")
-    }
-
-    /// Drops (marks NaN) every candidate whose quota score is below the best one; `ratios` is
-    /// indexed by position in `scope`.
-    fn keep_best_scores(&self, scope: Scope, ratios: &mut [f64], reserve: f64, penalty: f64) {
-        let members = self.members(scope);
-        let score = |i: usize| quota_score(&self.resources[members[i]], reserve, penalty);
-        let best = (0..ratios.len())
-            .filter(|&r| !ratios[r].is_nan())
-            .map(score)
-            .fold(None, |best: Option<(f64, f64)>, s| match best {
-                Some(b) if !lexi_greater(s, b) => Some(b),
-                _ => Some(s),
-            })
-            .expect("at least one candidate");
-        for (r, ratio) in ratios.iter_mut().enumerate() {
-            if !ratio.is_nan() && score(r) != best {
-                *ratio = f64::NAN;
-            }
-        }
     }
 
     /// Leases the selected resource and advances the scope's round-robin counter.
@@ -758,6 +701,40 @@ impl Pool {
     pub fn take_signals(&mut self, out: &mut Vec<Signal>) {
         out.append(&mut self.signals);
     }
+}
+
+/// The candidate `rule` picks, with `rr` the scope's round-robin count: only those with the best
+/// score are kept (the first of the best under [`lexi_greater`]), then least-busy takes the
+/// `rr`-th (modulo) of the least loaded, round-robin the `rr`-th of all, in-order the first.
+fn pick(candidates: &mut Vec<Candidate>, rule: Selection, rr: u64) -> Option<ResourceId> {
+    let first = candidates.first()?;
+    let best = candidates[1..].iter().fold(first.score, |best, c| {
+        if lexi_greater(c.score, best) {
+            c.score
+        } else {
+            best
+        }
+    });
+    candidates.retain(|c| c.score == best);
+    let (least, count) = match rule {
+        Selection::LeastBusy => {
+            let least = candidates
+                .iter()
+                .fold(f64::INFINITY, |l, c| if c.load < l { c.load } else { l });
+            (
+                Some(least),
+                candidates.iter().filter(|c| c.load == least).count(),
+            )
+        }
+        Selection::RoundRobin => (None, candidates.len()),
+        Selection::InOrder => return candidates.first().map(|c| c.resource),
+    };
+    let nth = (rr % count as u64) as usize;
+    candidates
+        .iter()
+        .filter(|c| least.is_none_or(|l| c.load == l))
+        .nth(nth)
+        .map(|c| c.resource)
 }
 
 /// `quota_aware`'s score of a resource: (share left, amount left), compared lexicographically.
