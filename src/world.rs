@@ -820,3 +820,55 @@ pub struct FailureKinds {
     /// Share of failures that are read timeouts.
     pub timeout: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cycle;
+
+    /// Inside the window `rounded_steady` promises, evaluating the factor anywhere gives the
+    /// same rounded capacity: across cycles, scales, phases and times up to 10^7 s, at the
+    /// window's edges and at points spread inside it. Windows are not empty (the cache must save
+    /// cosines), except at a rounding boundary.
+    #[test]
+    fn the_steady_window_keeps_the_rounding() {
+        let mut x = 11u64;
+        let mut unit = || {
+            x = crate::rng::mix64(x);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (mut wide, mut empty) = (0, 0);
+        for _ in 0..20_000 {
+            let period = 1.0 + unit() * 600.0;
+            let trough = unit();
+            let cycle = Cycle::new(
+                period,
+                trough,
+                trough + unit() * (1.0 - trough) + 1e-9,
+                unit() * 100.0,
+            );
+            let scale = 1.0 + (unit() * 500.0).floor() * (0.5 + unit());
+            let t = unit() * 10f64.powi((unit() * 7.0) as i32);
+            let (rounded, h) = cycle.rounded_steady(scale, t);
+            assert_eq!(rounded, (scale * cycle.factor(t)).round_ties_even());
+            if h == 0.0 {
+                empty += 1;
+                continue;
+            }
+            wide += 1;
+            for k in 0..=8 {
+                let at = t - h + 2.0 * h * f64::from(k) / 8.0;
+                assert_eq!(
+                    (scale * cycle.factor(at)).round_ties_even(),
+                    rounded,
+                    "period {period}, scale {scale}, t {t}, h {h}, at {at}"
+                );
+            }
+        }
+        assert!(wide > 15_000, "{wide} windows, {empty} empty");
+        // At a rounding boundary (5 × the trough 0.5 at the trough itself: 2.5) nothing is promised.
+        let at_trough = Cycle::new(120.0, 0.5, 1.0, 0.0);
+        assert_eq!(at_trough.rounded_steady(5.0, 0.0), (2.0, 0.0));
+        let flat = Cycle::new(0.0, 0.5, 1.0, 0.0);
+        assert_eq!(flat.rounded_steady(7.0, 3.0), (7.0, f64::INFINITY));
+    }
+}
