@@ -20,19 +20,21 @@ const SHIFT: u32 = 52 - SUB_BITS;
 /// 1/(2 × 512 + 1) for normal doubles; subnormals, below 2.2 × 10^−308, are binned linearly).
 pub const RELATIVE_ERROR: f64 = 1.0 / 1024.0;
 
-/// One bucket: how many values, and the least and greatest of them (magnitudes).
+/// One bucket: how many values, and the least and greatest of them (magnitudes), as bit
+/// patterns: a non-negative double's bits order as the number does, so keeping the extremes
+/// is two integer compares instead of two NaN-aware float ones.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
     count: u64,
-    least: f64,
-    greatest: f64,
+    least: u64,
+    greatest: u64,
 }
 
 impl Bucket {
     const EMPTY: Bucket = Bucket {
         count: 0,
-        least: f64::INFINITY,
-        greatest: 0.0,
+        least: f64::INFINITY.to_bits(),
+        greatest: 0,
     };
 }
 
@@ -49,19 +51,26 @@ struct Buckets {
 impl Buckets {
     #[inline]
     fn add(&mut self, magnitude: f64) {
-        let index = (magnitude.to_bits() >> SHIFT) as u32;
+        let bits = magnitude.to_bits();
+        let index = (bits >> SHIFT) as u32;
         if index < self.first || self.buckets.is_empty() {
             self.grow_down(index);
         }
         let at = (index - self.first) as usize;
         if at >= self.buckets.len() {
-            self.buckets.resize(at + 1, Bucket::EMPTY);
+            self.grow_up(at);
         }
         let b = &mut self.buckets[at];
         b.count += 1;
-        b.least = b.least.min(magnitude);
-        b.greatest = b.greatest.max(magnitude);
+        b.least = b.least.min(bits);
+        b.greatest = b.greatest.max(bits);
         self.total += 1;
+    }
+
+    /// Makes `at` the last bucket (a value above every earlier one).
+    #[cold]
+    fn grow_up(&mut self, at: usize) {
+        self.buckets.resize(at + 1, Bucket::EMPTY);
     }
 
     /// Makes `index` the first bucket (the first value, or one below every earlier one).
@@ -151,7 +160,10 @@ fn estimate((index, bucket): (u32, Bucket)) -> f64 {
     } else {
         low
     };
-    middle.clamp(bucket.least, bucket.greatest)
+    middle.clamp(
+        f64::from_bits(bucket.least),
+        f64::from_bits(bucket.greatest),
+    )
 }
 
 #[cfg(test)]
