@@ -580,6 +580,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         if !R::REPLAYS_REFERENCE {
             tally.bound_samples();
         }
+        let calls = u64::from(world.steps_per_job()) * u64::from(world.calls_per_step());
+        tally.reserve_samples(world.jobs().into(), u64::from(world.jobs()) * calls);
         tally.concurrency_used = closed_workers.into();
         tally.recovery = recovery_rule(world);
         if tally.recovery.is_some() {
@@ -1374,8 +1376,24 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         self.observe_with_usage(r, sent_at, response, retry_after_s, (0.0, 0.0));
     }
 
-    /// [`Sim::observe`] of an answer that reports `(input, output)` tokens of usage.
+    /// [`Sim::observe`] of an answer that reports `(input, output)` tokens of usage. Most
+    /// strategies want no feedback: the check is inlined, the report is not.
+    #[inline]
     fn observe_with_usage(
+        &mut self,
+        r: usize,
+        sent_at: f64,
+        response: Response,
+        retry_after_s: Option<f64>,
+        usage: (f64, f64),
+    ) {
+        if self.feedback {
+            self.report_answer(r, sent_at, response, retry_after_s, usage);
+        }
+    }
+
+    #[inline(never)]
+    fn report_answer(
         &mut self,
         r: usize,
         sent_at: f64,
@@ -1383,9 +1401,6 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         retry_after_s: Option<f64>,
         (input_tokens, output_tokens): (f64, f64),
     ) {
-        if !self.feedback {
-            return;
-        }
         self.headers.clear();
         if self.wants_headers {
             self.provider.limit_headers(r, self.now, &mut self.headers);
@@ -1482,8 +1497,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     }
 
     /// Puts the pool's requested wake-ups and cooldown checks on the queue, in order; each run
-    /// of consecutive wake-ups becomes one batch event.
+    /// of consecutive wake-ups becomes one batch event. Most releases wake nobody, so the
+    /// check is inlined and the drain is not.
+    #[inline]
     fn flush_signals(&mut self) {
+        if self.pool.has_signals() {
+            self.schedule_signals();
+        }
+    }
+
+    #[inline(never)]
+    fn schedule_signals(&mut self) {
         self.pool.take_signals(&mut self.signals);
         let mut batch: Option<Vec<u32>> = None;
         for i in 0..self.signals.len() {

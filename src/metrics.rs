@@ -413,6 +413,20 @@ impl Tally {
         }
     }
 
+    /// Reserves room for the values a run of `jobs` jobs of `calls` calls each will certainly
+    /// push, so the samples do not grow by doubling (and copying) through the run: its job
+    /// latencies, and the latency, service time and observed time of every first attempt.
+    pub fn reserve_samples(&mut self, jobs: u64, calls: u64) {
+        self.job_latencies_ms.reserve(jobs);
+        for s in [
+            &mut self.request_latencies_ms,
+            &mut self.service_ms,
+            &mut self.observed_ms,
+        ] {
+            s.reserve(calls);
+        }
+    }
+
     fn samples_mut(&mut self) -> [&mut Samples; 10] {
         [
             &mut self.job_latencies_ms,
@@ -503,6 +517,12 @@ impl Samples {
             bounded: true,
             ..Samples::default()
         }
+    }
+    /// Makes room for `n` values in all, at most [`EXACT_CAP`] (what a bounded sample keeps
+    /// exactly; an unbounded one grows on from there as it must).
+    pub fn reserve(&mut self, n: u64) {
+        let n = usize::try_from(n).unwrap_or(usize::MAX).min(EXACT_CAP);
+        self.values.reserve(n.saturating_sub(self.values.len()));
     }
     /// Adds one observation.
     #[inline]
@@ -853,6 +873,23 @@ mod tests {
         let mut s = Samples::default();
         xs.iter().for_each(|&x| s.push(x));
         s
+    }
+
+    /// Reserving room is capped at what a bounded sample keeps exactly, counts as nothing held,
+    /// and changes no value read back.
+    #[test]
+    fn reserving_room_is_capped_and_changes_nothing() {
+        let xs: Vec<f64> = (0..5000)
+            .map(|i| f64::from((i * 7919) % 5000) - 50.0)
+            .collect();
+        let mut reserved = Samples::bounded();
+        reserved.reserve(u64::MAX);
+        assert_eq!(reserved.values.capacity(), EXACT_CAP);
+        assert_eq!(reserved.heap_bytes(), 0);
+        xs.iter().for_each(|&x| reserved.push(x));
+        let qs = [0.0, 0.5, 0.95, 0.99, 1.0];
+        assert_eq!(reserved.percentiles(qs), samples(&xs).percentiles(qs));
+        assert_eq!(reserved.len(), xs.len() as u64);
     }
 
     /// A bounded sample past its cap: every percentile within the relative error of the exact

@@ -697,6 +697,13 @@ impl Pool {
         }
     }
 
+    /// Whether the pool asked for something to be scheduled since the last
+    /// [`Pool::take_signals`] (most releases wake nobody: the harness then skips the drain).
+    #[inline]
+    pub fn has_signals(&self) -> bool {
+        !self.signals.is_empty()
+    }
+
     /// Drains what the pool asked to schedule, in the order it asked.
     pub fn take_signals(&mut self, out: &mut Vec<Signal>) {
         out.append(&mut self.signals);
