@@ -522,18 +522,19 @@ fn values(numbers: &[Number]) -> Result<MetricValues, String> {
 
 /// Puts the parts of one plan back together: the runs in plan order.
 ///
-/// `parts` are `(name, part)`; `expected` is the plan rebuilt from the spec: its hash and, per
-/// cell, the algorithm and seed it runs.
+/// `parts` are `(name, part)`, taken so that each stored run is freed once it is read back (a
+/// large merge holds its runs about once, not as parts and runs both); `expected` is the plan
+/// rebuilt from the spec: its hash and, per cell, the algorithm and seed it runs.
 ///
 /// # Errors
 /// One message naming the parts and cells at fault: parts of another plan, a cell outside the
 /// plan or in two parts (or twice in one), a run that is not its cell's, cells no part holds.
 pub fn assemble(
-    parts: &[(String, Part)],
+    parts: Vec<(String, Part)>,
     plan: &str,
     expected: &[(&str, u64)],
 ) -> Result<Vec<Run>, String> {
-    for (name, part) in parts {
+    for (name, part) in &parts {
         if part.plan != plan || part.cells != expected.len() {
             return Err(format!(
                 "{name} is a part of plan {} ({} cells), not of plan {plan} ({} cells) that the others and the world files make: \
@@ -544,9 +545,11 @@ pub fn assemble(
             ));
         }
     }
-    let mut slots: Vec<Option<(&str, Run)>> = vec![None; expected.len()];
-    for (name, part) in parts {
-        for stored in &part.runs {
+    let count = parts.first().map_or(1, |(_, p)| p.shard.count);
+    let names: Vec<String> = parts.iter().map(|(name, _)| name.clone()).collect();
+    let mut slots: Vec<Option<(usize, Run)>> = vec![None; expected.len()];
+    for (index, (name, part)) in parts.into_iter().enumerate() {
+        for stored in part.runs {
             let Some(&(algorithm, seed)) = expected.get(stored.cell) else {
                 return Err(format!(
                     "{name}: cell {} is outside the plan's {} cells",
@@ -565,16 +568,15 @@ pub fn assemble(
                 .map_err(|e| format!("{name}: cell {}: {e}", stored.cell))?;
             if let Some((first, _)) = &slots[stored.cell] {
                 return Err(format!(
-                    "cell {} ({algorithm}, seed {seed}) is in {first} and again in {name}: a shard was run or given twice",
-                    stored.cell
+                    "cell {} ({algorithm}, seed {seed}) is in {} and again in {name}: a shard was run or given twice",
+                    stored.cell, names[*first]
                 ));
             }
-            slots[stored.cell] = Some((name, run));
+            slots[stored.cell] = Some((index, run));
         }
     }
     let missing: Vec<usize> = (0..slots.len()).filter(|&k| slots[k].is_none()).collect();
     if let Some(&first) = missing.first() {
-        let count = parts.first().map_or(1, |(_, p)| p.shard.count);
         let shards: std::collections::BTreeSet<u32> = missing
             .iter()
             .map(|&k| (k as u64 % u64::from(count)) as u32 + 1)
@@ -822,13 +824,13 @@ mod tests {
             ("p1".to_owned(), one.clone()),
             ("p2".to_owned(), two.clone()),
         ];
-        let runs = assemble(&parts, "p", &expected).unwrap();
+        let runs = assemble(parts.to_vec(), "p", &expected).unwrap();
         let order: Vec<(&str, u64)> = runs
             .iter()
             .map(|r| (r.algorithm.as_str(), r.seed))
             .collect();
         assert_eq!(order, expected);
-        let err = |parts: &[(String, Part)]| assemble(parts, "p", &expected).unwrap_err();
+        let err = |parts: &[(String, Part)]| assemble(parts.to_vec(), "p", &expected).unwrap_err();
         assert!(err(&parts[..1]).contains("shard 2 of 2"));
         let twice = [
             parts[0].clone(),

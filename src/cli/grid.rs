@@ -338,19 +338,22 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         },
         run_bytes,
     );
-    let part = Part {
+    let part_of = |runs: Vec<PartRun>| Part {
         format: grid::PART_FORMAT.to_owned(),
         plan: built.hash.clone(),
         cells: cells.len(),
         shard,
         spec: built.spec.clone(),
-        runs: mine
-            .iter()
-            .zip(&runs)
-            .map(|(&k, r)| PartRun::of(k, r))
-            .collect(),
+        runs,
     };
     if shard != Shard::ALL {
+        // A shard's runs are only its part: each is dropped as it is converted.
+        let part = part_of(
+            mine.iter()
+                .zip(runs)
+                .map(|(&k, r)| PartRun::of(k, &r))
+                .collect(),
+        );
         let summary = format!(
             "shard {}/{} of plan {}: {} of {} cells run in {:.1} s\n",
             shard.index,
@@ -363,8 +366,17 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let write = |_: Rendering, out: &mut dyn Write| write_part(&part, out);
         return plan.finish(write, || summary, args.exec.quiet);
     }
+    // A whole plan keeps its runs for the report, and a copy as a part only for `--part`.
+    let part = args.part.is_some().then(|| {
+        part_of(
+            mine.iter()
+                .zip(&runs)
+                .map(|(&k, r)| PartRun::of(k, r))
+                .collect(),
+        )
+    });
     let report = built.report(runs, clock());
-    emit(&report, Some(&part), plan, args.exec.quiet)
+    emit(&report, part.as_ref(), plan, args.exec.quiet)
 }
 
 /// `--dry-run`: the plan on standard output, one line, nothing run.
@@ -420,11 +432,10 @@ pub fn merge(args: &MergeArgs) -> u8 {
     };
     let cells = built.cells();
     let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
-    let runs = match grid::assemble(&parts, &built.hash, &expected) {
+    let runs = match grid::assemble(parts, &built.hash, &expected) {
         Ok(runs) => runs,
         Err(message) => return usage_error(&message),
     };
-    drop(parts);
     let requests = Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
         ("--csv", args.csv.as_ref(), Rendering::Csv),

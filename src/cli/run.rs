@@ -649,6 +649,9 @@ fn compare(
             on_run,
             window_s: (args.timeseries.is_some() || args.html.is_some()).then_some(args.window_s),
         };
+        // A fixed number of seeds is analysed once, so the analysis takes the runs; sequential
+        // looks keep them for the next look and analyse a copy.
+        let keep_runs = matches!(args.exec.seeds, SeedCount::Auto { .. });
         // The first `n` seeds of every algorithm, running only those not run yet.
         let mut analyse = |n: u32, objective: &crate::objective::Objective| {
             let seeds = sweep::seeds(world, n);
@@ -660,7 +663,13 @@ fn compare(
                 rng: args.exec.rng.name(),
                 wall_s: clock(),
             };
-            report::analyse_for(world, objective, sweep, in_plan_order(&runs, algorithms))
+            put_in_plan_order(&mut runs, algorithms);
+            let runs = if keep_runs {
+                runs.clone()
+            } else {
+                std::mem::take(&mut runs)
+            };
+            report::analyse_for(world, objective, sweep, runs)
         };
         match args.exec.seeds {
             SeedCount::Fixed(n) => analyse(n, &world.objective()),
@@ -677,13 +686,12 @@ fn compare(
     Some(report)
 }
 
-/// Runs gathered batch by batch, put back in the plan's order (algorithm-major, seeds in
-/// order), so a sequential look's report is the one a fixed number of seeds would give.
-fn in_plan_order(runs: &[report::Run], algorithms: &[String]) -> Vec<report::Run> {
-    let mut sorted = runs.to_vec();
+/// Puts runs gathered batch by batch back in the plan's order (algorithm-major, seeds in
+/// order), so a sequential look's report is the one a fixed number of seeds would give. The
+/// sort is in place: each (algorithm, seed) is run once, so no two runs share a key.
+fn put_in_plan_order(runs: &mut [report::Run], algorithms: &[String]) {
     let rank = |name: &str| algorithms.iter().position(|a| a == name);
-    sorted.sort_by_key(|r| (rank(&r.algorithm), r.seed));
-    sorted
+    runs.sort_unstable_by_key(|r| (rank(&r.algorithm), r.seed));
 }
 
 /// Writes one rendering of the report; the markdown table keeps every row unless `--metrics`

@@ -109,7 +109,10 @@ pub fn analyse_grid(
     wall_s: f64,
 ) -> GridReport {
     let points = grid::points(axes);
-    let mut runs = runs.into_iter();
+    // The cells take their runs from the front of the plan while its buffer shrinks behind
+    // them, so a large grid holds its runs once, not twice.
+    let mut runs = runs;
+    runs.reverse();
     let worlds = worlds
         .iter()
         .map(|w| {
@@ -117,7 +120,7 @@ pub fn analyse_grid(
             let cells: Vec<Report> =
                 w.at.iter()
                     .map(|world| {
-                        let mine: Vec<Run> = runs.by_ref().take(per_cell).collect();
+                        let mine = take_front(&mut runs, per_cell);
                         assert_eq!(mine.len(), per_cell, "one run per cell");
                         let info = SweepInfo {
                             seeds: seed_list(&mine),
@@ -130,7 +133,7 @@ pub fn analyse_grid(
             world_grid(w, axes, &points, cells)
         })
         .collect();
-    assert!(runs.next().is_none(), "one run per cell");
+    assert!(runs.is_empty(), "one run per cell");
     GridReport {
         plan: plan.to_owned(),
         axes: axes.to_vec(),
@@ -140,6 +143,17 @@ pub fn analyse_grid(
         worlds,
         wall_s,
     }
+}
+
+/// The first `n` runs of the plan held reversed in `reversed`, in plan order. The buffer is
+/// given back to the allocator whenever it is half empty, so the copying stays linear.
+fn take_front(reversed: &mut Vec<Run>, n: usize) -> Vec<Run> {
+    let mut mine = reversed.split_off(reversed.len().saturating_sub(n));
+    mine.reverse();
+    if reversed.capacity() > 2 * reversed.len() {
+        reversed.shrink_to_fit();
+    }
+    mine
 }
 
 fn seed_list(runs: &[Run]) -> Vec<u64> {
