@@ -657,7 +657,14 @@ fn compare(
             let seeds = sweep::seeds(world, n);
             let done = runs.len() / algorithms.len().max(1);
             let plan = sweep::plan(algorithms, &seeds[done..]);
-            runs.extend(sweep::sweep_within(world, &plan, &config, run_bytes));
+            let batch = sweep::sweep_within(world, &plan, &config, run_bytes);
+            // The first batch is kept as it is: extending an empty vector would copy it, and
+            // for a moment hold every run twice.
+            if runs.is_empty() {
+                runs = batch;
+            } else {
+                runs.extend(batch);
+            }
             let sweep = SweepInfo {
                 seeds,
                 rng: args.exec.rng.name(),

@@ -145,14 +145,13 @@ pub fn analyse_grid(
     }
 }
 
-/// The first `n` runs of the plan held reversed in `reversed`, in plan order. The buffer is
-/// given back to the allocator whenever it is half empty, so the copying stays linear.
+/// The first `n` runs of the plan held reversed in `reversed`, in plan order; the room they
+/// took is given back to the allocator at once (shrinking a block in place: glibc's `realloc`
+/// splits it or remaps its pages rather than copying), so the runs are never held twice.
 fn take_front(reversed: &mut Vec<Run>, n: usize) -> Vec<Run> {
     let mut mine = reversed.split_off(reversed.len().saturating_sub(n));
     mine.reverse();
-    if reversed.capacity() > 2 * reversed.len() {
-        reversed.shrink_to_fit();
-    }
+    reversed.shrink_to_fit();
     mine
 }
 
