@@ -336,9 +336,12 @@ impl PlanText {
 pub const PART_FORMAT: &str = "simbench-part/1";
 
 /// A shard's result: the runs of its cells, and what is needed to rebuild the plan.
+///
+/// A part is written with its runs as stored ([`PartRun`]) and read back by `merge` as
+/// [`ReadRuns`], each run converted as it is parsed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Part {
+pub struct Part<R = Vec<PartRun>> {
     /// [`PART_FORMAT`].
     pub format: String,
     /// The plan's hash.
@@ -350,7 +353,77 @@ pub struct Part {
     /// How to rebuild the plan: the command's inputs (see [`Spec`]).
     pub spec: Spec,
     /// The runs of this shard's cells, in plan order.
-    pub runs: Vec<PartRun>,
+    pub runs: R,
+}
+
+/// A part's runs as `merge` reads them: each stored run is turned back into a [`Run`] as soon
+/// as it is parsed, so a large merge holds its runs about once, not as text, stored runs and
+/// runs at the same time.
+#[derive(Debug, Default)]
+pub struct ReadRuns(pub Vec<ReadRun>);
+
+/// One run read back from a part: its cell and the run, or why it could not be read.
+#[derive(Debug)]
+pub struct ReadRun {
+    /// The cell's index in the plan.
+    pub cell: usize,
+    /// The run, or what the part says it was and why it is not a run.
+    pub run: Result<Run, Unreadable>,
+}
+
+/// A stored run that does not convert back: its algorithm and seed, and the reason.
+#[derive(Debug)]
+pub struct Unreadable {
+    /// Algorithm the part names.
+    pub algorithm: String,
+    /// Seed the part names.
+    pub seed: u64,
+    /// Why it is not a run.
+    pub error: String,
+}
+
+impl From<PartRun> for ReadRun {
+    fn from(stored: PartRun) -> ReadRun {
+        let run = stored.run().map_err(|error| Unreadable {
+            algorithm: stored.algorithm.clone(),
+            seed: stored.seed,
+            error,
+        });
+        ReadRun {
+            cell: stored.cell,
+            run,
+        }
+    }
+}
+
+impl From<Vec<PartRun>> for ReadRuns {
+    fn from(stored: Vec<PartRun>) -> ReadRuns {
+        ReadRuns(stored.into_iter().map(ReadRun::from).collect())
+    }
+}
+
+impl<'de> Deserialize<'de> for ReadRuns {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EachRun;
+        impl<'de> serde::de::Visitor<'de> for EachRun {
+            type Value = ReadRuns;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of runs")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ReadRuns, A::Error> {
+                let mut runs = Vec::new();
+                while let Some(stored) = seq.next_element::<PartRun>()? {
+                    runs.push(ReadRun::from(stored));
+                }
+                runs.shrink_to_fit();
+                Ok(ReadRuns(runs))
+            }
+        }
+        deserializer.deserialize_seq(EachRun)
+    }
 }
 
 /// The inputs that define a plan, as the command got them, so that `merge` rebuilds it.
@@ -522,15 +595,15 @@ fn values(numbers: &[Number]) -> Result<MetricValues, String> {
 
 /// Puts the parts of one plan back together: the runs in plan order.
 ///
-/// `parts` are `(name, part)`, taken so that each stored run is freed once it is read back (a
-/// large merge holds its runs about once, not as parts and runs both); `expected` is the plan
-/// rebuilt from the spec: its hash and, per cell, the algorithm and seed it runs.
+/// `parts` are `(name, part)`, taken so that each part's runs are freed as they are placed;
+/// `expected` is the plan rebuilt from the spec: its hash and, per cell, the algorithm and seed
+/// it runs.
 ///
 /// # Errors
 /// One message naming the parts and cells at fault: parts of another plan, a cell outside the
 /// plan or in two parts (or twice in one), a run that is not its cell's, cells no part holds.
 pub fn assemble(
-    parts: Vec<(String, Part)>,
+    parts: Vec<(String, Part<ReadRuns>)>,
     plan: &str,
     expected: &[(&str, u64)],
 ) -> Result<Vec<Run>, String> {
@@ -547,32 +620,39 @@ pub fn assemble(
     }
     let count = parts.first().map_or(1, |(_, p)| p.shard.count);
     let names: Vec<String> = parts.iter().map(|(name, _)| name.clone()).collect();
-    let mut slots: Vec<Option<(usize, Run)>> = vec![None; expected.len()];
+    // The runs and, beside them, which part gave each: an `Option<Run>` is a run's size, so
+    // the slots become the result in place.
+    let mut slots: Vec<Option<Run>> = (0..expected.len()).map(|_| None).collect();
+    let mut from = vec![0usize; expected.len()];
     for (index, (name, part)) in parts.into_iter().enumerate() {
-        for stored in part.runs {
-            let Some(&(algorithm, seed)) = expected.get(stored.cell) else {
+        for stored in part.runs.0 {
+            let cell = stored.cell;
+            let Some(&(algorithm, seed)) = expected.get(cell) else {
                 return Err(format!(
-                    "{name}: cell {} is outside the plan's {} cells",
-                    stored.cell,
+                    "{name}: cell {cell} is outside the plan's {} cells",
                     expected.len()
                 ));
             };
-            if stored.algorithm != algorithm || stored.seed != seed {
+            let (named, named_seed) = match &stored.run {
+                Ok(run) => (run.algorithm.as_str(), run.seed),
+                Err(u) => (u.algorithm.as_str(), u.seed),
+            };
+            if named != algorithm || named_seed != seed {
                 return Err(format!(
-                    "{name}: cell {} holds `{}` on seed {}, where the plan runs `{algorithm}` on seed {seed}",
-                    stored.cell, stored.algorithm, stored.seed
+                    "{name}: cell {cell} holds `{named}` on seed {named_seed}, where the plan runs `{algorithm}` on seed {seed}"
                 ));
             }
             let run = stored
-                .run()
-                .map_err(|e| format!("{name}: cell {}: {e}", stored.cell))?;
-            if let Some((first, _)) = &slots[stored.cell] {
+                .run
+                .map_err(|u| format!("{name}: cell {cell}: {}", u.error))?;
+            if slots[cell].is_some() {
                 return Err(format!(
-                    "cell {} ({algorithm}, seed {seed}) is in {} and again in {name}: a shard was run or given twice",
-                    stored.cell, names[*first]
+                    "cell {cell} ({algorithm}, seed {seed}) is in {} and again in {name}: a shard was run or given twice",
+                    names[from[cell]]
                 ));
             }
-            slots[stored.cell] = Some((index, run));
+            slots[cell] = Some(run);
+            from[cell] = index;
         }
     }
     let missing: Vec<usize> = (0..slots.len()).filter(|&k| slots[k].is_none()).collect();
@@ -589,7 +669,10 @@ pub fn assemble(
             shards.join(", ")
         ));
     }
-    Ok(slots.into_iter().flatten().map(|(_, run)| run).collect())
+    Ok(slots
+        .into_iter()
+        .map(|slot| slot.expect("no cell is missing"))
+        .collect())
 }
 
 #[cfg(test)]
@@ -824,13 +907,29 @@ mod tests {
             ("p1".to_owned(), one.clone()),
             ("p2".to_owned(), two.clone()),
         ];
-        let runs = assemble(parts.to_vec(), "p", &expected).unwrap();
+        let read = |parts: &[(String, Part)]| -> Vec<(String, Part<ReadRuns>)> {
+            parts
+                .iter()
+                .map(|(name, p)| {
+                    let part = Part {
+                        format: p.format.clone(),
+                        plan: p.plan.clone(),
+                        cells: p.cells,
+                        shard: p.shard,
+                        spec: p.spec.clone(),
+                        runs: ReadRuns::from(p.runs.clone()),
+                    };
+                    (name.clone(), part)
+                })
+                .collect()
+        };
+        let runs = assemble(read(&parts), "p", &expected).unwrap();
         let order: Vec<(&str, u64)> = runs
             .iter()
             .map(|r| (r.algorithm.as_str(), r.seed))
             .collect();
         assert_eq!(order, expected);
-        let err = |parts: &[(String, Part)]| assemble(parts.to_vec(), "p", &expected).unwrap_err();
+        let err = |parts: &[(String, Part)]| assemble(read(parts), "p", &expected).unwrap_err();
         assert!(err(&parts[..1]).contains("shard 2 of 2"));
         let twice = [
             parts[0].clone(),

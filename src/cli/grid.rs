@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::compile::Override;
-use crate::grid::{self, Axis, Part, PartRun, Shard, Spec};
+use crate::grid::{self, Axis, Part, PartRun, ReadRuns, Shard, Spec};
 use crate::report::Run;
 use crate::report::fingerprint::world_hash;
 use crate::report::grid::{self as render, GridReport, GridWorld};
@@ -464,10 +464,10 @@ fn write_part(part: &Part, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// Reads a part; a located message when it is not one.
-fn read_part(path: &Path) -> Result<Part, String> {
+fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
     let bytes = std::fs::read(path)
         .map_err(|e| format!("cannot read {}: {}", path.display(), super::io_reason(&e)))?;
-    let part: Part = serde_json::from_slice(&bytes).map_err(|e| {
+    let part: Part<ReadRuns> = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "{}:{}:{}: not a part: {e}; a part is what `simbench sweep --grid … --part PATH` writes",
             path.display(),
