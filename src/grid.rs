@@ -356,6 +356,19 @@ pub struct Part<R = Vec<PartRun>> {
     pub runs: R,
 }
 
+/// A part's runs as `sweep` writes them: each run is put in its stored form ([`PartRun`]) only
+/// as it is written, so a shard (or a whole plan written as a part) never holds its runs twice.
+pub struct StoredRuns<'a> {
+    /// Each run's cell in the plan and the run, in plan order.
+    pub runs: Vec<(usize, &'a Run)>,
+}
+
+impl Serialize for StoredRuns<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.runs.iter().map(|&(cell, run)| PartRun::of(cell, run)))
+    }
+}
+
 /// A part's runs as `merge` reads them: each stored run is turned back into a [`Run`] as soon
 /// as it is parsed, so a large merge holds its runs about once, not as text, stored runs and
 /// runs at the same time.

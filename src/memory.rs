@@ -41,10 +41,26 @@ const SLOT_EXTRA_BYTES: u64 = 48 + MEMBER_BYTES + 2 * 16;
 /// Per job waiting in the open loop's arrival queue (index and arrival time).
 const QUEUED_JOB_BYTES: u64 = 16;
 
-/// One finished run kept for the report, with its share of the report built from it: 0.89 KiB
-/// measured with JSON and CSV both written, which stream into their files rather than being built
-/// whole (docs/performance.md), rounded up.
-pub const RETAINED_BYTES_PER_RUN: u64 = 1024;
+/// One finished run kept for the report, with its share of the report built from it, JSON and
+/// CSV both written (they stream into their files rather than being built whole): 0.78 KiB
+/// measured for `run`, 1.02 KiB for a grid sweep (docs/performance.md), rounded up.
+pub const RETAINED_BYTES_PER_RUN: u64 = 1280;
+
+/// One grid cell's report besides its algorithms' columns (its verdict rows and decision),
+/// kept until the grid's report is written: 7.1 KiB measured, rounded up.
+pub const GRID_CELL_BYTES: u64 = 8 << 10;
+
+/// One algorithm's column in a grid cell's report (a summary of every metric, its share of the
+/// verdict rows): 5.6 to 8.9 KiB measured, rounded up.
+pub const GRID_COLUMN_BYTES: u64 = 10 << 10;
+
+/// The reports of a whole grid kept until it is written: `cells` cell reports holding
+/// `columns` algorithm columns in all.
+pub fn grid_reports_bytes(cells: u64, columns: u64) -> u64 {
+    cells
+        .saturating_mul(GRID_CELL_BYTES)
+        .saturating_add(columns.saturating_mul(GRID_COLUMN_BYTES))
+}
 
 /// The program, its libraries and the world, before any run (measured peak of a one-job run).
 pub const BASE_BYTES: u64 = 16 << 20;
@@ -78,12 +94,15 @@ impl Estimate {
     }
 }
 
-/// The estimate for `runs` runs of `world` on the scheme `rng`, `threads` at a time.
-pub fn estimate(world: &World, runs: u64, threads: u64, rng: RngScheme) -> Estimate {
+/// The estimate for `runs` runs of `world` on the scheme `rng`, `threads` at a time, keeping
+/// `reports` bytes of reports besides the runs (a grid's cell reports).
+pub fn estimate(world: &World, runs: u64, threads: u64, rng: RngScheme, reports: u64) -> Estimate {
     Estimate {
         per_run: run_bytes(world, rng),
         parallel: threads.clamp(1, runs.max(1)),
-        retained: runs.saturating_mul(RETAINED_BYTES_PER_RUN),
+        retained: runs
+            .saturating_mul(RETAINED_BYTES_PER_RUN)
+            .saturating_add(reports),
     }
 }
 
@@ -271,14 +290,19 @@ mod tests {
     #[test]
     fn the_command_adds_the_parallel_runs_and_the_retained_ones() {
         let w = world("");
-        let e = estimate(&w, 100, 8, Native);
+        let e = estimate(&w, 100, 8, Native, 0);
         assert_eq!(e.parallel, 8);
         assert_eq!(e.retained, 100 * RETAINED_BYTES_PER_RUN);
         assert_eq!(e.total(), BASE_BYTES + 8 * e.per_run + e.retained);
         assert_eq!(
-            estimate(&w, 3, 8, Native).parallel,
+            estimate(&w, 3, 8, Native, 0).parallel,
             3,
             "no more at once than there are runs"
+        );
+        let with_reports = estimate(&w, 100, 8, Native, grid_reports_bytes(2, 6));
+        assert_eq!(
+            with_reports.retained - e.retained,
+            2 * GRID_CELL_BYTES + 6 * GRID_COLUMN_BYTES
         );
         let budget = e.total();
         assert!(e.run_share(budget) >= e.per_run);

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::compile::Override;
-use crate::grid::{self, Axis, Part, PartRun, ReadRuns, Shard, Spec};
+use crate::grid::{self, Axis, Part, ReadRuns, Shard, Spec, StoredRuns};
 use crate::report::Run;
 use crate::report::fingerprint::world_hash;
 use crate::report::grid::{self as render, GridReport, GridWorld};
@@ -278,7 +278,15 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         .map_or_else(super::sweep::default_threads, |t| t as usize)
         .min(jobs.len().max(1));
     let budget = super::memory::budget(args.exec.memory_budget);
-    // Only a whole plan keeps every run for the analysis; a shard keeps its own.
+    // Only a whole plan keeps every run for the analysis, and a report per cell; a shard keeps
+    // its own runs.
+    let reports = if shard == Shard::ALL {
+        let points = grid::points(&built.spec.axes).len() as u64;
+        let columns: u64 = built.algorithms.iter().map(|a| a.len() as u64).sum();
+        crate::memory::grid_reports_bytes(points * built.bases.len() as u64, points * columns)
+    } else {
+        0
+    };
     let shares: Result<Vec<u64>, String> = built
         .at
         .iter()
@@ -290,6 +298,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 threads as u64,
                 budget,
                 rng_scheme(args.exec.rng),
+                reports,
             )
         })
         .collect();
@@ -338,22 +347,9 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         },
         run_bytes,
     );
-    let part_of = |runs: Vec<PartRun>| Part {
-        format: grid::PART_FORMAT.to_owned(),
-        plan: built.hash.clone(),
-        cells: cells.len(),
-        shard,
-        spec: built.spec.clone(),
-        runs,
-    };
+    let part_of = |runs| stored_part(&built, cells.len(), shard, runs);
     if shard != Shard::ALL {
-        // A shard's runs are only its part: each is dropped as it is converted.
-        let part = part_of(
-            mine.iter()
-                .zip(runs)
-                .map(|(&k, r)| PartRun::of(k, &r))
-                .collect(),
-        );
+        let part = part_of(mine.iter().copied().zip(&runs).collect());
         let summary = format!(
             "shard {}/{} of plan {}: {} of {} cells run in {:.1} s\n",
             shard.index,
@@ -366,17 +362,33 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let write = |_: Rendering, out: &mut dyn Write| write_part(&part, out);
         return plan.finish(write, || summary, args.exec.quiet);
     }
-    // A whole plan keeps its runs for the report, and a copy as a part only for `--part`.
-    let part = args.part.is_some().then(|| {
-        part_of(
-            mine.iter()
-                .zip(&runs)
-                .map(|(&k, r)| PartRun::of(k, r))
-                .collect(),
-        )
-    });
     let report = built.report(runs, clock());
+    // `--part` of a whole plan: the report's runs, which are the plan's in its order.
+    let part = args.part.is_some().then(|| {
+        let held = report
+            .worlds
+            .iter()
+            .flat_map(|w| w.cells.iter().flat_map(|cell| &cell.runs));
+        part_of(mine.iter().copied().zip(held).collect())
+    });
     emit(&report, part.as_ref(), plan, args.exec.quiet)
+}
+
+/// The part of `shard` holding `runs` (each with its cell), written as it is serialized.
+fn stored_part<'a>(
+    built: &Built,
+    cells: usize,
+    shard: Shard,
+    runs: Vec<(usize, &'a Run)>,
+) -> Part<StoredRuns<'a>> {
+    Part {
+        format: grid::PART_FORMAT.to_owned(),
+        plan: built.hash.clone(),
+        cells,
+        shard,
+        spec: built.spec.clone(),
+        runs: StoredRuns { runs },
+    }
 }
 
 /// `--dry-run`: the plan on standard output, one line, nothing run.
@@ -448,7 +460,12 @@ pub fn merge(args: &MergeArgs) -> u8 {
     emit(&report, None, plan, args.quiet)
 }
 
-fn emit(report: &GridReport, part: Option<&Part>, plan: Plan<Rendering>, quiet: bool) -> u8 {
+fn emit(
+    report: &GridReport,
+    part: Option<&Part<StoredRuns<'_>>>,
+    plan: Plan<Rendering>,
+    quiet: bool,
+) -> u8 {
     let write = |kind, out: &mut dyn Write| match kind {
         Rendering::Json => render::write_json(report, out),
         Rendering::Csv => render::write_csv(report, out),
@@ -458,7 +475,7 @@ fn emit(report: &GridReport, part: Option<&Part>, plan: Plan<Rendering>, quiet: 
 }
 
 /// A part as compact JSON: a machine file, read back by `merge`.
-fn write_part(part: &Part, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_part(part: &Part<StoredRuns<'_>>, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, part)?;
     writeln!(out)
 }

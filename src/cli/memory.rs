@@ -35,16 +35,18 @@ pub fn budget(flag: Option<u64>) -> u64 {
 }
 
 /// Refuses (with the estimate, the budget and a hint on standard error) a command of `runs`
-/// runs of `world` on the scheme `rng`, `threads` at a time, that would not fit in `budget`;
-/// otherwise returns each run's share of the budget.
+/// runs of `world` on the scheme `rng`, `threads` at a time, keeping `reports` bytes of reports
+/// besides the runs, that would not fit in `budget`; otherwise returns each run's share of the
+/// budget.
 pub fn check(
     world: &World,
     runs: u64,
     threads: u64,
     budget: u64,
     rng: RngScheme,
+    reports: u64,
 ) -> Result<u64, String> {
-    let estimate: Estimate = memory::estimate(world, runs, threads, rng);
+    let estimate: Estimate = memory::estimate(world, runs, threads, rng, reports);
     if estimate.total() <= budget {
         return Ok(estimate.run_share(budget));
     }

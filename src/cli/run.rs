@@ -604,6 +604,7 @@ fn compare(
         threads as u64,
         budget,
         args.exec.rng.scheme(),
+        0,
     ) {
         Ok(share) => share,
         Err(message) => {

@@ -211,6 +211,7 @@ pub fn main(args: &SweepArgs) -> u8 {
                 threads as u64,
                 budget,
                 rng_scheme(args.exec.rng),
+                0,
             )
         })
         .collect();
