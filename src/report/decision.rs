@@ -377,6 +377,21 @@ fn aim(metric: Metric) -> &'static str {
 
 /// `no decision on 3 seeds: backoff leads jobs_done but cannot be separated from sticky, wait
 /// (+4.0 over sticky, 95 % CI …); of those, …; run more seeds`.
+/// Names a line can still be read with; a grid's hundreds of tied cells go to the JSON.
+const NAMES_SHOWN: usize = 12;
+
+/// `a, b, c`, or the first [`NAMES_SHOWN`] and how many more (the JSON verdict lists them all).
+fn some_names(names: &[String]) -> String {
+    if names.len() <= NAMES_SHOWN {
+        return names.join(", ");
+    }
+    format!(
+        "{} and {} more (the JSON verdict lists them all)",
+        names[..NAMES_SHOWN].join(", "),
+        names.len() - NAMES_SHOWN
+    )
+}
+
 fn undecided(levels: &[Level], confidence: &str) -> String {
     let n = levels.first().map_or(0, |l| l.closest.difference.n);
     if n < 2 {
@@ -411,7 +426,7 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
             });
             format!(
                 "{lead} but cannot be separated from {} ({mean} over {}, {interval})",
-                l.tied.join(", "),
+                some_names(&l.tied),
                 l.tied[0],
             )
         })
@@ -467,6 +482,21 @@ fn signed_parts(c: &Comparison, level: &str) -> (String, Option<String>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_long_tie_names_the_first_few_and_counts_the_rest() {
+        let names: Vec<String> = (0..20).map(|k| format!("c{k}")).collect();
+        assert_eq!(some_names(&names[..3]), "c0, c1, c2");
+        assert_eq!(
+            some_names(&names[..NAMES_SHOWN]).matches(", ").count(),
+            NAMES_SHOWN - 1
+        );
+        let long = some_names(&names);
+        assert!(long.starts_with("c0, c1,"), "{long}");
+        assert!(long.contains("c11 and 8 more"), "{long}");
+        assert!(!long.contains("c12"), "{long}");
+    }
+
     use super::*;
     use crate::metrics::{self, MetricValues, Tally};
     use crate::objective::Bound;
