@@ -54,6 +54,19 @@ pub const GRID_CELL_BYTES: u64 = 8 << 10;
 /// verdict rows): 5.6 to 8.9 KiB measured, rounded up.
 pub const GRID_COLUMN_BYTES: u64 = 10 << 10;
 
+/// The text of a part while `merge` parses it, per run: 0.6 KiB measured (a 45,000-run part of
+/// the built-in world is 27.8 MB), rounded up.
+pub const PART_TEXT_BYTES_PER_RUN: u64 = 1024;
+
+/// `merge` of a grid of `runs` runs whose cell reports take `reports` bytes, the largest part
+/// holding `largest_part` runs: every run and report, and one part's text at a time.
+pub fn merge_bytes(runs: u64, reports: u64, largest_part: u64) -> u64 {
+    BASE_BYTES
+        .saturating_add(runs.saturating_mul(RETAINED_BYTES_PER_RUN))
+        .saturating_add(reports)
+        .saturating_add(largest_part.saturating_mul(PART_TEXT_BYTES_PER_RUN))
+}
+
 /// The reports of a whole grid kept until it is written: `cells` cell reports holding
 /// `columns` algorithm columns in all.
 pub fn grid_reports_bytes(cells: u64, columns: u64) -> u64 {
@@ -298,6 +311,10 @@ mod tests {
             estimate(&w, 3, 8, Native, 0).parallel,
             3,
             "no more at once than there are runs"
+        );
+        assert_eq!(
+            merge_bytes(100, 7, 30),
+            BASE_BYTES + 100 * RETAINED_BYTES_PER_RUN + 7 + 30 * PART_TEXT_BYTES_PER_RUN
         );
         let with_reports = estimate(&w, 100, 8, Native, grid_reports_bytes(2, 6));
         assert_eq!(

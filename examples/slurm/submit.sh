@@ -19,7 +19,7 @@ export SIMBENCH_OUT=${SIMBENCH_OUT:-simbench-grid}
 # Check the worlds, axes and algorithms here, before anything is queued: a typo then fails in a
 # second instead of in every task of the array.
 plan=$("$SIMBENCH" sweep "$@" --shard "1/$tasks" --dry-run) || exit
-echo "submit.sh: $plan" >&2
+printf '%s\n' "$plan" | sed 's/^/submit.sh: /' >&2
 mkdir -p "$SIMBENCH_OUT/parts" "$SIMBENCH_OUT/logs"
 # A part left from an earlier submission would be merged with this one's (and refused, or
 # worse, fill a shard that failed): start from an empty directory.

@@ -278,15 +278,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         .map_or_else(super::sweep::default_threads, |t| t as usize)
         .min(jobs.len().max(1));
     let budget = super::memory::budget(args.exec.memory_budget);
-    // Only a whole plan keeps every run for the analysis, and a report per cell; a shard keeps
-    // its own runs.
-    let reports = if shard == Shard::ALL {
-        let points = grid::points(&built.spec.axes).len() as u64;
-        let columns: u64 = built.algorithms.iter().map(|a| a.len() as u64).sum();
-        crate::memory::grid_reports_bytes(points * built.bases.len() as u64, points * columns)
-    } else {
-        0
-    };
+    // Only a whole plan (and its merge) keeps every run for the analysis, and a report per
+    // cell; a shard keeps its own runs.
+    let points = grid::points(&built.spec.axes).len() as u64;
+    let columns: u64 = built.algorithms.iter().map(|a| a.len() as u64).sum();
+    let all_reports =
+        crate::memory::grid_reports_bytes(points * built.bases.len() as u64, points * columns);
+    let reports = if shard == Shard::ALL { all_reports } else { 0 };
     let shares: Result<Vec<u64>, String> = built
         .at
         .iter()
@@ -307,7 +305,26 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Err(message) => return usage_error(&message),
     };
     if args.dry_run {
-        return dry_run(&built, cells.len(), shard, jobs.len());
+        let need = built
+            .at
+            .iter()
+            .flatten()
+            .map(|world| {
+                let runs = jobs.len() as u64;
+                let rng = rng_scheme(args.exec.rng);
+                crate::memory::estimate(world, runs, threads as u64, rng, reports).total()
+            })
+            .max()
+            .unwrap_or(crate::memory::BASE_BYTES);
+        let memory = Memory {
+            need,
+            budget,
+            merge: (shard != Shard::ALL).then(|| {
+                let largest = cells.len().div_ceil(shard.count as usize) as u64;
+                crate::memory::merge_bytes(cells.len() as u64, all_reports, largest)
+            }),
+        };
+        return dry_run(&built, cells.len(), shard, jobs.len(), &memory);
     }
     let requests = Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
@@ -391,8 +408,16 @@ fn stored_part<'a>(
     }
 }
 
-/// `--dry-run`: the plan on standard output, one line, nothing run.
-fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize) -> u8 {
+/// What a dry run says about memory: the estimate of this command and its budget, and for a
+/// shard the estimate of the merge that puts the shards together.
+struct Memory {
+    need: u64,
+    budget: u64,
+    merge: Option<u64>,
+}
+
+/// `--dry-run`: the plan on standard output, then the memory it needs; nothing run.
+fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize, memory: &Memory) -> u8 {
     let worlds = built.bases.len();
     let mut line = format!(
         "plan {}: {cells} cells ({worlds} world{} × {} points × their algorithms × {} seeds)",
@@ -406,6 +431,20 @@ fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize) -> u8 {
             "; shard {}/{} runs {mine}",
             shard.index, shard.count
         ));
+    }
+    let show = crate::memory::show;
+    line.push_str(&format!(
+        "\nmemory: about {} for this {} (budget {})",
+        show(memory.need),
+        if shard == Shard::ALL {
+            "sweep"
+        } else {
+            "shard"
+        },
+        show(memory.budget)
+    ));
+    if let Some(merge) = memory.merge {
+        line.push_str(&format!(", about {} for the merge", show(merge)));
     }
     line.push('\n');
     super::console::exit_code(0, super::console::print(&line))

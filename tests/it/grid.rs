@@ -352,13 +352,20 @@ fn a_dry_run_prints_the_plan_a_part_names_and_runs_nothing() {
     let mut args = grid_args(&WORLDS);
     args.extend(["--shard", "2/5", "--part", s(&part), "--dry-run"]);
     let out = run_ok(&args);
-    let line = String::from_utf8(out.stdout).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (line, memory) = text.split_once('\n').unwrap();
     assert!(!part.exists(), "a dry run writes no part");
     assert!(
         line.ends_with(
-            "48 cells (2 worlds × 4 points × their algorithms × 3 seeds); shard 2/5 runs 10\n"
+            "48 cells (2 worlds × 4 points × their algorithms × 3 seeds); shard 2/5 runs 10"
         ),
         "{line}"
+    );
+    assert!(
+        memory.starts_with("memory: about ")
+            && memory.contains(" MiB for this shard (budget ")
+            && memory.ends_with(" MiB for the merge\n"),
+        "{memory}"
     );
     args.pop();
     args.push("--quiet");
