@@ -320,6 +320,17 @@ impl MetricValues {
                     || self.get(info.metric).to_bits() == other.get(info.metric).to_bits()
             })
     }
+    /// Feeds `state` what [`MetricValues::same_outcome`] compares, so that runs with the same
+    /// outcome hash alike (a grid finds its identical contestants by hash, then compares).
+    pub fn hash_outcome<H: std::hash::Hasher>(&self, state: &mut H) {
+        let wall = 1u64 << Metric::WallS as u32;
+        state.write_u64(self.undefined | wall);
+        for info in CATALOGUE {
+            if info.metric != Metric::WallS {
+                state.write_u64(self.get(info.metric).to_bits());
+            }
+        }
+    }
     /// `(info, value)` pairs in catalogue order, undefined values reading as 0.
     pub fn iter(&self) -> impl Iterator<Item = (&'static MetricInfo, f64)> + '_ {
         CATALOGUE.iter().zip(self.values.iter().copied())
@@ -867,6 +878,34 @@ pub fn sample_stdev(xs: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_outcome_hash_sees_what_same_outcome_compares() {
+        use std::hash::Hasher;
+        let hash = |m: &MetricValues| {
+            let mut state = std::hash::DefaultHasher::new();
+            m.hash_outcome(&mut state);
+            state.finish()
+        };
+        let mut a = MetricValues::all_undefined();
+        a.set(Metric::JobsDone, 10.0);
+        a.set(Metric::WallS, 0.5);
+        let mut b = a.clone();
+        b.set(Metric::WallS, 0.7);
+        assert!(a.same_outcome(&b));
+        assert_eq!(hash(&a), hash(&b), "the wall time is not the outcome");
+        let mut c = a.clone();
+        c.set(Metric::JobsDone, 11.0);
+        assert!(!a.same_outcome(&c));
+        assert_ne!(hash(&a), hash(&c));
+        let mut d = a.clone();
+        d.set(Metric::ErrorRate, 0.0);
+        assert!(
+            !a.same_outcome(&d),
+            "a defined zero is not an undefined value"
+        );
+        assert_ne!(hash(&a), hash(&d));
+    }
+
     use super::*;
 
     fn samples(xs: &[f64]) -> Samples {

@@ -7,6 +7,7 @@
 //! Student-t interval at the objective's confidence. Renders JSON (schema: `simbench schema
 //! grid`), a CSV row per run, and a terminal summary. Pure: the runs come in, text goes out.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use schemars::JsonSchema;
@@ -95,6 +96,21 @@ fn same_runs(a: &Contestant<'_>, b: &Contestant<'_>) -> bool {
             .iter()
             .zip(&b.runs)
             .all(|((sa, ma), (sb, mb))| sa == sb && ma.same_outcome(mb))
+}
+
+/// A hash of what [`same_runs`] compares: contestants with the same runs have the same one.
+fn runs_fingerprint(c: &Contestant<'_>) -> u64 {
+    use std::hash::Hasher;
+    // Fixed keys: the same on every machine, though only equality within one report matters.
+    let mut state = std::hash::DefaultHasher::new();
+    state.write_u8(c.standing as u8);
+    state.write_u8(u8::from(c.valid));
+    state.write_usize(c.runs.len());
+    for (seed, metrics) in &c.runs {
+        state.write_u64(*seed);
+        metrics.hash_outcome(&mut state);
+    }
+    state.finish()
 }
 
 /// Builds the grid report from the runs in plan order (world, point, algorithm, seed).
@@ -190,6 +206,9 @@ fn world_grid(
     let mut contestants: Vec<Contestant<'_>> = Vec::new();
     let mut kept: Vec<usize> = Vec::new();
     let mut same: Vec<Vec<usize>> = Vec::new();
+    // The contestants kept so far by (algorithm, fingerprint), in the order kept: a candidate
+    // is compared only with those that may be its twin, not with every one before it.
+    let mut by_fingerprint: BTreeMap<(&str, u64), Vec<usize>> = BTreeMap::new();
     let mut k = 0;
     for (p, cell) in cells.iter().enumerate() {
         for column in &cell.columns {
@@ -204,13 +223,16 @@ fn world_grid(
                     .filter_map(|r| r.metrics().map(|m| (r.seed, m)))
                     .collect(),
             };
-            let twin = contestants
+            let key = (column.algorithm.as_str(), runs_fingerprint(&candidate));
+            let alike = by_fingerprint.entry(key).or_default();
+            let twin = alike
                 .iter()
-                .zip(&kept)
-                .position(|(c, &i)| keys[i].1 == column.algorithm && same_runs(c, &candidate));
+                .copied()
+                .find(|&t| same_runs(&contestants[t], &candidate));
             match twin {
                 Some(t) => same[t].push(p),
                 None => {
+                    alike.push(contestants.len());
                     contestants.push(candidate);
                     kept.push(k);
                     same.push(Vec::new());
