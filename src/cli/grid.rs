@@ -83,6 +83,11 @@ pub struct MergeArgs {
     /// No "wrote" lines; no summary when a file output is requested.
     #[arg(long)]
     pub quiet: bool,
+    /// Memory the merge may use, e.g. `2G` or `500M` [default: half the machine's available
+    /// memory]: a merge whose estimate (every run and a report per cell, until the report is
+    /// written) exceeds it is refused after reading the first part.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub memory_budget: Option<u64>,
 }
 
 /// The plan, with every world it runs.
@@ -97,6 +102,14 @@ struct Built {
 }
 
 impl Built {
+    /// The estimate of the grid's cell reports, which a whole sweep and a merge keep until the
+    /// report is written.
+    fn reports_bytes(&self) -> u64 {
+        let points = grid::points(&self.spec.axes).len() as u64;
+        let columns: u64 = self.algorithms.iter().map(|a| a.len() as u64).sum();
+        crate::memory::grid_reports_bytes(points * self.bases.len() as u64, points * columns)
+    }
+
     /// Loads every world at every point; the error is the exit code, its message printed.
     fn from_spec(spec: Spec, inputs: &Inputs) -> Result<Built, u8> {
         let user: Vec<Override> = spec
@@ -280,11 +293,11 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     let budget = super::memory::budget(args.exec.memory_budget);
     // Only a whole plan (and its merge) keeps every run for the analysis, and a report per
     // cell; a shard keeps its own runs.
-    let points = grid::points(&built.spec.axes).len() as u64;
-    let columns: u64 = built.algorithms.iter().map(|a| a.len() as u64).sum();
-    let all_reports =
-        crate::memory::grid_reports_bytes(points * built.bases.len() as u64, points * columns);
-    let reports = if shard == Shard::ALL { all_reports } else { 0 };
+    let reports = if shard == Shard::ALL {
+        built.reports_bytes()
+    } else {
+        0
+    };
     let shares: Result<Vec<u64>, String> = built
         .at
         .iter()
@@ -319,10 +332,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let memory = Memory {
             need,
             budget,
-            merge: (shard != Shard::ALL).then(|| {
-                let largest = cells.len().div_ceil(shard.count as usize) as u64;
-                crate::memory::merge_bytes(cells.len() as u64, all_reports, largest)
-            }),
+            merge: (shard != Shard::ALL).then(|| merge_need(&built, cells.len(), shard)),
         };
         return dry_run(&built, cells.len(), shard, jobs.len(), &memory);
     }
@@ -454,33 +464,41 @@ fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize, memory: &Memo
 pub fn merge(args: &MergeArgs) -> u8 {
     let origin = super::run::now();
     let inputs = Inputs::default();
-    let mut parts = Vec::new();
-    for path in &args.parts {
+    let read = |path: &PathBuf| {
         inputs.record(path, super::output::Role::Scenario);
-        match read_part(path) {
-            Ok(part) => parts.push((path.display().to_string(), part)),
-            Err(message) => return usage_error(&message),
-        }
-    }
-    let (first_name, first) = &parts[0];
-    if let Some((name, _)) = parts.iter().find(|(_, p)| p.spec != first.spec) {
-        return usage_error(&format!(
-            "{name} and {first_name} come from different sweeps (their worlds, grid, overrides, algorithms, seeds or random numbers differ)"
-        ));
-    }
-    if let Some((name, p)) = parts
-        .iter()
-        .find(|(_, p)| p.shard.count != first.shard.count)
-    {
-        return usage_error(&format!(
-            "{name} is shard {}/{} and {first_name} shard {}/{}: merge the shards of one split",
-            p.shard.index, p.shard.count, first.shard.index, first.shard.count
-        ));
-    }
-    let built = match Built::from_spec(first.spec.clone(), &inputs) {
+        read_part(path).map(|part| (path.display().to_string(), part))
+    };
+    let first = match read(&args.parts[0]) {
+        Ok(first) => first,
+        Err(message) => return usage_error(&message),
+    };
+    let built = match Built::from_spec(first.1.spec.clone(), &inputs) {
         Ok(built) => built,
         Err(code) => return code,
     };
+    if let Err(message) = merge_fits(&built, first.1.shard, args.memory_budget) {
+        return usage_error(&message);
+    }
+    let mut parts = vec![first];
+    for path in &args.parts[1..] {
+        let (name, part) = match read(path) {
+            Ok(read) => read,
+            Err(message) => return usage_error(&message),
+        };
+        let (first_name, first) = &parts[0];
+        if part.spec != first.spec {
+            return usage_error(&format!(
+                "{name} and {first_name} come from different sweeps (their worlds, grid, overrides, algorithms, seeds or random numbers differ)"
+            ));
+        }
+        if part.shard.count != first.shard.count {
+            return usage_error(&format!(
+                "{name} is shard {}/{} and {first_name} shard {}/{}: merge the shards of one split",
+                part.shard.index, part.shard.count, first.shard.index, first.shard.count
+            ));
+        }
+        parts.push((name, part));
+    }
     let cells = built.cells();
     let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
     let runs = match grid::assemble(parts, &built.hash, &expected) {
@@ -497,6 +515,30 @@ pub fn merge(args: &MergeArgs) -> u8 {
     };
     let report = built.report(runs, origin.elapsed().as_secs_f64());
     emit(&report, None, plan, args.quiet)
+}
+
+/// Refuses a merge of `built` whose estimate exceeds the budget: every run and every cell's
+/// report until the report is written, and one part's text at a time (a shard of `shard`'s
+/// split holds at most its share of the cells).
+fn merge_fits(built: &Built, shard: Shard, flag: Option<u64>) -> Result<(), String> {
+    let cells = built.cells().len();
+    let need = merge_need(built, cells, shard);
+    let budget = super::memory::budget(flag);
+    if need <= budget {
+        return Ok(());
+    }
+    let show = crate::memory::show;
+    Err(format!(
+        "this merge would need about {} of memory, over the memory budget of {} ({cells} runs and a report per cell, held until the report is written); hint: a larger --memory-budget, or the grid split into several sweeps",
+        show(need),
+        show(budget)
+    ))
+}
+
+/// The estimate of merging the `cells` cells of `built`, split as `shard`'s split is.
+fn merge_need(built: &Built, cells: usize, shard: Shard) -> u64 {
+    let largest = cells.div_ceil(shard.count as usize) as u64;
+    crate::memory::merge_bytes(cells as u64, built.reports_bytes(), largest)
 }
 
 fn emit(

@@ -222,6 +222,10 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     std::fs::write(&broken, "{\"format\": \"simbench-part/1\"}").unwrap();
     refused(merge(&[&broken]), "missing field");
     refused(merge(&[&path(&dir, "absent.json")]), "cannot read");
+    // A merge over its memory budget is refused before it reads the other parts.
+    let mut small = vec!["merge", "--quiet", "--json", "-", "--memory-budget", "1M"];
+    small.extend(parts.iter().map(|p| s(p)));
+    refused(simbench(&small), "over the memory budget of 1.0 MiB");
     // What merged from the right parts is complete.
     let ok = merge(&[&parts[2], &parts[0], &parts[1]]);
     assert!(
