@@ -476,7 +476,8 @@ pub fn merge(args: &MergeArgs) -> u8 {
         Ok(built) => built,
         Err(code) => return code,
     };
-    if let Err(message) = merge_fits(&built, first.1.shard, args.memory_budget) {
+    let cells = built.cells();
+    if let Err(message) = merge_fits(&built, cells.len(), first.1.shard, args.memory_budget) {
         return usage_error(&message);
     }
     let mut parts = vec![first];
@@ -499,7 +500,6 @@ pub fn merge(args: &MergeArgs) -> u8 {
         }
         parts.push((name, part));
     }
-    let cells = built.cells();
     let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
     let runs = match grid::assemble(parts, &built.hash, &expected) {
         Ok(runs) => runs,
@@ -517,11 +517,10 @@ pub fn merge(args: &MergeArgs) -> u8 {
     emit(&report, None, plan, args.quiet)
 }
 
-/// Refuses a merge of `built` whose estimate exceeds the budget: every run and every cell's
+/// Refuses a merge of the `cells` cells of `built` whose estimate exceeds the budget: every run and every cell's
 /// report until the report is written, and one part's text at a time (a shard of `shard`'s
 /// split holds at most its share of the cells).
-fn merge_fits(built: &Built, shard: Shard, flag: Option<u64>) -> Result<(), String> {
-    let cells = built.cells().len();
+fn merge_fits(built: &Built, cells: usize, shard: Shard, flag: Option<u64>) -> Result<(), String> {
     let need = merge_need(built, cells, shard);
     let budget = super::memory::budget(flag);
     if need <= budget {
