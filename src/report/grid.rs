@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::decision::{self, Decision};
 use super::format::round6;
 use super::json::{self, JsonVerdict, Ordered};
-use super::rank::Contestant;
+use super::rank::{Contestant, Verdict};
 use super::stats::{Summary, t_quantile};
 use super::{Report, Run, SweepInfo, analyse};
 use crate::grid::{self, Axis};
@@ -119,10 +119,22 @@ fn runs_fingerprint(c: &Contestant<'_>) -> u64 {
 /// If `runs` does not hold exactly one run per cell of the plan.
 pub fn analyse_grid(
     plan: &str,
+    plan_shape: (&[Axis], u32, &'static str),
+    worlds: &[GridWorld<'_>],
+    runs: Vec<Run>,
+    wall_s: f64,
+) -> GridReport {
+    analyse_cells(plan, plan_shape, worlds, runs, wall_s, slim)
+}
+
+/// [`analyse_grid`] with what each cell's report keeps decided by `keep`.
+fn analyse_cells(
+    plan: &str,
     (axes, seeds, rng): (&[Axis], u32, &'static str),
     worlds: &[GridWorld<'_>],
     runs: Vec<Run>,
     wall_s: f64,
+    keep: fn(Report) -> Report,
 ) -> GridReport {
     let points = grid::points(axes);
     // The cells take their runs from the front of the plan while its buffer shrinks behind
@@ -143,7 +155,7 @@ pub fn analyse_grid(
                             rng,
                             wall_s: mine.iter().map(|r| r.wall_s).sum(),
                         };
-                        analyse(world, info, mine)
+                        keep(analyse(world, info, mine))
                     })
                     .collect();
             world_grid(w, axes, &points, cells)
@@ -159,6 +171,38 @@ pub fn analyse_grid(
         worlds,
         wall_s,
     }
+}
+
+/// A cell's report cut down to what the grid's renderers and its best-cell contest read: the
+/// runs, the verdict, the columns' standing and the summaries of the shown metrics, which
+/// metrics apply. A grid holds a report per cell until it writes; a run report's per-metric
+/// verdicts (every winner's name for every metric), the summaries of metrics a cell does not
+/// show and the world's description are what it does not need.
+fn slim(mut cell: Report) -> Report {
+    for row in &mut cell.rows {
+        row.verdict = Verdict::blank();
+    }
+    // The summaries are kept up to the last shown metric (they are looked up by catalogue
+    // index, and one past the end reads as "no summary"); the rest are never shown.
+    let kept = shown_metrics(&cell.decision.objective)
+        .iter()
+        .map(|&m| m as usize + 1)
+        .max()
+        .unwrap_or(0);
+    for column in &mut cell.columns {
+        column.stats.truncate(kept);
+        column.stats.shrink_to_fit();
+        column.undefined.truncate(kept);
+        column.undefined.shrink_to_fit();
+        column.endpoint_admitted = Vec::new();
+        column.error_classes = BTreeMap::new();
+    }
+    let world = &mut cell.world;
+    world.summary = String::new();
+    world.endpoints = Vec::new();
+    world.settings = Vec::new();
+    world.incidents = Vec::new();
+    cell
 }
 
 /// The first `n` runs of the plan held reversed in `reversed`, in plan order; the room they
@@ -564,5 +608,100 @@ fn short(x: f64) -> String {
         format!("{r:.1}")
     } else {
         format!("{}", (r * 1e4).round() / 1e4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile;
+    use crate::metrics::{self, Tally};
+    use crate::report::Outcome;
+
+    /// A run whose objective metrics and a few others vary with the algorithm, seed and point.
+    fn run(algorithm: &str, seed: u64, point: usize) -> Run {
+        let k = (seed % 7) as f64 + point as f64 * 3.0 + algorithm.len() as f64;
+        let outcome = if algorithm == "backoff" && seed == 2 && point == 1 {
+            Outcome::Unfinished {
+                kind: "timeout",
+                reason: "the wall-clock budget ran out".into(),
+            }
+        } else {
+            let mut v = metrics::compute(&mut Tally::default(), &[]);
+            v.set(Metric::JobsDone, 100.0 + k);
+            v.set(Metric::SuccessfulJobLatencyP99Ms, 900.0 - 11.0 * k);
+            v.set(Metric::ThroughputRps, 2.5 + k / 10.0);
+            v.set(Metric::RefusalRate, k / 100.0);
+            Outcome::Finished(v)
+        };
+        Run {
+            algorithm: algorithm.into(),
+            seed,
+            outcome,
+            error_classes: BTreeMap::from([("rate_limit".to_string(), seed)]),
+            endpoint_admitted: vec![10, 20, 30],
+            wall_s: 0.0,
+            timeseries: None,
+        }
+    }
+
+    fn rendered(report: &GridReport) -> (String, String, String) {
+        let mut json = Vec::new();
+        write_json(report, &mut json).unwrap();
+        let mut csv = Vec::new();
+        write_csv(report, &mut csv).unwrap();
+        (
+            String::from_utf8(json).unwrap(),
+            String::from_utf8(csv).unwrap(),
+            terminal(report),
+        )
+    }
+
+    #[test]
+    fn a_slim_cell_renders_as_the_whole_report_does() {
+        let world = compile::builtin_bursty();
+        let axes = vec![Axis::parse("retry.max_attempts=3,5").unwrap()];
+        let algorithms = ["wait", "backoff", "sticky"];
+        let grid_world = GridWorld {
+            file: "bursty".into(),
+            base: &world,
+            at: vec![&world, &world],
+            algorithms: algorithms.iter().map(|a| a.to_string()).collect(),
+        };
+        let runs = || {
+            let mut runs = Vec::new();
+            for point in 0..2 {
+                for a in algorithms {
+                    for seed in 0..4 {
+                        runs.push(run(a, seed, point));
+                    }
+                }
+            }
+            runs
+        };
+        let shape = (axes.as_slice(), 4, "native");
+        let worlds = [grid_world];
+        let whole = analyse_cells("p", shape, &worlds, runs(), 1.0, |r| r);
+        let slimmed = analyse_grid("p", shape, &worlds, runs(), 1.0);
+        assert!(
+            slimmed.worlds[0].cells[0]
+                .rows
+                .iter()
+                .all(|r| r.verdict.winners.is_empty()),
+            "the slim cells drop the per-metric verdicts"
+        );
+        assert!(
+            whole.worlds[0].cells[0]
+                .rows
+                .iter()
+                .any(|r| !r.verdict.winners.is_empty()),
+            "the whole report has some to drop"
+        );
+        let (json, csv, text) = rendered(&whole);
+        assert!(
+            json.contains("\"best\"") && text.contains("best cell"),
+            "{text}"
+        );
+        assert_eq!(rendered(&slimmed), (json, csv, text));
     }
 }

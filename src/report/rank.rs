@@ -171,6 +171,20 @@ pub struct Verdict {
     pub invalid: Vec<String>,
 }
 
+impl Verdict {
+    /// A verdict that crowns nobody and holds nothing: what a report that no longer shows its
+    /// per-metric rows keeps in their place.
+    pub fn blank() -> Verdict {
+        Verdict {
+            kind: Kind::Neutral,
+            winners: Vec::new(),
+            not_compared: None,
+            excluded: Vec::new(),
+            invalid: Vec::new(),
+        }
+    }
+}
+
 /// Judges one metric.
 pub fn verdict(info: &MetricInfo, contestants: &[Contestant<'_>], gate: &Gate) -> Verdict {
     let excluded = if info.gated {
