@@ -5,10 +5,17 @@
 # workers and endpoints. Uses hyperfine when installed, else repeated /usr/bin/time.
 #   scripts/bench.sh            # everything (the reference part takes about a minute)
 #   SKIP_REFERENCE=1 scripts/bench.sh
+#   SIMBENCH_BIN=target/pgo/simbench scripts/bench.sh   # another build, e.g. scripts/build-pgo.sh's
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-bin=target/release/simbench
+if [ -n "${SIMBENCH_BIN:-}" ]; then
+  bin=$SIMBENCH_BIN
+else
+  cargo build --release --quiet
+  bin=target/release/simbench
+fi
+echo "binary: $bin"
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The reference, pyattacker 0.3.3's `pyattacker bench`, installed on first use into a throwaway

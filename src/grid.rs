@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compile::Override;
 use crate::metrics::{CATALOGUE, MetricValues, N_METRICS};
-use crate::report::{Outcome, Run};
+use crate::report::{ErrorCounts, Outcome, Run};
 
 /// The most cells one plan may hold: past this a plan is a typo, not a tuning job.
 pub const MAX_CELLS: u64 = 100_000_000;
@@ -527,7 +527,7 @@ impl PartRun {
             outcome,
             reason,
             metrics: run.metrics().map(numbers),
-            error_classes: run.error_classes.clone(),
+            error_classes: run.error_classes.to_map(),
             endpoint_admitted: run.endpoint_admitted.clone(),
             wall_s: run.wall_s,
         }
@@ -536,7 +536,7 @@ impl PartRun {
     /// The run back.
     ///
     /// # Errors
-    /// An unknown outcome, or metrics missing, extra or of the wrong count.
+    /// An unknown outcome or error class, or metrics missing, extra or of the wrong count.
     pub fn run(&self) -> Result<Run, String> {
         let values = self.metrics.as_deref().map(values).transpose()?;
         let kind = || {
@@ -564,7 +564,7 @@ impl PartRun {
             algorithm: self.algorithm.clone(),
             seed: self.seed,
             outcome,
-            error_classes: self.error_classes.clone(),
+            error_classes: ErrorCounts::parse(&self.error_classes)?,
             endpoint_admitted: self.endpoint_admitted.clone(),
             wall_s: self.wall_s,
             timeseries: None,
@@ -851,7 +851,7 @@ mod tests {
             algorithm: algorithm.into(),
             seed,
             outcome: Outcome::Finished(values),
-            error_classes: BTreeMap::from([("timeout".into(), 3)]),
+            error_classes: ErrorCounts::of(&BTreeMap::from([("rate_limit", 1), ("timeout", 3)])),
             endpoint_admitted: vec![4, 5],
             wall_s: 0.25,
             timeseries: None,
@@ -886,6 +886,13 @@ mod tests {
             assert_eq!(back.run().unwrap(), original, "{text}");
         }
         let mut odd = PartRun::of(0, &run("a", 0, 1.0));
+        odd.error_classes.insert("gremlins".into(), 1);
+        let unknown = odd.run().unwrap_err();
+        assert!(
+            unknown.contains("`gremlins`") && unknown.contains("rate_limit"),
+            "{unknown}"
+        );
+        odd.error_classes.remove("gremlins");
         odd.outcome = "exploded".into();
         assert!(odd.run().unwrap_err().contains("exploded"));
         odd.metrics = Some(vec![Number::Finite(1.0)]);

@@ -43,7 +43,9 @@ const QUEUED_JOB_BYTES: u64 = 16;
 
 /// One finished run kept for the report, with its share of the report built from it, JSON and
 /// CSV both written (they stream into their files rather than being built whole): 0.78 KiB
-/// measured for `run`, 1.02 KiB for a grid sweep (docs/performance.md), rounded up.
+/// measured for `run` and 1.02 KiB for a grid sweep of one-job runs; 0.89 and 0.91 KiB for
+/// runs of the whole built-in world, whose failed attempts fill the per-class counts
+/// (docs/performance.md), rounded up.
 pub const RETAINED_BYTES_PER_RUN: u64 = 1280;
 
 /// One grid cell's report besides its algorithms' columns (its verdict rows and decision),

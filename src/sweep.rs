@@ -19,7 +19,7 @@ use crate::client::registry::{self, AlgorithmInfo};
 use crate::client::strategy::Strategy;
 use crate::harness::{self, RngScheme, RunConfig, RunResult};
 use crate::metrics::Metric;
-use crate::report::{Outcome, Run};
+use crate::report::{ErrorCounts, Outcome, Run};
 use crate::world::World;
 
 /// How to carry out a sweep.
@@ -280,11 +280,7 @@ fn into_run(algorithm: &str, seed: u64, result: RunResult, wall_s: f64, rng: Rng
         algorithm: algorithm.to_string(),
         seed,
         outcome,
-        error_classes: result
-            .error_classes
-            .into_iter()
-            .map(|(class, n)| (class.to_string(), n))
-            .collect(),
+        error_classes: ErrorCounts::of(&result.error_classes),
         endpoint_admitted: result
             .endpoints
             .iter()

@@ -638,7 +638,7 @@ mod tests {
             algorithm: algorithm.into(),
             seed,
             outcome,
-            error_classes: BTreeMap::from([("rate_limit".to_string(), seed)]),
+            error_classes: crate::report::ErrorCounts::of(&BTreeMap::from([("rate_limit", seed)])),
             endpoint_admitted: vec![10, 20, 30],
             wall_s: 0.0,
             timeseries: None,

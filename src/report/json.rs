@@ -22,7 +22,7 @@ use serde::ser::SerializeMap;
 
 use super::decision::{self, Comparison, Decision};
 use super::format::round6;
-use super::{Outcome, Report, Run};
+use super::{ErrorCounts, Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::objective::{Bound, Objective, Source};
 
@@ -405,7 +405,8 @@ struct JsonRun<'a> {
     #[schemars(schema_with = "metric_map::<String>")]
     undefined: Ordered<&'static str, &'static str>,
     /// Error class → failed attempts.
-    error_classes: &'a BTreeMap<String, u64>,
+    #[schemars(with = "BTreeMap<String, u64>")]
+    error_classes: &'a ErrorCounts,
     /// Endpoint id → admitted requests.
     endpoint_admitted: BTreeMap<&'a str, u64>,
 }
