@@ -57,17 +57,15 @@ pub const GRID_CELL_BYTES: u64 = 8 << 10;
 /// world whose objective is late in the catalogue (docs/performance.md), rounded up with room.
 pub const GRID_COLUMN_BYTES: u64 = 6 << 10;
 
-/// The text of a part while `merge` parses it, per run: 0.6 KiB measured (a 45,000-run part of
-/// the built-in world is 27.8 MB), rounded up.
-pub const PART_TEXT_BYTES_PER_RUN: u64 = 1024;
-
-/// `merge` of a grid of `runs` runs whose cell reports take `reports` bytes, the largest part
-/// holding `largest_part` runs: every run and report, and one part's text at a time.
-pub fn merge_bytes(runs: u64, reports: u64, largest_part: u64) -> u64 {
+/// `merge` of a grid of `runs` runs whose cell reports take `reports` bytes: every run and
+/// report until the report is written, and the plan's slot for each run, which is filled while
+/// the parts still hold their runs (each part is parsed from its file as it is read, so no
+/// part's text is held).
+pub fn merge_bytes(runs: u64, reports: u64) -> u64 {
+    let slot = std::mem::size_of::<Option<crate::report::Run>>() as u64;
     BASE_BYTES
-        .saturating_add(runs.saturating_mul(RETAINED_BYTES_PER_RUN))
+        .saturating_add(runs.saturating_mul(RETAINED_BYTES_PER_RUN + slot))
         .saturating_add(reports)
-        .saturating_add(largest_part.saturating_mul(PART_TEXT_BYTES_PER_RUN))
 }
 
 /// The reports of a whole grid kept until it is written: `cells` cell reports holding
@@ -316,8 +314,12 @@ mod tests {
             "no more at once than there are runs"
         );
         assert_eq!(
-            merge_bytes(100, 7, 30),
-            BASE_BYTES + 100 * RETAINED_BYTES_PER_RUN + 7 + 30 * PART_TEXT_BYTES_PER_RUN
+            merge_bytes(100, 7),
+            BASE_BYTES
+                + 100
+                    * (RETAINED_BYTES_PER_RUN
+                        + std::mem::size_of::<Option<crate::report::Run>>() as u64)
+                + 7
         );
         let with_reports = estimate(&w, 100, 8, Native, grid_reports_bytes(2, 6));
         assert_eq!(

@@ -332,7 +332,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let memory = Memory {
             need,
             budget,
-            merge: (shard != Shard::ALL).then(|| merge_need(&built, cells.len(), shard)),
+            merge: (shard != Shard::ALL).then(|| merge_need(&built, cells.len())),
         };
         return dry_run(&built, cells.len(), shard, jobs.len(), &memory);
     }
@@ -477,7 +477,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
         Err(code) => return code,
     };
     let cells = built.cells();
-    if let Err(message) = merge_fits(&built, cells.len(), first.1.shard, args.memory_budget) {
+    if let Err(message) = merge_fits(&built, cells.len(), args.memory_budget) {
         return usage_error(&message);
     }
     let mut parts = vec![first];
@@ -517,11 +517,10 @@ pub fn merge(args: &MergeArgs) -> u8 {
     emit(&report, None, plan, args.quiet)
 }
 
-/// Refuses a merge of the `cells` cells of `built` whose estimate exceeds the budget: every run and every cell's
-/// report until the report is written, and one part's text at a time (a shard of `shard`'s
-/// split holds at most its share of the cells).
-fn merge_fits(built: &Built, cells: usize, shard: Shard, flag: Option<u64>) -> Result<(), String> {
-    let need = merge_need(built, cells, shard);
+/// Refuses a merge of the `cells` cells of `built` whose estimate exceeds the budget: every
+/// run and every cell's report until the report is written.
+fn merge_fits(built: &Built, cells: usize, flag: Option<u64>) -> Result<(), String> {
+    let need = merge_need(built, cells);
     let budget = super::memory::budget(flag);
     if need <= budget {
         return Ok(());
@@ -534,10 +533,9 @@ fn merge_fits(built: &Built, cells: usize, shard: Shard, flag: Option<u64>) -> R
     ))
 }
 
-/// The estimate of merging the `cells` cells of `built`, split as `shard`'s split is.
-fn merge_need(built: &Built, cells: usize, shard: Shard) -> u64 {
-    let largest = cells.div_ceil(shard.count as usize) as u64;
-    crate::memory::merge_bytes(cells as u64, built.reports_bytes(), largest)
+/// The estimate of merging the `cells` cells of `built`.
+fn merge_need(built: &Built, cells: usize) -> u64 {
+    crate::memory::merge_bytes(cells as u64, built.reports_bytes())
 }
 
 fn emit(
@@ -562,9 +560,15 @@ fn write_part(part: &Part<StoredRuns<'_>>, out: &mut dyn Write) -> std::io::Resu
 
 /// Reads a part; a located message when it is not one.
 fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
-    let bytes = std::fs::read(path)
+    let file = std::fs::File::open(path)
         .map_err(|e| format!("cannot read {}: {}", path.display(), super::io_reason(&e)))?;
-    let part: Part<ReadRuns> = serde_json::from_slice(&bytes).map_err(|e| {
+    let reader = std::io::BufReader::with_capacity(1 << 16, file);
+    // Parsed as it is read: a merge holds no part's text beside the runs it keeps.
+    let part: Part<ReadRuns> = serde_json::from_reader(reader).map_err(|e| {
+        if e.is_io() {
+            let io = std::io::Error::from(e);
+            return format!("cannot read {}: {}", path.display(), super::io_reason(&io));
+        }
         format!(
             "{}:{}:{}: not a part: {e}; a part is what `simbench sweep --grid … --part PATH` writes",
             path.display(),
