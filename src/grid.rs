@@ -380,6 +380,8 @@ pub struct ReadRuns(pub Vec<ReadRun>);
 pub struct ReadRun {
     /// The cell's index in the plan.
     pub cell: usize,
+    /// Which of the merged parts it came from, in the order they were given.
+    pub part: u32,
     /// The run, or what the part says it was and why it is not a run.
     pub run: Result<Run, Unreadable>,
 }
@@ -404,6 +406,7 @@ impl From<PartRun> for ReadRun {
         });
         ReadRun {
             cell: stored.cell,
+            part: 0,
             run,
         }
     }
@@ -427,11 +430,11 @@ impl<'de> Deserialize<'de> for ReadRuns {
                 self,
                 mut seq: A,
             ) -> Result<ReadRuns, A::Error> {
+                // Not shrunk to fit: a merge moves these runs into its own buffer at once.
                 let mut runs = Vec::new();
                 while let Some(stored) = seq.next_element::<PartRun>()? {
                     runs.push(ReadRun::from(stored));
                 }
-                runs.shrink_to_fit();
                 Ok(ReadRuns(runs))
             }
         }
@@ -606,40 +609,72 @@ fn values(numbers: &[Number]) -> Result<MetricValues, String> {
     Ok(values)
 }
 
-/// Puts the parts of one plan back together: the runs in plan order.
-///
-/// `parts` are `(name, part)`, taken so that each part's runs are freed as they are placed;
-/// `expected` is the plan rebuilt from the spec: its hash and, per cell, the algorithm and seed
-/// it runs.
-///
-/// # Errors
-/// One message naming the parts and cells at fault: parts of another plan, a cell outside the
-/// plan or in two parts (or twice in one), a run that is not its cell's, cells no part holds.
-pub fn assemble(
-    parts: Vec<(String, Part<ReadRuns>)>,
-    plan: &str,
-    expected: &[(&str, u64)],
-) -> Result<Vec<Run>, String> {
-    for (name, part) in &parts {
-        if part.plan != plan || part.cells != expected.len() {
-            return Err(format!(
-                "{name} is a part of plan {} ({} cells), not of plan {plan} ({} cells) that the others and the world files make: \
-                 merge the parts of one sweep, run on unchanged worlds",
-                part.plan,
-                part.cells,
-                expected.len()
-            ));
+/// The runs of a plan's parts, gathered as each part is read into one buffer sized for the
+/// plan, then sorted into plan order in place: a merge holds each run once, and a part's runs
+/// twice only while they move in.
+pub struct Assembly {
+    plan: String,
+    cells: usize,
+    /// The shard count of the first part (the split the missing cells are named in).
+    count: u32,
+    names: Vec<String>,
+    runs: Vec<ReadRun>,
+}
+
+impl Assembly {
+    /// An empty assembly of the plan `plan` of `cells` cells.
+    pub fn new(plan: &str, cells: usize) -> Assembly {
+        Assembly {
+            plan: plan.to_owned(),
+            cells,
+            count: 1,
+            names: Vec::new(),
+            runs: Vec::with_capacity(cells),
         }
     }
-    let count = parts.first().map_or(1, |(_, p)| p.shard.count);
-    let names: Vec<String> = parts.iter().map(|(name, _)| name.clone()).collect();
-    // The runs and, beside them, which part gave each: an `Option<Run>` is a run's size, so
-    // the slots become the result in place.
-    let mut slots: Vec<Option<Run>> = (0..expected.len()).map(|_| None).collect();
-    let mut from = vec![0usize; expected.len()];
-    for (index, (name, part)) in parts.into_iter().enumerate() {
-        for stored in part.runs.0 {
-            let cell = stored.cell;
+
+    /// Adds the part read from `name`.
+    ///
+    /// # Errors
+    /// A part of another plan.
+    pub fn add(&mut self, name: String, part: Part<ReadRuns>) -> Result<(), String> {
+        if part.plan != self.plan || part.cells != self.cells {
+            return Err(format!(
+                "{name} is a part of plan {} ({} cells), not of plan {} ({} cells) that the others and the world files make: \
+                 merge the parts of one sweep, run on unchanged worlds",
+                part.plan, part.cells, self.plan, self.cells
+            ));
+        }
+        if self.names.is_empty() {
+            self.count = part.shard.count;
+        }
+        let index = self.names.len() as u32;
+        self.names.push(name);
+        let mut runs = part.runs.0;
+        for run in &mut runs {
+            run.part = index;
+        }
+        self.runs.append(&mut runs);
+        Ok(())
+    }
+
+    /// The runs in plan order.
+    ///
+    /// # Errors
+    /// One message naming the parts and cells at fault (the lowest such cell): a cell outside
+    /// the plan or in two parts (or twice in one), a run that is not its cell's or that does
+    /// not read back, cells no part holds.
+    pub fn finish(self, expected: &[(&str, u64)]) -> Result<Vec<Run>, String> {
+        let Assembly {
+            names,
+            mut runs,
+            count,
+            ..
+        } = self;
+        // In place: a stable sort would take a buffer of half the runs.
+        runs.sort_unstable_by_key(|r| (r.cell, r.part));
+        for (i, stored) in runs.iter().enumerate() {
+            let (cell, name) = (stored.cell, &names[stored.part as usize]);
             let Some(&(algorithm, seed)) = expected.get(cell) else {
                 return Err(format!(
                     "{name}: cell {cell} is outside the plan's {} cells",
@@ -655,37 +690,46 @@ pub fn assemble(
                     "{name}: cell {cell} holds `{named}` on seed {named_seed}, where the plan runs `{algorithm}` on seed {seed}"
                 ));
             }
-            let run = stored
-                .run
-                .map_err(|u| format!("{name}: cell {cell}: {}", u.error))?;
-            if slots[cell].is_some() {
+            if let Err(u) = &stored.run {
+                return Err(format!("{name}: cell {cell}: {}", u.error));
+            }
+            if let Some(before) = i.checked_sub(1).map(|b| &runs[b])
+                && before.cell == cell
+            {
                 return Err(format!(
                     "cell {cell} ({algorithm}, seed {seed}) is in {} and again in {name}: a shard was run or given twice",
-                    names[from[cell]]
+                    names[before.part as usize]
                 ));
             }
-            slots[cell] = Some(run);
-            from[cell] = index;
         }
+        // Every run is now a distinct cell of the plan: the missing ones are the gaps.
+        if runs.len() < expected.len() {
+            let mut present = runs.iter().map(|r| r.cell).peekable();
+            let missing: Vec<usize> = (0..expected.len())
+                .filter(|&k| present.next_if_eq(&k).is_none())
+                .collect();
+            let shards: std::collections::BTreeSet<u32> = missing
+                .iter()
+                .map(|&k| (k as u64 % u64::from(count)) as u32 + 1)
+                .collect();
+            let shards: Vec<String> = shards.iter().map(u32::to_string).collect();
+            return Err(format!(
+                "{} of {} cells are in no part (the first: cell {}); with {count} shards they belong to shard {} of {count}: run it and merge again",
+                missing.len(),
+                expected.len(),
+                missing[0],
+                shards.join(", ")
+            ));
+        }
+        // In place too: a run is no larger than the read run that held it.
+        Ok(runs
+            .into_iter()
+            .map(|stored| match stored.run {
+                Ok(run) => run,
+                Err(_) => unreachable!("unreadable runs were refused above"),
+            })
+            .collect())
     }
-    let missing: Vec<usize> = (0..slots.len()).filter(|&k| slots[k].is_none()).collect();
-    if let Some(&first) = missing.first() {
-        let shards: std::collections::BTreeSet<u32> = missing
-            .iter()
-            .map(|&k| (k as u64 % u64::from(count)) as u32 + 1)
-            .collect();
-        let shards: Vec<String> = shards.iter().map(u32::to_string).collect();
-        return Err(format!(
-            "{} of {} cells are in no part (the first: cell {first}); with {count} shards they belong to shard {} of {count}: run it and merge again",
-            missing.len(),
-            slots.len(),
-            shards.join(", ")
-        ));
-    }
-    Ok(slots
-        .into_iter()
-        .map(|slot| slot.expect("no cell is missing"))
-        .collect())
 }
 
 #[cfg(test)]
@@ -917,6 +961,18 @@ mod tests {
         }
     }
 
+    fn assemble(
+        parts: Vec<(String, Part<ReadRuns>)>,
+        plan: &str,
+        expected: &[(&str, u64)],
+    ) -> Result<Vec<Run>, String> {
+        let mut assembly = Assembly::new(plan, expected.len());
+        for (name, part) in parts {
+            assembly.add(name, part)?;
+        }
+        assembly.finish(expected)
+    }
+
     #[test]
     fn assembling_refuses_other_plans_duplicates_and_gaps() {
         let expected = [("a", 1), ("a", 2), ("b", 1), ("b", 2)];
@@ -949,6 +1005,10 @@ mod tests {
             .map(|r| (r.algorithm.as_str(), r.seed))
             .collect();
         assert_eq!(order, expected);
+        let mut reversed = [parts[1].clone(), parts[0].clone()];
+        reversed[0].1.runs.reverse();
+        let runs_reversed = assemble(read(&reversed), "p", &expected).unwrap();
+        assert_eq!(runs_reversed, runs, "the order of parts and of their runs does not matter");
         let err = |parts: &[(String, Part)]| assemble(read(parts), "p", &expected).unwrap_err();
         assert!(err(&parts[..1]).contains("shard 2 of 2"));
         let twice = [

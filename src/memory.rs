@@ -57,15 +57,16 @@ pub const GRID_CELL_BYTES: u64 = 8 << 10;
 /// world whose objective is late in the catalogue (docs/performance.md), rounded up with room.
 pub const GRID_COLUMN_BYTES: u64 = 6 << 10;
 
-/// `merge` of a grid of `runs` runs whose cell reports take `reports` bytes: every run and
-/// report until the report is written, and the plan's slot for each run, which is filled while
-/// the parts still hold their runs (each part is parsed from its file as it is read, so no
-/// part's text is held).
-pub fn merge_bytes(runs: u64, reports: u64) -> u64 {
-    let slot = std::mem::size_of::<Option<crate::report::Run>>() as u64;
+/// `merge` of a grid of `runs` runs whose cell reports take `reports` bytes, the largest part
+/// holding `largest_part` runs: every run and report until the report is written, and the
+/// largest part's runs as they are read (parsed from the file, no text held; the vector they
+/// grow in is at most twice their size) before they move into the plan's buffer.
+pub fn merge_bytes(runs: u64, reports: u64, largest_part: u64) -> u64 {
+    let read = 2 * std::mem::size_of::<crate::grid::ReadRun>() as u64;
     BASE_BYTES
-        .saturating_add(runs.saturating_mul(RETAINED_BYTES_PER_RUN + slot))
+        .saturating_add(runs.saturating_mul(RETAINED_BYTES_PER_RUN))
         .saturating_add(reports)
+        .saturating_add(largest_part.saturating_mul(read))
 }
 
 /// The reports of a whole grid kept until it is written: `cells` cell reports holding
@@ -314,12 +315,11 @@ mod tests {
             "no more at once than there are runs"
         );
         assert_eq!(
-            merge_bytes(100, 7),
+            merge_bytes(100, 7, 30),
             BASE_BYTES
-                + 100
-                    * (RETAINED_BYTES_PER_RUN
-                        + std::mem::size_of::<Option<crate::report::Run>>() as u64)
+                + 100 * RETAINED_BYTES_PER_RUN
                 + 7
+                + 30 * 2 * std::mem::size_of::<crate::grid::ReadRun>() as u64
         );
         let with_reports = estimate(&w, 100, 8, Native, grid_reports_bytes(2, 6));
         assert_eq!(

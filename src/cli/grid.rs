@@ -332,7 +332,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let memory = Memory {
             need,
             budget,
-            merge: (shard != Shard::ALL).then(|| merge_need(&built, cells.len())),
+            merge: (shard != Shard::ALL).then(|| merge_need(&built, cells.len(), shard)),
         };
         return dry_run(&built, cells.len(), shard, jobs.len(), &memory);
     }
@@ -477,31 +477,38 @@ pub fn merge(args: &MergeArgs) -> u8 {
         Err(code) => return code,
     };
     let cells = built.cells();
-    if let Err(message) = merge_fits(&built, cells.len(), args.memory_budget) {
+    if let Err(message) = merge_fits(&built, cells.len(), first.1.shard, args.memory_budget) {
         return usage_error(&message);
     }
-    let mut parts = vec![first];
+    let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
+    // Each part's runs join the plan's buffer as soon as the part is read.
+    let mut assembly = grid::Assembly::new(&built.hash, expected.len());
+    let (first_name, first) = first;
+    let (spec, shard) = (first.spec.clone(), first.shard);
+    if let Err(message) = assembly.add(first_name.clone(), first) {
+        return usage_error(&message);
+    }
     for path in &args.parts[1..] {
         let (name, part) = match read(path) {
             Ok(read) => read,
             Err(message) => return usage_error(&message),
         };
-        let (first_name, first) = &parts[0];
-        if part.spec != first.spec {
+        if part.spec != spec {
             return usage_error(&format!(
                 "{name} and {first_name} come from different sweeps (their worlds, grid, overrides, algorithms, seeds or random numbers differ)"
             ));
         }
-        if part.shard.count != first.shard.count {
+        if part.shard.count != shard.count {
             return usage_error(&format!(
                 "{name} is shard {}/{} and {first_name} shard {}/{}: merge the shards of one split",
-                part.shard.index, part.shard.count, first.shard.index, first.shard.count
+                part.shard.index, part.shard.count, shard.index, shard.count
             ));
         }
-        parts.push((name, part));
+        if let Err(message) = assembly.add(name, part) {
+            return usage_error(&message);
+        }
     }
-    let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
-    let runs = match grid::assemble(parts, &built.hash, &expected) {
+    let runs = match assembly.finish(&expected) {
         Ok(runs) => runs,
         Err(message) => return usage_error(&message),
     };
@@ -518,9 +525,10 @@ pub fn merge(args: &MergeArgs) -> u8 {
 }
 
 /// Refuses a merge of the `cells` cells of `built` whose estimate exceeds the budget: every
-/// run and every cell's report until the report is written.
-fn merge_fits(built: &Built, cells: usize, flag: Option<u64>) -> Result<(), String> {
-    let need = merge_need(built, cells);
+/// run and every cell's report until the report is written, and one part's runs as they are
+/// read (a shard of `shard`'s split holds at most its share of the cells).
+fn merge_fits(built: &Built, cells: usize, shard: Shard, flag: Option<u64>) -> Result<(), String> {
+    let need = merge_need(built, cells, shard);
     let budget = super::memory::budget(flag);
     if need <= budget {
         return Ok(());
@@ -533,9 +541,10 @@ fn merge_fits(built: &Built, cells: usize, flag: Option<u64>) -> Result<(), Stri
     ))
 }
 
-/// The estimate of merging the `cells` cells of `built`.
-fn merge_need(built: &Built, cells: usize) -> u64 {
-    crate::memory::merge_bytes(cells as u64, built.reports_bytes())
+/// The estimate of merging the `cells` cells of `built`, split as `shard`'s split is.
+fn merge_need(built: &Built, cells: usize, shard: Shard) -> u64 {
+    let largest = cells.div_ceil(shard.count as usize) as u64;
+    crate::memory::merge_bytes(cells as u64, built.reports_bytes(), largest)
 }
 
 fn emit(
