@@ -1008,7 +1008,10 @@ mod tests {
         let mut reversed = [parts[1].clone(), parts[0].clone()];
         reversed[0].1.runs.reverse();
         let runs_reversed = assemble(read(&reversed), "p", &expected).unwrap();
-        assert_eq!(runs_reversed, runs, "the order of parts and of their runs does not matter");
+        assert_eq!(
+            runs_reversed, runs,
+            "the order of parts and of their runs does not matter"
+        );
         let err = |parts: &[(String, Part)]| assemble(read(parts), "p", &expected).unwrap_err();
         assert!(err(&parts[..1]).contains("shard 2 of 2"));
         let twice = [
