@@ -41,12 +41,11 @@ static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
         .expect("schema/scenario.schema.json is JSON")
 });
 
-static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .build(&SCHEMA)
-        .expect("the generated schema compiles")
-});
+/// The scenario validator, generated from the committed schema when simbench is built: at run
+/// time nothing is compiled (compiling the schema and checking it against the draft's
+/// meta-schema was most of the time it took to load a world).
+#[jsonschema::validator(path = "schema/scenario.schema.json", draft = Draft202012)]
+struct ScenarioValidator;
 
 /// Adapts schemars' output to TOML, which has no null: `Option<T>` becomes plain `T` (so errors
 /// inside an optional table are reported, not collapsed into "anyOf failed"), and unsigned
@@ -486,7 +485,7 @@ impl Convert<'_> {
 /// Validates the instance and maps every violation to a problem.
 pub(crate) fn validate(root: &Node, instance: &Instance) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for error in VALIDATOR.iter_errors(&instance.json) {
+    for error in ScenarioValidator::iter_errors(&instance.json) {
         let path = instance_path(&instance.json, error.instance_path().as_str());
         if instance.reported.iter().any(|r| path.starts_with(r)) {
             continue;
@@ -578,6 +577,9 @@ fn map_error(
                 range_text(&path).map(|r| format!("allowed range: {r}")),
             ));
         }
+        // The generated validator reports a key outside `propertyNames` as the enum's own
+        // error, at the table, rather than wrapped.
+        K::Enum { .. } if names_a_key(error) => unknown_algorithm(error.instance(), &path, out),
         K::Enum { options } => {
             let choices: Vec<&str> = options
                 .as_array()
@@ -659,21 +661,7 @@ fn map_error(
             description.map(|d| format!("`{}`: {d}", subject(&path))),
         )),
         K::PropertyNames { error: inner } => {
-            let name = inner.instance().as_str().unwrap_or_default().to_owned();
-            let names: Vec<&str> = crate::client::registry::names().collect();
-            let mut help = format!("known algorithms: {}", backticked(names.iter().copied()));
-            if let Some(best) = did_you_mean(&name, names.iter().copied()) {
-                help = format!("did you mean `{best}`? {help}");
-            }
-            let mut at = path.clone();
-            at.push(Seg::Key(name.clone()));
-            out.push(Problem {
-                message: format!("unknown algorithm `{name}` {}", in_table(&path)),
-                path: at,
-                target: Target::Key,
-                label: "not a registered algorithm".into(),
-                help: Some(help),
-            });
+            unknown_algorithm(inner.instance(), &path, out);
         }
         _ => out.push(problem(
             format!("`{here}`: {error}"),
@@ -681,6 +669,35 @@ fn map_error(
             description,
         )),
     }
+}
+
+/// Whether `error` is about a key's name (`propertyNames`), not a value.
+fn names_a_key(error: &jsonschema::ValidationError<'_>) -> bool {
+    error
+        .schema_path()
+        .as_str()
+        .split('/')
+        .any(|step| step == "propertyNames")
+}
+
+/// A key of the table at `path` (the only tables with `propertyNames` are keyed by algorithm)
+/// that names no registered algorithm.
+fn unknown_algorithm(key: &Value, path: &[Seg], out: &mut Vec<Problem>) {
+    let name = key.as_str().unwrap_or_default().to_owned();
+    let names: Vec<&str> = crate::client::registry::names().collect();
+    let mut help = format!("known algorithms: {}", backticked(names.iter().copied()));
+    if let Some(best) = did_you_mean(&name, names.iter().copied()) {
+        help = format!("did you mean `{best}`? {help}");
+    }
+    let mut at = path.to_vec();
+    at.push(Seg::Key(name.clone()));
+    out.push(Problem {
+        message: format!("unknown algorithm `{name}` {}", in_table(path)),
+        path: at,
+        target: Target::Key,
+        label: "not a registered algorithm".into(),
+        help: Some(help),
+    });
 }
 
 fn json_kind(value: &Value) -> Option<&'static str> {
@@ -875,10 +892,20 @@ mod tests {
     }
 
     #[test]
+    fn the_schema_is_a_valid_draft_2020_12_schema() {
+        let checked = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&SCHEMA);
+        assert!(checked.is_ok(), "{:?}", checked.err());
+        let meta = jsonschema::meta::validate(&SCHEMA);
+        assert!(meta.is_ok(), "{:?}", meta.err());
+    }
+
+    #[test]
     fn schema_compiles_and_has_no_null_branches() {
         let text = scenario_schema_text();
         assert!(!text.contains("\"null\""), "{text}");
-        assert!(!VALIDATOR.is_valid(&json!({"name": "x"})));
+        assert!(!ScenarioValidator::is_valid(&json!({"name": "x"})));
     }
 
     #[test]
