@@ -261,6 +261,9 @@ impl<'w> Provider<'w> {
     ///
     /// `size` is the call's tokens in a world with `[tokens]`: the published limits charge it,
     /// and a `"tokens"` latency is computed from it.
+    // Inlined into its callers (the harness's send above all): returned through memory, the
+    // arrival was read back before it was all written (2 % of a bursty run's time, measured).
+    #[inline(always)]
     pub fn arrive<R: RandomSource>(
         &mut self,
         e: usize,
