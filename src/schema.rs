@@ -577,8 +577,8 @@ fn map_error(
                 range_text(&path).map(|r| format!("allowed range: {r}")),
             ));
         }
-        // The generated validator reports a key outside `propertyNames` as the enum's own
-        // error, at the table, rather than wrapped.
+        // A key outside `propertyNames`: the generated validator reports it as the enum's own
+        // error at the table (not wrapped in a `propertyNames` error).
         K::Enum { .. } if names_a_key(error) => unknown_algorithm(error.instance(), &path, out),
         K::Enum { options } => {
             let choices: Vec<&str> = options
@@ -660,9 +660,6 @@ fn map_error(
             "empty string".into(),
             description.map(|d| format!("`{}`: {d}", subject(&path))),
         )),
-        K::PropertyNames { error: inner } => {
-            unknown_algorithm(inner.instance(), &path, out);
-        }
         _ => out.push(problem(
             format!("`{here}`: {error}"),
             "invalid".into(),
