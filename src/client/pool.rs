@@ -493,9 +493,10 @@ impl Pool {
         Some(self.take(chosen?, counter))
     }
 
-    /// [`Pool::select_in`] over every resource without a score, the common case: two passes over
-    /// the resources themselves (the candidates and the least load, then the pick among them),
-    /// no list of ratios. The same pick as the general path.
+    /// [`Pool::select_in`] over every resource without a score, the common case: one pass over
+    /// the resources themselves finds the candidates, the least load and the first resource
+    /// with it, which is the pick unless the round-robin counter points further (then a second
+    /// pass counts to it); no list of ratios. The same pick as the general path.
     fn select_whole(
         &mut self,
         rule: Selection,
@@ -503,13 +504,15 @@ impl Pool {
         counter: usize,
         now: f64,
     ) -> Option<ResourceId> {
-        let (mut best, mut count) = (f64::INFINITY, 0u64);
+        // `first` is the first candidate the rule ranks best: the pick whenever it is the 0th.
+        let (mut best, mut count, mut first) = (f64::INFINITY, 0u64, 0);
         for (r, resource) in self.resources.iter_mut().enumerate() {
             if is_candidate(resource, r, filter, now) {
                 let ratio = resource.load_ratio();
                 match rule {
-                    Selection::LeastBusy if ratio < best => (best, count) = (ratio, 1),
+                    Selection::LeastBusy if ratio < best => (best, count, first) = (ratio, 1, r),
                     Selection::LeastBusy if ratio > best => {}
+                    _ if count == 0 => (count, first) = (1, r),
                     _ => count += 1,
                 }
             }
@@ -523,6 +526,9 @@ impl Pool {
             Selection::LeastBusy | Selection::RoundRobin => self.rr[counter] % count,
             Selection::InOrder => 0,
         };
+        if pick == 0 {
+            return Some(self.take(first, counter));
+        }
         let least = rule == Selection::LeastBusy;
         for (r, resource) in self.resources.iter_mut().enumerate() {
             if is_candidate(resource, r, filter, now) && (!least || resource.load_ratio() == best) {
