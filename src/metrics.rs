@@ -624,7 +624,7 @@ impl Samples {
                 .filter(|&&k| from_order_key(k) < 0.0)
                 .count() as u64,
         };
-        let mut from = 0usize;
+        let mut from = None;
         let mut out = [0.0; N];
         for (slot, q) in out.iter_mut().zip(qs) {
             let pos = (n - 1) as f64 * q.clamp(0.0, 1.0);
@@ -639,9 +639,12 @@ impl Samples {
     }
 
     /// The `i`-th smallest observation (negative values sort before the zeros), selecting
-    /// within `values[from..]`: every value before `from` is no larger than any after it, which
-    /// each selection keeps true. Ranks must come in ascending order.
-    fn nth(&mut self, i: u64, negatives: u64, from: &mut usize) -> f64 {
+    /// within `values[from..]`, `from` being the rank the last selection put in place: every
+    /// value before it is no larger than any after it, which each selection keeps true. Ranks
+    /// must come in ascending order. The rank just after the last selected one is the least of
+    /// the values after it, a scan instead of a selection (a percentile interpolates between two
+    /// neighbouring ranks).
+    fn nth(&mut self, i: u64, negatives: u64, from: &mut Option<usize>) -> f64 {
         let k = if i < negatives {
             i
         } else if i < negatives + self.zeros {
@@ -653,9 +656,21 @@ impl Samples {
             return binned.0.value_at(k);
         }
         let k = k as usize;
-        let start = (*from).min(k);
-        let key = *self.values[start..].select_nth_unstable(k - start).1;
-        *from = k;
+        let key = match *from {
+            Some(last) if last + 1 == k => {
+                let tail = &mut self.values[k..];
+                let least = (0..tail.len())
+                    .min_by_key(|&j| tail[j])
+                    .expect("a rank within the values");
+                tail.swap(0, least);
+                tail[0]
+            }
+            last => {
+                let start = last.unwrap_or(0).min(k);
+                *self.values[start..].select_nth_unstable(k - start).1
+            }
+        };
+        *from = Some(k);
         from_order_key(key)
     }
 }
@@ -1026,6 +1041,35 @@ mod tests {
         let together = samples(&xs).percentiles(qs);
         for (q, got) in qs.iter().zip(together) {
             assert_eq!(got, samples(&xs).percentile(*q), "q = {q}");
+        }
+    }
+
+    /// Percentiles taken together (each rank selected after the last, the next rank scanned)
+    /// equal linear interpolation in a sorted copy, with duplicates, zeros and negatives.
+    #[test]
+    fn percentiles_match_a_sorted_copy() {
+        let qs = [0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for n in [1usize, 2, 3, 5, 8, 13, 100, 101, 1000, 4097] {
+            let xs: Vec<f64> = (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    ((state >> 40) % 61) as f64 - 20.0
+                })
+                .collect();
+            let mut sorted = xs.clone();
+            sorted.sort_by(f64::total_cmp);
+            let got = samples(&xs).percentiles(qs);
+            for (q, got) in qs.iter().zip(got) {
+                let pos = (n - 1) as f64 * q;
+                let lo = pos.floor() as usize;
+                let hi = (lo + 1).min(n - 1);
+                let w = pos - lo as f64;
+                let want = sorted[lo] * (1.0 - w) + sorted[hi] * w;
+                assert_eq!(got.to_bits(), want.to_bits(), "n = {n}, q = {q}");
+            }
         }
     }
 

@@ -438,7 +438,20 @@ impl Pool {
 
     /// Selects and leases one candidate of the primary pool with its rule (§4.4), or returns
     /// `None` without blocking.
+    ///
+    /// The common case — a primary pool of every resource, no score, any filter but one
+    /// resource — goes straight to [`Pool::select_whole`] (what [`Pool::select_in`] would do),
+    /// without the general path's setup at every lease.
+    #[inline]
     pub fn select(&mut self, filter: Filter, score: Score, now: f64) -> Option<ResourceId> {
+        let primary = &self.groups[0];
+        if score == Score::None
+            && !matches!(filter, Filter::Only(_))
+            && primary.members.len() == self.resources.len()
+        {
+            let rule = primary.selection;
+            return self.select_whole(rule, filter, self.counter(Scope::Primary), now);
+        }
         self.select_in(Scope::Primary, None, filter, score, now)
     }
 
@@ -497,6 +510,7 @@ impl Pool {
     /// the resources themselves finds the candidates, the least load and the first resource
     /// with it, which is the pick unless the round-robin counter points further (then a second
     /// pass counts to it); no list of ratios. The same pick as the general path.
+    #[inline(never)]
     fn select_whole(
         &mut self,
         rule: Selection,
