@@ -32,8 +32,15 @@ pub fn round(x: f64, digits: u8) -> f64 {
             return nearest.copysign(scaled) / scale;
         }
     }
-    // Near a half, decide on the exact value: Rust's fixed-precision formatting is correctly
-    // rounded with ties to even, and parsing gives the nearest double, as Python does.
+    round_exactly(x, digits)
+}
+
+/// [`round`] near a half, decided on the exact value: Rust's fixed-precision formatting is
+/// correctly rounded with ties to even, and parsing gives the nearest double, as Python does.
+/// Out of line, so that the common case above stays a few instructions.
+#[cold]
+#[inline(never)]
+fn round_exactly(x: f64, digits: u8) -> f64 {
     format!("{x:.prec$}", prec = usize::from(digits))
         .parse()
         .expect("a formatted finite float parses")
