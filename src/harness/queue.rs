@@ -86,6 +86,10 @@ fn unpack(bits: u64) -> Event {
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<Entry>>,
     next_seq: u64,
+    /// The root was returned by [`EventQueue::pop`] and is no longer pending: the next push
+    /// takes its place with one sift down (an event's handling usually schedules one event),
+    /// or the next pop removes it first.
+    taken: bool,
 }
 
 impl EventQueue {
@@ -94,6 +98,7 @@ impl EventQueue {
         EventQueue {
             heap: BinaryHeap::with_capacity(capacity),
             next_seq: 0,
+            taken: false,
         }
     }
 
@@ -104,13 +109,31 @@ impl EventQueue {
     pub fn push(&mut self, at: f64, event: Event) {
         assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
         if self.next_seq == SEQ_LIMIT {
+            self.drop_taken();
             self.renumber();
         }
         // -0.0 and 0.0 must share a key.
         let time = (at + 0.0).to_bits();
         let order = self.next_seq << EVENT_BITS | pack(event);
         self.next_seq += 1;
-        self.heap.push(Reverse(Entry::new(time, order)));
+        let entry = Reverse(Entry::new(time, order));
+        if self.taken {
+            self.taken = false;
+            if let Some(mut root) = self.heap.peek_mut() {
+                // Sifted down into place when `root` drops.
+                *root = entry;
+                return;
+            }
+        }
+        self.heap.push(entry);
+    }
+
+    /// Removes the root a pop returned, if it is still in the heap.
+    fn drop_taken(&mut self) {
+        if self.taken {
+            self.taken = false;
+            self.heap.pop();
+        }
     }
 
     /// Gives the pending events the sequence numbers 0, 1, … in their order, so that a run past
@@ -137,24 +160,25 @@ impl EventQueue {
 
     /// Removes and returns the earliest event with its time.
     pub fn pop(&mut self) -> Option<(f64, Event)> {
-        self.heap
-            .pop()
-            .map(|Reverse(entry)| (f64::from_bits(entry.time()), unpack(entry.order())))
+        self.drop_taken();
+        let Reverse(entry) = *self.heap.peek()?;
+        self.taken = true;
+        Some((f64::from_bits(entry.time()), unpack(entry.order())))
     }
 
     /// Bytes of the pending events.
     pub fn heap_bytes(&self) -> u64 {
-        (self.heap.len() * std::mem::size_of::<Entry>()) as u64
+        (self.len() * std::mem::size_of::<Entry>()) as u64
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - usize::from(self.taken)
     }
 
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -192,6 +216,43 @@ mod tests {
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         let expected = [2, 5, 1, 3, 4].map(Event::Resume);
         assert_eq!(order, expected);
+    }
+
+    /// Pops interleaved with pushes (the pushed event taking the popped root's place) give the
+    /// order of a sorted list of (time, scheduling order), and the count of pending events.
+    #[test]
+    fn interleaved_pushes_and_pops_match_a_sorted_model() {
+        let mut q = EventQueue::default();
+        let mut model: Vec<(f64, u64, u32)> = Vec::new();
+        let (mut seq, mut now, mut state) = (0u64, 0.0f64, 0x2545_f491_4f6c_dd1du64);
+        let mut draw = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for step in 0..20_000u32 {
+            // Mostly one push per pop, sometimes none or a few, sometimes at the same instant.
+            for _ in 0..[0, 1, 1, 1, 2, 3][draw(6) as usize] {
+                let at = now + [0.0, 0.5, 1.0, 2.5][draw(4) as usize] * draw(3) as f64;
+                q.push(at, Event::Resume(step));
+                model.push((at, seq, step));
+                seq += 1;
+            }
+            assert_eq!(q.len(), model.len());
+            model.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let expected = (!model.is_empty()).then(|| model.remove(0));
+            let got = q.pop();
+            assert_eq!(
+                got,
+                expected.map(|(at, _, w)| (at, Event::Resume(w))),
+                "step {step}"
+            );
+            if let Some((at, _)) = got {
+                now = at;
+            }
+            assert_eq!(q.is_empty(), model.is_empty());
+        }
     }
 
     #[test]
