@@ -518,6 +518,22 @@ impl Pool {
         counter: usize,
         now: f64,
     ) -> Option<ResourceId> {
+        // A copy of the scan for the unfiltered case, the most common, without the filter's
+        // test for every resource.
+        match filter {
+            Filter::All => self.select_whole_with(rule, Filter::All, counter, now),
+            _ => self.select_whole_with(rule, filter, counter, now),
+        }
+    }
+
+    #[inline(always)]
+    fn select_whole_with(
+        &mut self,
+        rule: Selection,
+        filter: Filter,
+        counter: usize,
+        now: f64,
+    ) -> Option<ResourceId> {
         // `first` is the first candidate the rule ranks best: the pick whenever it is the 0th.
         let (mut best, mut count, mut first) = (f64::INFINITY, 0u64, 0);
         for (r, resource) in self.resources.iter_mut().enumerate() {
