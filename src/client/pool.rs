@@ -439,18 +439,20 @@ impl Pool {
     /// Selects and leases one candidate of the primary pool with its rule (§4.4), or returns
     /// `None` without blocking.
     ///
-    /// The common case — a primary pool of every resource, no score, any filter but one
-    /// resource — goes straight to [`Pool::select_whole`] (what [`Pool::select_in`] would do),
-    /// without the general path's setup at every lease.
+    /// The common case — a primary pool of every resource, any filter but one resource —
+    /// goes straight to [`Pool::select_whole`] or [`Pool::select_scored`] (the same pick as
+    /// [`Pool::select_in`]), without the general path's list of candidates at every lease.
     #[inline]
     pub fn select(&mut self, filter: Filter, score: Score, now: f64) -> Option<ResourceId> {
         let primary = &self.groups[0];
-        if score == Score::None
-            && !matches!(filter, Filter::Only(_))
-            && primary.members.len() == self.resources.len()
-        {
-            let rule = primary.selection;
-            return self.select_whole(rule, filter, self.counter(Scope::Primary), now);
+        if !matches!(filter, Filter::Only(_)) && primary.members.len() == self.resources.len() {
+            let (rule, counter) = (primary.selection, self.counter(Scope::Primary));
+            return match score {
+                Score::None => self.select_whole(rule, filter, counter, now),
+                Score::Quota { reserve, penalty } => {
+                    self.select_scored(rule, filter, counter, now, (reserve, penalty))
+                }
+            };
         }
         self.select_in(Scope::Primary, None, filter, score, now)
     }
@@ -562,6 +564,63 @@ impl Pool {
         let least = rule == Selection::LeastBusy;
         for (r, resource) in self.resources.iter_mut().enumerate() {
             if is_candidate(resource, r, filter, now) && (!least || resource.load_ratio() == best) {
+                if pick == 0 {
+                    return Some(self.take(r, counter));
+                }
+                pick -= 1;
+            }
+        }
+        unreachable!("the pick is within the candidates")
+    }
+
+    /// [`Pool::select_whole`] ranked by `quota_aware`'s score first, as [`pick`] ranks: one pass
+    /// keeps the best score so far and, among the resources with it, the rule's least load,
+    /// how many share it and the first of them (a better score starts them afresh, as the
+    /// candidates below it would be dropped). Scores are finite (quotas and usage are), so they
+    /// are totally ordered. A second pass counts to a later pick, as in `select_whole`.
+    #[inline(never)]
+    fn select_scored(
+        &mut self,
+        rule: Selection,
+        filter: Filter,
+        counter: usize,
+        now: f64,
+        (reserve, penalty): (f64, f64),
+    ) -> Option<ResourceId> {
+        let mut best: Option<(f64, f64)> = None;
+        let (mut least, mut count, mut first) = (f64::INFINITY, 0u64, 0);
+        for (r, resource) in self.resources.iter_mut().enumerate() {
+            if !is_candidate(resource, r, filter, now) {
+                continue;
+            }
+            let score = quota_score(resource, reserve, penalty);
+            let load = resource.load_ratio();
+            if best.is_none_or(|b| lexi_greater(score, b)) {
+                best = Some(score);
+                (least, count, first) = (load, 1, r);
+            } else if best == Some(score) {
+                match rule {
+                    Selection::LeastBusy if load < least => (least, count, first) = (load, 1, r),
+                    Selection::LeastBusy if load > least => {}
+                    _ => count += 1,
+                }
+            }
+        }
+        let best = best?;
+        let mut pick = match rule {
+            Selection::LeastBusy | Selection::RoundRobin if count == 1 => 0,
+            Selection::LeastBusy | Selection::RoundRobin => self.rr[counter] % count,
+            Selection::InOrder => 0,
+        };
+        if pick == 0 {
+            return Some(self.take(first, counter));
+        }
+        let least_busy = rule == Selection::LeastBusy;
+        for (r, resource) in self.resources.iter_mut().enumerate() {
+            if is_candidate(resource, r, filter, now)
+                && quota_score(resource, reserve, penalty) == best
+                && (!least_busy || resource.load_ratio() == least)
+            {
                 if pick == 0 {
                     return Some(self.take(r, counter));
                 }
@@ -809,4 +868,72 @@ fn quota_score(resource: &Resource, reserve: f64, penalty: f64) -> (f64, f64) {
 
 fn lexi_greater(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 > b.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile;
+
+    /// A pool of four endpoints in one declared pool with `selection`: capacities 1 to 3, two
+    /// equal quotas (so scores tie), one smaller and one endpoint without a quota.
+    fn scored_pool(selection: &str) -> Pool {
+        let endpoint = |id: &str, capacity: u32, quota: &str| {
+            format!(
+                "[[endpoints]]\nid = \"{id}\"\npool = \"p\"\ncapacity = {capacity}\n\
+                 latency = {{ median_s = 0.1 }}\n{quota}\n"
+            )
+        };
+        let text = format!(
+            "name = \"scored\"\nsummary = \"four endpoints\"\n\
+             [[pools]]\nname = \"p\"\nselection = \"{selection}\"\n{}{}{}{}",
+            endpoint("a", 2, "quota_units = 40"),
+            endpoint("b", 3, "quota_units = 40"),
+            endpoint("c", 1, "quota_units = 12"),
+            endpoint("d", 2, ""),
+        );
+        Pool::new(&compile::load("scored.toml", text.as_bytes()).expect("valid"))
+    }
+
+    /// The one-pass scored selection picks what the general path's list of candidates picks,
+    /// whatever the leases, usage, Retry-Afters, avoidances and rule.
+    #[test]
+    fn the_scored_pass_picks_as_the_candidate_list_does() {
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        let mut draw = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let score = Score::Quota {
+            reserve: 0.25,
+            penalty: 10.0,
+        };
+        for selection in ["least_busy", "round_robin", "in_order"] {
+            let (mut fast, mut general) = (scored_pool(selection), scored_pool(selection));
+            let mut held: Vec<ResourceId> = Vec::new();
+            for step in 0..4_000u32 {
+                let now = f64::from(step) * 0.1;
+                let filter =
+                    [Filter::All, Filter::NotRetryAfter, Filter::NotAvoided][draw(3) as usize];
+                let picked = fast.select(filter, score, now);
+                let expected = general.select_in(Scope::Primary, None, filter, score, now);
+                assert_eq!(picked, expected, "{selection}, step {step}");
+                held.extend(picked);
+                if !held.is_empty() && draw(3) > 0 {
+                    let r = held.swap_remove(draw(held.len() as u64) as usize);
+                    let (op, tokens) = (draw(4), draw(3) as f64);
+                    for pool in [&mut fast, &mut general] {
+                        match op {
+                            0 => pool.note_retry_after(r, now + 1.0),
+                            1 => pool.resources[r].avoided_until = now + 0.5,
+                            _ => pool.report_ok(r, tokens),
+                        }
+                        pool.release(r);
+                    }
+                }
+            }
+        }
+    }
 }
