@@ -227,15 +227,18 @@ impl<'w> Provider<'w> {
     /// A capacity incident multiplies the factor.
     #[inline]
     pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
+        let touched = self.timeline.touches(e);
+        if !touched {
+            let (from, until, capacity) = self.steady[e].get();
+            if from <= now && now <= until {
+                return capacity;
+            }
+        }
         let endpoint = &self.world.endpoints()[e];
         let scale = f64::from(endpoint.capacity) * endpoint.weight;
-        if self.timeline.touches(e) {
+        if touched {
             let raw = scale * self.factor(now) * self.timeline.capacity_factor(e, now);
             return clamp_capacity(raw.round_ties_even());
-        }
-        let (from, until, capacity) = self.steady[e].get();
-        if from <= now && now <= until {
-            return capacity;
         }
         let (rounded, h) = self.world.cycle().rounded_steady(scale, now);
         let capacity = clamp_capacity(rounded);
@@ -496,12 +499,13 @@ impl<'w> Provider<'w> {
     /// Whether endpoint `e` is inside a storm at time `t` (storms start at multiples of the
     /// check interval, each lasting `storm_duration_s`; overlapping storms chain).
     pub fn in_storm<R: RandomSource>(&mut self, e: usize, t: f64, rng: &R) -> bool {
-        let failures = &self.world.endpoints()[e].failures;
-        if !failures.storms_enabled() || t < 0.0 {
-            return false;
-        }
+        // Inside a calm span first: the answer most requests get.
         let (from, until) = self.endpoints[e].calm;
         if from <= t && t < until {
+            return false;
+        }
+        let failures = &self.world.endpoints()[e].failures;
+        if !failures.storms_enabled() || t < 0.0 {
             return false;
         }
         let c = failures.check_s();
