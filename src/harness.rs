@@ -1138,7 +1138,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             self.flush_signals();
             return self.attempt_failed(w, ErrorClass::Throttled, None);
         }
-        let reuse = self.reuses(w, r);
+        let reuse = self.caches && self.reuses(w, r);
         let size = self.world.tokens().map(|_| &self.workers[w].size);
         let arrival = self.provider.arrive(r, now, self.rng, reuse, size);
         if let (Some(throttle), Arrival::Admitted { .. }) = (&mut self.throttle, arrival) {
@@ -1151,7 +1151,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         if worker.attempt > 1 {
             self.tally.retry_requests += 1;
         }
-        let active_after_lease = self.pool.resources()[r].active();
+        // Read before the answer may give the lease back; only a trace records it.
+        let active_after_lease = self
+            .trace
+            .is_some()
+            .then(|| self.pool.resources()[r].active());
         let next = match arrival {
             Arrival::Refused {
                 refusal: Refusal::Overloaded,
@@ -1197,7 +1201,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         if let Some(rec) = self.recorder.as_deref_mut() {
             rec.sent(now, &arrival);
         }
-        if self.trace.is_some() {
+        if let Some(active_after_lease) = active_after_lease {
             self.record(w, r, active_after_lease, arrival, false);
         }
         next
