@@ -68,27 +68,9 @@ echo "pgo: wrote $out" >&2
 if [ -n "$check" ]; then
   # The same JSON as the plain release build, but for wall times, on every shipped world.
   cargo build --release --quiet
-  strip_wall() {
-    python3 -c '
-import json, sys
-def strip(v):
-    if isinstance(v, dict):
-        return {k: strip(x) for k, x in v.items() if k != "wall_s"}
-    if isinstance(v, list):
-        return [strip(x) for x in v]
-    return v
-print(json.dumps(strip(json.load(open(sys.argv[1]))), sort_keys=True))' "$1"
-  }
-  same() {
-    target/release/simbench run "$@" --seeds 2 --quiet --json "$tmp/plain.json"
-    "$out" run "$@" --seeds 2 --quiet --json "$tmp/pgo.json"
-    if [ "$(strip_wall "$tmp/plain.json")" != "$(strip_wall "$tmp/pgo.json")" ]; then
-      echo "pgo: run $*: the profile-guided build's report differs" >&2
-      exit 1
-    fi
-  }
-  same
-  same --rng reference
-  for world in scenarios/*.toml; do same "$world"; done
+  if ! scripts/same_outputs.sh target/release/simbench "$out" >&2; then
+    echo "pgo: the profile-guided build's reports differ from the plain build's" >&2
+    exit 1
+  fi
   echo "pgo: the same reports as the plain release build on every shipped world" >&2
 fi
