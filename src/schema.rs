@@ -188,6 +188,39 @@ pub(crate) fn field(path: &[Seg]) -> Option<FieldInfo<'static>> {
     })
 }
 
+/// Where the schema wants an integer, as the paths [`field`] follows: `[]` is any array element,
+/// `*` any key of a map. A float is rejected there with its own message; asking [`field`] at
+/// every float would parse the embedded schema at every start of the program (a quarter of
+/// loading a world). `tests::integer_paths_are_the_schemas` keeps the list the schema's.
+const INTEGER_PATHS: &[&str] = &[
+    "breaker.dead_after",
+    "breaker.degrade_after",
+    "calls_per_step",
+    "concurrency",
+    "endpoints.[].capacity",
+    "endpoints.[].client_cap",
+    "endpoints.[].rate_limit.per_window",
+    "jobs",
+    "load.max_in_flight",
+    "retry.max_attempts",
+    "seed",
+    "steps_per_job",
+    "tokens.max_tokens",
+    "validity.knee_concurrency",
+];
+
+/// Whether the schema wants an integer at `path` (what [`field`] would say, without the schema).
+fn wants_integer(path: &[Seg]) -> bool {
+    INTEGER_PATHS.iter().any(|pattern| {
+        let parts = pattern.split('.');
+        parts.clone().count() == path.len()
+            && parts.zip(path).all(|(part, seg)| match seg {
+                Seg::Key(k) => part == "*" || part == k,
+                Seg::Index(_) => part == "[]",
+            })
+    })
+}
+
 /// The keys the schema allows in the table at `path`, sorted.
 pub(crate) fn known_keys(path: &[Seg]) -> Vec<&'static str> {
     field(path)
@@ -432,8 +465,7 @@ impl Convert<'_> {
 
     fn float(&mut self, text: &str) -> Value {
         let parsed = text.parse::<f64>().ok().filter(|x| x.is_finite());
-        let wants_integer =
-            field(&self.path).is_some_and(|f| f.schema.get("type") == Some(&json!("integer")));
+        let wants_integer = wants_integer(&self.path);
         match parsed {
             None => self.reject(
                 format!("`{}` = {text} is not a finite number", self.here()),
@@ -903,6 +935,62 @@ mod tests {
         let text = scenario_schema_text();
         assert!(!text.contains("\"null\""), "{text}");
         assert!(!ScenarioValidator::is_valid(&json!({"name": "x"})));
+    }
+
+    /// Every path [`field`] reaches (following `properties`, maps and arrays as it does) whose
+    /// type is integer, as [`INTEGER_PATHS`] writes it.
+    fn integer_paths(raw: &'static Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+        assert!(
+            path.len() < 16,
+            "the schema nests past 16 levels at {path:?}"
+        );
+        let node = deref(raw);
+        if node.get("type") == Some(&json!("integer")) {
+            out.push(path.join("."));
+        }
+        let props = node.get("properties").and_then(Value::as_object);
+        let children = props
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v))
+            .chain(
+                node.get("additionalProperties")
+                    .filter(|a| a.is_object())
+                    .map(|a| ("*", a)),
+            )
+            .chain(node.get("items").map(|i| ("[]", i)));
+        for (name, child) in children {
+            path.push(name.to_owned());
+            integer_paths(child, path, out);
+            path.pop();
+        }
+    }
+
+    #[test]
+    fn integer_paths_are_the_schemas() {
+        let mut found = Vec::new();
+        integer_paths(&SCHEMA, &mut Vec::new(), &mut found);
+        found.sort();
+        assert_eq!(
+            found, INTEGER_PATHS,
+            "INTEGER_PATHS in src/schema.rs must list the schema's integer fields"
+        );
+        for pattern in INTEGER_PATHS {
+            let path: Vec<Seg> = pattern
+                .split('.')
+                .map(|p| match p {
+                    "[]" => Seg::Index(0),
+                    k => Seg::Key(k.into()),
+                })
+                .collect();
+            assert!(wants_integer(&path), "{pattern}");
+            let mut other = path.clone();
+            other.push(Seg::Key("x".into()));
+            assert!(
+                !wants_integer(&other) && !wants_integer(&path[1..]),
+                "{pattern}"
+            );
+        }
     }
 
     #[test]
