@@ -510,22 +510,36 @@ pub const EXACT_CAP: usize = 1 << 16;
 /// From then on its percentiles are within relative [`quantile::RELATIVE_ERROR`] (about 0.1 %)
 /// of the exact ones and its mean is the exact mean up to the order of summation. An unbounded
 /// sample (the reference scheme, whose exact replay needs every value) keeps every value.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Samples {
     zeros: u64,
     /// The non-zero values as [`order_key`]s, in the order they came until a percentile
     /// reorders them: integers select faster than doubles under `total_cmp`, in the same order.
     values: Vec<u64>,
-    bounded: bool,
+    /// How many non-zero values are kept before the next one bins them all: [`EXACT_CAP`] for a
+    /// bounded sample, `usize::MAX` for an unbounded one, 0 once binned (one compare a push).
+    exact_until: usize,
     /// The non-zero values once a bounded sample has binned them, and their sum.
     binned: Option<Box<(LogHistogram, f64)>>,
+}
+
+/// An empty unbounded sample.
+impl Default for Samples {
+    fn default() -> Self {
+        Samples {
+            zeros: 0,
+            values: Vec::new(),
+            exact_until: usize::MAX,
+            binned: None,
+        }
+    }
 }
 
 impl Samples {
     /// An empty sample that bins its values past [`EXACT_CAP`].
     pub fn bounded() -> Samples {
         Samples {
-            bounded: true,
+            exact_until: EXACT_CAP,
             ..Samples::default()
         }
     }
@@ -540,7 +554,7 @@ impl Samples {
     pub fn push(&mut self, value: f64) {
         if value == 0.0 {
             self.zeros += 1;
-        } else if self.binned.is_none() && !(self.bounded && self.values.len() == EXACT_CAP) {
+        } else if self.values.len() < self.exact_until {
             self.values.push(order_key(value));
         } else {
             self.push_binned(value);
@@ -568,6 +582,7 @@ impl Samples {
             sum += v;
         }
         self.values = Vec::new();
+        self.exact_until = 0;
         self.binned = Some(Box::new((histogram, sum)));
     }
     /// Whether the values are binned: percentiles are then within

@@ -107,13 +107,17 @@ impl EventQueue {
     /// # Panics
     /// Panics if `at` is negative or not finite (the simulation never produces such a time).
     pub fn push(&mut self, at: f64, event: Event) {
-        assert!(at.is_finite() && at >= 0.0, "event time {at} out of range");
+        // -0.0 and 0.0 must share a key. The bits of a non-negative finite double lie below
+        // infinity's; a negative number's (sign bit set) and a NaN's do not: one compare.
+        let time = (at + 0.0).to_bits();
+        assert!(
+            time < f64::INFINITY.to_bits(),
+            "event time {at} out of range"
+        );
         if self.next_seq == SEQ_LIMIT {
             self.drop_taken();
             self.renumber();
         }
-        // -0.0 and 0.0 must share a key.
-        let time = (at + 0.0).to_bits();
         let order = self.next_seq << EVENT_BITS | pack(event);
         self.next_seq += 1;
         let entry = Reverse(Entry::new(time, order));
@@ -185,6 +189,33 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_non_negative_finite_times_are_scheduled() {
+        for bad in [
+            -1.0,
+            -f64::MIN_POSITIVE,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            -f64::INFINITY,
+        ] {
+            let pushed = std::panic::catch_unwind(|| EventQueue::default().push(bad, Event::Wake));
+            assert!(pushed.is_err(), "{bad} was scheduled");
+        }
+        let mut q = EventQueue::default();
+        for good in [f64::MAX, 5e-324, -0.0, 0.0] {
+            q.push(good, Event::Wake);
+        }
+        let popped: Vec<u64> = std::iter::from_fn(|| q.pop())
+            .map(|(t, _)| t.to_bits())
+            .collect();
+        assert_eq!(
+            popped,
+            [0, 0, 1, f64::MAX.to_bits()],
+            "-0.0 and 0.0 share a key"
+        );
+    }
 
     #[test]
     fn every_worker_slot_of_the_largest_world_fits_an_event() {
