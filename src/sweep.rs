@@ -12,7 +12,6 @@
 //! all go through it.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::client::params::Params;
 use crate::client::registry::{self, AlgorithmInfo};
@@ -21,6 +20,9 @@ use crate::harness::{self, RngScheme, RunConfig, RunResult};
 use crate::metrics::Metric;
 use crate::report::{ErrorCounts, Outcome, Run};
 use crate::world::World;
+use schedule::Schedule;
+
+mod schedule;
 
 /// How to carry out a sweep.
 pub struct SweepConfig<'a> {
@@ -136,7 +138,7 @@ pub fn sweep_within(
 
 /// Runs every `(world, algorithm, seed)` of `jobs`, each within `run_bytes`, and returns the
 /// runs in `jobs` order: a grid's cells span many worlds, and the threads take them all from
-/// one queue.
+/// one [`Schedule`] (longest first, as far as it is known).
 ///
 /// # Panics
 /// Panics if an algorithm does not [`resolve`] in its world (the CLI checks names first).
@@ -145,16 +147,18 @@ pub fn sweep_runs(
     config: &SweepConfig<'_>,
     run_bytes: u64,
 ) -> Vec<Run> {
-    let next = AtomicUsize::new(0);
+    // Runs of one algorithm on one world cost about the same (see `schedule`).
+    let schedule = Schedule::new(jobs.len(), |i| {
+        let (world, algorithm, _) = jobs[i];
+        (std::ptr::from_ref(world) as usize, algorithm)
+    });
     let slots: Mutex<Vec<Option<Run>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
     let threads = config.threads.clamp(1, jobs.len().max(1));
     let work = || {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&(world, algorithm, seed)) = jobs.get(i) else {
-                break;
-            };
+        while let Some(i) = schedule.next() {
+            let (world, algorithm, seed) = jobs[i];
             let run = run_one(world, algorithm, seed, config, run_bytes);
+            schedule.finished(i, run.wall_s);
             (config.on_run)(&run);
             slots.lock().expect("no thread panics holding the lock")[i] = Some(run);
         }
