@@ -563,17 +563,16 @@ impl Samples {
     /// Adds a non-zero observation to the histogram, binning the kept values first.
     #[inline(never)]
     fn push_binned(&mut self, value: f64) {
-        if self.binned.is_none() {
-            self.bin();
-        }
-        if let Some(binned) = &mut self.binned {
-            binned.0.add(value);
-            binned.1 += value;
-        }
+        let binned = match &mut self.binned {
+            Some(binned) => &mut **binned,
+            None => self.bin(),
+        };
+        binned.0.add(value);
+        binned.1 += value;
     }
     /// Moves the kept values into a histogram and frees them.
     #[cold]
-    fn bin(&mut self) {
+    fn bin(&mut self) -> &mut (LogHistogram, f64) {
         let mut histogram = LogHistogram::default();
         let mut sum = 0.0;
         for &k in &self.values {
@@ -583,7 +582,7 @@ impl Samples {
         }
         self.values = Vec::new();
         self.exact_until = 0;
-        self.binned = Some(Box::new((histogram, sum)));
+        self.binned.insert(Box::new((histogram, sum)))
     }
     /// Whether the values are binned: percentiles are then within
     /// [`quantile::RELATIVE_ERROR`] of the exact ones.

@@ -53,35 +53,36 @@ impl Buckets {
     fn add(&mut self, magnitude: f64) {
         let bits = magnitude.to_bits();
         let index = (bits >> SHIFT) as u32;
-        if index < self.first || self.buckets.is_empty() {
-            self.grow_down(index);
-        }
-        let at = (index - self.first) as usize;
+        // Below the first bucket wraps to past the last: one compare for both.
+        let mut at = index.wrapping_sub(self.first) as usize;
         if at >= self.buckets.len() {
-            self.grow_up(at);
+            at = self.grow_to(index);
         }
-        let b = &mut self.buckets[at];
-        b.count += 1;
-        b.least = b.least.min(bits);
-        b.greatest = b.greatest.max(bits);
-        self.total += 1;
+        if let Some(b) = self.buckets.get_mut(at) {
+            b.count += 1;
+            b.least = b.least.min(bits);
+            b.greatest = b.greatest.max(bits);
+            self.total += 1;
+        }
     }
 
-    /// Makes `at` the last bucket (a value above every earlier one).
+    /// Adds the buckets up to `index` (the first value, or one below or above every earlier
+    /// one) and returns its position.
     #[cold]
-    fn grow_up(&mut self, at: usize) {
-        self.buckets.resize(at + 1, Bucket::EMPTY);
-    }
-
-    /// Makes `index` the first bucket (the first value, or one below every earlier one).
-    #[cold]
-    fn grow_down(&mut self, index: u32) {
-        if !self.buckets.is_empty() {
+    fn grow_to(&mut self, index: u32) -> usize {
+        if self.buckets.is_empty() {
+            self.first = index;
+        } else if index < self.first {
             let grow = (self.first - index) as usize;
             self.buckets
                 .splice(0..0, std::iter::repeat_n(Bucket::EMPTY, grow));
+            self.first = index;
         }
-        self.first = index;
+        let at = (index - self.first) as usize;
+        if at >= self.buckets.len() {
+            self.buckets.resize(at + 1, Bucket::EMPTY);
+        }
+        at
     }
 
     /// The index and bucket of the `rank`-th smallest magnitude (0-based, `rank < total`).
