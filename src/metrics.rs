@@ -632,11 +632,7 @@ impl Samples {
         }
         let negatives = match &self.binned {
             Some(binned) => binned.0.negatives(),
-            None => self
-                .values
-                .iter()
-                .filter(|&&k| from_order_key(k) < 0.0)
-                .count() as u64,
+            None => self.values.iter().filter(|&&k| is_negative_key(k)).count() as u64,
         };
         let mut from = None;
         let mut out = [0.0; N];
@@ -694,6 +690,15 @@ impl Samples {
 fn order_key(v: f64) -> u64 {
     let bits = v.to_bits();
     bits ^ ((((bits as i64) >> 63) as u64) | (1 << 63))
+}
+
+/// Whether an [`order_key`] is a negative number's (`from_order_key(k) < 0.0`): the keys from
+/// negative infinity's to the least negative subnormal's, a range, so counting them is two
+/// operations a value (negative NaNs lie below it, positive values above).
+fn is_negative_key(k: u64) -> bool {
+    const LOWEST: u64 = !f64::NEG_INFINITY.to_bits();
+    const HIGHEST: u64 = !(-f64::from_bits(1)).to_bits();
+    k.wrapping_sub(LOWEST) <= HIGHEST - LOWEST
 }
 
 /// The value of an [`order_key`].
@@ -1060,6 +1065,38 @@ mod tests {
 
     /// Percentiles taken together (each rank selected after the last, the next rank scanned)
     /// equal linear interpolation in a sorted copy, with duplicates, zeros and negatives.
+    #[test]
+    fn negative_keys_are_the_negative_numbers() {
+        let specials = [
+            f64::NEG_INFINITY,
+            f64::MIN,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            -f64::from_bits(1),
+            -0.0,
+            0.0,
+            f64::from_bits(1),
+            1.0,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0xFFF0_0000_0000_0001),
+            f64::from_bits(0xFFFF_FFFF_FFFF_FFFF),
+        ];
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        let random = std::iter::repeat_with(|| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            f64::from_bits(x)
+        });
+        for v in specials.into_iter().chain(random.take(100_000)) {
+            let k = order_key(v);
+            assert_eq!(is_negative_key(k), from_order_key(k) < 0.0, "{v:e}");
+        }
+    }
+
     #[test]
     fn percentiles_match_a_sorted_copy() {
         let qs = [0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
