@@ -4,14 +4,15 @@
 //! when the threads finish: the last run a thread starts runs alone while the others idle.
 //! Runs of one algorithm on one world cost about the same whatever the seed, and the
 //! algorithms of a comparison do not (a client that never waits costs a thirtieth of one that
-//! queues), so the first run of every (world, algorithm) group goes first, in plan order, and
-//! measures the group; then the groups whose first run is still going (at least as long as
-//! that), then the others, costliest first. The runs left at the end are the cheap ones, and
-//! the threads finish nearly together (longest-processing-time-first list scheduling; Graham,
-//! 1969).
+//! queues), so the first run of every group (a stretch of consecutive runs of one algorithm on
+//! one world: plans put the seeds innermost) goes first, in plan order, and measures the group;
+//! then the groups whose first run is still going (at least as long as that), then the others,
+//! costliest first. The runs left at the end are the cheap ones, and the threads finish nearly
+//! together (longest-processing-time-first list scheduling; Graham, 1969). A group is two
+//! numbers, so a plan of a million single-seed cells costs 16 MB here, not a map of them.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Mutex;
 
 /// Hands out the runs of a plan, each once, and learns each group's cost from its first run.
@@ -22,14 +23,12 @@ pub(super) struct Schedule {
 
 #[derive(Debug)]
 struct State {
-    /// The group of each run.
-    group_of: Vec<usize>,
-    /// Whether each run is its group's first.
-    first: Vec<bool>,
-    /// Each group's first run, in plan order, until taken.
-    firsts: VecDeque<usize>,
-    /// Each group's later runs, in plan order, until taken.
-    rest: Vec<VecDeque<usize>>,
+    /// The first run of each group, then the number of runs.
+    starts: Vec<usize>,
+    /// Each group's next run not yet taken.
+    next: Vec<usize>,
+    /// Groups from this one on have not had their first run taken.
+    unstarted: usize,
     /// Groups with later runs left whose first run is taken and not finished.
     running: BTreeSet<usize>,
     /// Groups with later runs left and a measured first run: the costliest first, then the
@@ -37,71 +36,72 @@ struct State {
     measured: BinaryHeap<(u64, Reverse<usize>)>,
 }
 
+impl State {
+    fn groups(&self) -> usize {
+        self.next.len()
+    }
+
+    /// Takes the next run of `group`, which has one left; whether it has more.
+    fn take(&mut self, group: usize) -> (usize, bool) {
+        let i = self.next[group];
+        self.next[group] += 1;
+        (i, self.next[group] < self.starts[group + 1])
+    }
+}
+
 impl Schedule {
-    /// A schedule of `runs` runs; `key(i)` names run `i`'s group (runs with equal keys cost about
-    /// the same).
-    pub(super) fn new<K: Ord>(runs: usize, key: impl Fn(usize) -> K) -> Self {
-        let mut groups = BTreeMap::new();
-        let mut state = State {
-            group_of: Vec::with_capacity(runs),
-            first: Vec::with_capacity(runs),
-            firsts: VecDeque::new(),
-            rest: Vec::new(),
-            running: BTreeSet::new(),
-            measured: BinaryHeap::new(),
-        };
-        for i in 0..runs {
-            let next = groups.len();
-            let group = *groups.entry(key(i)).or_insert(next);
-            let first = group == next;
-            if first {
-                state.firsts.push_back(i);
-                state.rest.push(VecDeque::new());
-            } else {
-                state.rest[group].push_back(i);
-            }
-            state.group_of.push(group);
-            state.first.push(first);
-        }
+    /// A schedule of `runs` runs; `key(i)` names run `i`'s algorithm and world (runs with equal
+    /// keys cost about the same).
+    pub(super) fn new<K: PartialEq>(runs: usize, key: impl Fn(usize) -> K) -> Self {
+        let mut starts: Vec<usize> = (0..runs)
+            .filter(|&i| i == 0 || key(i) != key(i - 1))
+            .collect();
+        let next = starts.clone();
+        starts.push(runs);
         Schedule {
-            state: Mutex::new(state),
+            state: Mutex::new(State {
+                starts,
+                next,
+                unstarted: 0,
+                running: BTreeSet::new(),
+                measured: BinaryHeap::new(),
+            }),
         }
     }
 
     /// The next run to start, if any is left.
     pub(super) fn next(&self) -> Option<usize> {
         let mut s = self.lock();
-        if let Some(i) = s.firsts.pop_front() {
-            let group = s.group_of[i];
-            if !s.rest[group].is_empty() {
+        if s.unstarted < s.groups() {
+            let group = s.unstarted;
+            s.unstarted += 1;
+            let (i, more) = s.take(group);
+            if more {
                 s.running.insert(group);
             }
             return Some(i);
         }
         if let Some(&group) = s.running.first() {
-            let i = s.rest[group].pop_front();
-            if s.rest[group].is_empty() {
+            let (i, more) = s.take(group);
+            if !more {
                 s.running.remove(&group);
             }
-            return i;
+            return Some(i);
         }
         let &(_, Reverse(group)) = s.measured.peek()?;
-        let i = s.rest[group].pop_front();
-        if s.rest[group].is_empty() {
+        let (i, more) = s.take(group);
+        if !more {
             s.measured.pop();
         }
-        i
+        Some(i)
     }
 
     /// Run `i` took `cost` (seconds, or any measure that grows with the work); a group's first
     /// run prices the runs left in it.
     pub(super) fn finished(&self, i: usize, cost: f64) {
         let mut s = self.lock();
-        if !s.first[i] {
-            return;
-        }
-        let group = s.group_of[i];
-        if s.running.remove(&group) {
+        let group = s.starts.partition_point(|&start| start <= i) - 1;
+        if s.starts[group] == i && s.running.remove(&group) {
             let cost = if cost.is_finite() { cost.max(0.0) } else { 0.0 };
             s.measured.push(((cost + 0.0).to_bits(), Reverse(group)));
         }
@@ -143,14 +143,16 @@ mod tests {
 
     #[test]
     fn groups_still_running_go_before_measured_ones_and_every_run_is_handed_out_once() {
-        let keys = *b"abab";
-        let schedule = Schedule::new(4, |i| keys[i]);
+        let keys = *b"aabbb";
+        let schedule = Schedule::new(5, |i| keys[i]);
         assert_eq!(schedule.next(), Some(0));
-        assert_eq!(schedule.next(), Some(1));
-        schedule.finished(1, 5.0);
-        // `a`'s first run has not finished: it may be the longest.
         assert_eq!(schedule.next(), Some(2));
+        schedule.finished(2, 5.0);
+        // `a`'s first run has not finished: it may be the longest.
+        assert_eq!(schedule.next(), Some(1));
         assert_eq!(schedule.next(), Some(3));
+        schedule.finished(3, 9.0);
+        assert_eq!(schedule.next(), Some(4));
         assert_eq!(schedule.next(), None);
         schedule.finished(0, 1.0);
         assert_eq!(schedule.next(), None);
@@ -160,6 +162,8 @@ mod tests {
     fn equal_costs_keep_plan_order_and_single_runs_stay_in_it() {
         assert_eq!(order(b"aabb", |_| 1.0), [0, 2, 1, 3]);
         assert_eq!(order(b"abcd", |_| 1.0), [0, 1, 2, 3]);
+        // A key that comes back later starts another group.
+        assert_eq!(order(b"abab", f64::from), [0, 1, 2, 3]);
         assert_eq!(order(b"", |_| 1.0), Vec::<usize>::new());
     }
 

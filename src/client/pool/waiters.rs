@@ -35,8 +35,9 @@ struct Slot {
 
 /// Members a set keeps in a sorted deque before it moves them to a B-tree: most sets hold a few
 /// waiters and empty and refill all run long, which a deque does without allocating (a B-tree
-/// allocates a node whenever it stops being empty and frees it when it empties again: about a
-/// third of waiting's cost in the default comparison). Sets are recycled with their deques.
+/// allocates a node whenever it stops being empty and frees it when it empties again; the
+/// deque took the default comparison from 246.6 to 239.8 M instructions). Sets are recycled
+/// with their deques.
 const SMALL_SET: usize = 32;
 
 /// Waiters by place: a sorted deque while few, a B-tree once more than [`SMALL_SET`] (so a
