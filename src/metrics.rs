@@ -1084,13 +1084,8 @@ mod tests {
             f64::from_bits(0xFFF0_0000_0000_0001),
             f64::from_bits(0xFFFF_FFFF_FFFF_FFFF),
         ];
-        let mut x = 0x2545_F491_4F6C_DD1D_u64;
-        let random = std::iter::repeat_with(|| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            f64::from_bits(x)
-        });
+        let mut bits = crate::rng::xorshift(0x2545_F491_4F6C_DD1D);
+        let random = std::iter::repeat_with(|| f64::from_bits(bits()));
         for v in specials.into_iter().chain(random.take(100_000)) {
             let k = order_key(v);
             assert_eq!(is_negative_key(k), from_order_key(k) < 0.0, "{v:e}");

@@ -214,6 +214,18 @@ pub fn fnv1a64(text: &str) -> u64 {
     })
 }
 
+/// Xorshift64 (Marsaglia, 2003) from `state` (not zero): a small generator for the random
+/// operations of unit tests, never for a run's draws.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -899,13 +899,8 @@ mod tests {
     /// whatever the leases, usage, Retry-Afters, avoidances and rule.
     #[test]
     fn the_scored_pass_picks_as_the_candidate_list_does() {
-        let mut state = 0x853c_49e6_748f_ea9bu64;
-        let mut draw = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut bits = crate::rng::xorshift(0x853c_49e6_748f_ea9b);
+        let mut draw = |n: u64| bits() % n;
         let score = Score::Quota {
             reserve: 0.25,
             penalty: 10.0,

@@ -255,13 +255,9 @@ mod tests {
     fn interleaved_pushes_and_pops_match_a_sorted_model() {
         let mut q = EventQueue::default();
         let mut model: Vec<(f64, u64, u32)> = Vec::new();
-        let (mut seq, mut now, mut state) = (0u64, 0.0f64, 0x2545_f491_4f6c_dd1du64);
-        let mut draw = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let (mut seq, mut now) = (0u64, 0.0f64);
+        let mut bits = crate::rng::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut draw = |n: u64| bits() % n;
         for step in 0..20_000u32 {
             // Mostly one push per pop, sometimes none or a few, sometimes at the same instant.
             for _ in 0..[0, 1, 1, 1, 2, 3][draw(6) as usize] {

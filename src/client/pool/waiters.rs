@@ -328,13 +328,8 @@ mod tests {
     fn members_behave_as_an_ordered_map() {
         let mut members = Members::default();
         let mut model = BTreeMap::new();
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut bits = crate::rng::xorshift(0x9E37_79B9_7F4A_7C15);
+        let mut next = |n: u64| bits() % n;
         let mut spilled = false;
         for step in 0..40_000u64 {
             let phase = (step / 2_000) % 2; // grow past the limit, then shrink below it
