@@ -599,12 +599,15 @@ impl EndpointState {
         if elapsed <= 0.0 {
             return;
         }
-        let windows = if bucket.window_s > 0.0 {
-            elapsed / bucket.window_s
-        } else {
-            0.0
-        };
-        self.allowance = (self.allowance + bucket.recovery_per_window * windows).min(1.0);
+        // A full allowance stays full (recovery is never negative): no division to wait on.
+        if self.allowance < 1.0 {
+            let windows = if bucket.window_s > 0.0 {
+                elapsed / bucket.window_s
+            } else {
+                0.0
+            };
+            self.allowance = (self.allowance + bucket.recovery_per_window * windows).min(1.0);
+        }
         self.tokens =
             (self.tokens + refill_s * bucket.refill_per_s * self.allowance).min(bucket.burst_size);
         self.refilled_at = now;

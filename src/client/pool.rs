@@ -44,6 +44,10 @@ pub struct Resource {
     /// candidate at every lease, and waiting on a division there was a quarter of selection's
     /// time; the same quotient, divided once per change instead.
     load: f64,
+    /// `a / capacity` for every `a` from 0 to the capacity, divided once when the pool is made
+    /// (empty above [`LOAD_TABLE_MAX`]): a lease and a release then look the load up instead
+    /// of waiting on a division, the quotient bit for bit the same.
+    loads: Box<[f64]>,
     quota: Option<f64>,
     /// Leases ever taken.
     pub leases: u64,
@@ -95,7 +99,10 @@ impl Resource {
     /// Sets the leases held, and the load with them.
     fn set_active(&mut self, active: u32) {
         self.active = active;
-        self.load = f64::from(active) / f64::from(self.capacity.max(1));
+        self.load = match self.loads.get(active as usize) {
+            Some(&load) => load,
+            None => load_of(active, self.capacity),
+        };
     }
     /// The state at `now`, applying the lazy cooldown expiry.
     fn state_at(&mut self, now: f64) -> State {
@@ -104,6 +111,23 @@ impl Resource {
         }
         self.state
     }
+}
+
+/// The largest capacity whose loads are tabulated (a table of 32 KiB).
+const LOAD_TABLE_MAX: u32 = 4095;
+
+/// The load of `active` leases on a resource of `capacity`.
+fn load_of(active: u32, capacity: u32) -> f64 {
+    f64::from(active) / f64::from(capacity.max(1))
+}
+
+/// Every load a resource of `capacity` can have, by leases held, if the capacity is small
+/// enough to tabulate.
+fn load_table(capacity: u32) -> Box<[f64]> {
+    if capacity > LOAD_TABLE_MAX {
+        return Box::default();
+    }
+    (0..=capacity).map(|a| load_of(a, capacity)).collect()
 }
 
 /// The first published limit under a day whose unit passes `unit`, per minute.
@@ -226,6 +250,7 @@ impl Pool {
                 capacity: endpoint.pool_capacity(),
                 active: 0,
                 load: 0.0,
+                loads: load_table(endpoint.pool_capacity()),
                 quota: endpoint.quota_units,
                 leases: 0,
                 ok: 0,
@@ -874,6 +899,25 @@ fn lexi_greater(a: (f64, f64), b: (f64, f64)) -> bool {
 mod tests {
     use super::*;
     use crate::compile;
+
+    #[test]
+    fn a_tabulated_load_is_the_quotient() {
+        for capacity in (0..=64).chain([LOAD_TABLE_MAX, LOAD_TABLE_MAX + 1, 100_000]) {
+            let table = load_table(capacity);
+            assert_eq!(
+                table.len(),
+                if capacity > LOAD_TABLE_MAX {
+                    0
+                } else {
+                    capacity as usize + 1
+                }
+            );
+            for (active, load) in table.iter().enumerate() {
+                let quotient = active as f64 / f64::from(capacity.max(1));
+                assert_eq!(load.to_bits(), quotient.to_bits(), "{active} of {capacity}");
+            }
+        }
+    }
 
     /// A pool of four endpoints in one declared pool with `selection`: capacities 1 to 3, two
     /// equal quotas (so scores tie), one smaller and one endpoint without a quota.

@@ -3,6 +3,8 @@
 //! Owns the arithmetic of the aggregates (mean, min, max, sample stdev, median). It never decides
 //! who wins; [`super::rank`] does, from the per-seed values rather than from these summaries.
 
+use std::cell::Cell;
+
 use crate::metrics::sample_stdev;
 
 /// Summary of a non-empty sample.
@@ -96,12 +98,31 @@ impl Paired {
 }
 
 /// The `p`-quantile of Student's t distribution with `df` degrees of freedom (`0 < p < 1`).
+///
+/// A report asks for the same quantile for every comparison and every summary (one confidence,
+/// one number of seeds), and each costs a few hundred CDF evaluations on the report's serial
+/// path: the last answer is kept per thread and given again for the same arguments.
 pub fn t_quantile(p: f64, df: f64) -> f64 {
+    thread_local! {
+        static LAST: Cell<Option<(u64, u64, f64)>> = const { Cell::new(None) };
+    }
+    let key = (p.to_bits(), df.to_bits());
+    if let Some((kp, kd, q)) = LAST.get()
+        && (kp, kd) == key
+    {
+        return q;
+    }
+    let q = t_quantile_uncached(p, df);
+    LAST.set(Some((key.0, key.1, q)));
+    q
+}
+
+fn t_quantile_uncached(p: f64, df: f64) -> f64 {
     if p == 0.5 {
         return 0.0;
     }
     if p < 0.5 {
-        return -t_quantile(1.0 - p, df);
+        return -t_quantile_uncached(1.0 - p, df);
     }
     // Bracket, then bisect on the CDF: monotone, and 200 halvings reach the f64 resolution.
     let mut high = 1.0;
@@ -236,6 +257,27 @@ mod tests {
         assert!((t_quantile(0.995, 4.0) - 4.604).abs() < 5e-4);
         assert!((t_quantile(0.025, 9.0) + 2.262).abs() < 5e-4);
         assert_eq!(t_quantile(0.5, 3.0), 0.0);
+    }
+
+    #[test]
+    fn a_kept_quantile_is_the_one_computed_for_its_arguments() {
+        let args = [
+            (0.975, 2.0),
+            (0.975, 2.0),
+            (0.9, 2.0),
+            (0.975, 4.0),
+            (0.975, 2.0),
+            (0.1, 4.0),
+        ];
+        for _ in 0..2 {
+            for (p, df) in args {
+                assert_eq!(
+                    t_quantile(p, df).to_bits(),
+                    t_quantile_uncached(p, df).to_bits(),
+                    "p {p}, df {df}"
+                );
+            }
+        }
     }
 
     #[test]
