@@ -113,8 +113,10 @@ impl Resource {
     }
 }
 
-/// The largest capacity whose loads are tabulated (a table of 32 KiB).
-const LOAD_TABLE_MAX: u32 = 4095;
+/// The largest capacity whose loads are tabulated: a table of at most 512 bytes a resource, so
+/// a world of many endpoints does not hold kilobytes per endpoint in every run (a larger
+/// capacity divides, as before).
+const LOAD_TABLE_MAX: u32 = 63;
 
 /// The load of `active` leases on a resource of `capacity`.
 fn load_of(active: u32, capacity: u32) -> f64 {
