@@ -42,7 +42,7 @@ pub struct Resource {
     active: u32,
     /// `active / capacity`, kept as `active` changes: selection compares it for every
     /// candidate at every lease, and waiting on a division there was a quarter of selection's
-    /// time; the same quotient, divided once per change instead.
+    /// time; the same quotient, set once per change instead (from `loads`, or divided).
     load: f64,
     /// `a / capacity` for every `a` from 0 to the capacity, divided once when the pool is made
     /// (empty above [`LOAD_TABLE_MAX`]): a lease and a release then look the load up instead
