@@ -6,6 +6,7 @@
 
 pub mod quantile;
 pub mod recovery;
+mod spare;
 
 use quantile::LogHistogram;
 
@@ -523,6 +524,13 @@ pub struct Samples {
     binned: Option<Box<(LogHistogram, f64)>>,
 }
 
+/// A finished sample's buffer goes to the next run's samples on this thread ([`spare`]).
+impl Drop for Samples {
+    fn drop(&mut self) {
+        spare::give(std::mem::take(&mut self.values));
+    }
+}
+
 /// An empty unbounded sample.
 impl Default for Samples {
     fn default() -> Self {
@@ -539,14 +547,19 @@ impl Samples {
     /// An empty sample that bins its values past [`EXACT_CAP`].
     pub fn bounded() -> Samples {
         Samples {
+            zeros: 0,
+            values: Vec::new(),
             exact_until: EXACT_CAP,
-            ..Samples::default()
+            binned: None,
         }
     }
     /// Makes room for `n` values in all, at most [`EXACT_CAP`] (what a bounded sample keeps
     /// exactly; an unbounded one grows on from there as it must).
     pub fn reserve(&mut self, n: u64) {
         let n = usize::try_from(n).unwrap_or(usize::MAX).min(EXACT_CAP);
+        if self.values.capacity() == 0 {
+            self.values = spare::take(n);
+        }
         self.values.reserve(n.saturating_sub(self.values.len()));
     }
     /// Adds one observation.
@@ -555,10 +568,22 @@ impl Samples {
         if value == 0.0 {
             self.zeros += 1;
         } else if self.values.len() < self.exact_until {
+            if self.values.len() == self.values.capacity() {
+                self.grow();
+            }
             self.values.push(order_key(value));
         } else {
             self.push_binned(value);
         }
+    }
+    /// Makes room for one more value: a kept buffer ([`spare`]) for a sample that has none,
+    /// else the vector's own doubling.
+    #[cold]
+    fn grow(&mut self) {
+        if self.values.capacity() == 0 {
+            self.values = spare::take(1);
+        }
+        self.values.reserve(1);
     }
     /// Adds a non-zero observation to the histogram, binning the kept values first.
     #[inline(never)]
@@ -580,7 +605,7 @@ impl Samples {
             histogram.add(v);
             sum += v;
         }
-        self.values = Vec::new();
+        spare::give(std::mem::take(&mut self.values));
         self.exact_until = 0;
         self.binned.insert(Box::new((histogram, sum)))
     }
