@@ -285,11 +285,14 @@ pub fn schema_text() -> String {
 
 /// Writes the trace of a run of `world` as JSON Lines, in the order the requests were sent.
 pub fn write(world: &World, trace: &[TraceRecord], out: &mut dyn Write) -> io::Result<()> {
+    // A buffer of a known type takes serde_json's small writes inline (see
+    // `report::json::write_pretty`).
+    let mut out = io::BufWriter::with_capacity(64 * 1024, out);
     for record in trace {
-        serde_json::to_writer(&mut *out, &entry(world, record))?;
+        serde_json::to_writer(&mut out, &entry(world, record))?;
         out.write_all(b"\n")?;
     }
-    Ok(())
+    out.flush()
 }
 
 #[cfg(test)]

@@ -81,8 +81,7 @@ pub fn write(
         },
         "traceEvents": events,
     });
-    serde_json::to_writer(&mut *out, &doc)?;
-    out.write_all(b"\n")?;
+    crate::report::json::write_compact(out, &doc)?;
     Ok(written)
 }
 

@@ -563,8 +563,7 @@ fn emit(
 
 /// A part as compact JSON: a machine file, read back by `merge`.
 fn write_part(part: &Part<StoredRuns<'_>>, out: &mut dyn Write) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, part)?;
-    writeln!(out)
+    crate::report::json::write_compact(out, part)
 }
 
 /// Reads a part; a located message when it is not one.

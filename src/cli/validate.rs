@@ -178,8 +178,5 @@ fn print_json(outcomes: &[(String, Outcome)]) -> Result<(), String> {
             "problems": problems,
         },
     });
-    console::write_stdout(|out| {
-        serde_json::to_writer_pretty(&mut *out, &document)?;
-        out.write_all(b"\n")
-    })
+    console::write_stdout(|out| crate::report::json::write_pretty(out, &document))
 }

@@ -500,8 +500,7 @@ fn json_world<'a>(report: &'a GridReport, w: &'a WorldGrid) -> JsonWorld<'a> {
 
 /// Writes the JSON report.
 pub fn write_json(report: &GridReport, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &document(report))?;
-    writeln!(out)
+    crate::report::json::write_pretty(out, &document(report))
 }
 
 /// The JSON Schema of the grid report.

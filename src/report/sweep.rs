@@ -533,8 +533,7 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
             text: operating_point(view),
         },
     };
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
-    out.write_all(b"\n")
+    crate::report::json::write_pretty(out, &doc)
 }
 
 /// The version of the sweep's JSON shape: raised whenever a field changes meaning or goes away
