@@ -605,7 +605,9 @@ impl Samples {
             histogram.add(v);
             sum += v;
         }
-        spare::give(std::mem::take(&mut self.values));
+        // Freed, not kept (`spare`): a run this long gains nothing from the next one's reuse,
+        // and would hold the buffers of all its binned samples to its end.
+        self.values = Vec::new();
         self.exact_until = 0;
         self.binned.insert(Box::new((histogram, sum)))
     }
