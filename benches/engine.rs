@@ -1,6 +1,7 @@
-//! Engine benchmarks (divan): the event queue alone, one bursty run, the default comparison,
-//! a 1,000,000-job run, simulated requests per second, and a token world beside bursty. `cargo bench`; CI does not run them
-//! and no test asserts a time. Whole-command timings against the reference: scripts/bench.sh.
+//! Engine benchmarks (divan): the event queue alone, the floor under one request, one bursty run,
+//! the default comparison, a 1,000,000-job run, simulated requests per second, and a token world
+//! beside bursty. `cargo bench`; CI does not run them and no test asserts a time. Whole-command
+//! timings against the reference: scripts/bench.sh.
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
@@ -154,4 +155,56 @@ fn token_world_against_bursty(bencher: Bencher, world: &str) {
     bencher
         .counter(ItemsCount::new(n))
         .bench(|| run(&world, "wait", world.seed(), RngScheme::Native));
+}
+
+/// The floor under one simulated request: only the primitives an engine of this model must run
+/// for an admitted request whatever its design — the request's own keyed random stream (common
+/// random numbers) with its failure draw, a lognormal latency (a normal and an exponential) and
+/// a tail draw, one event scheduled and taken off a queue of 14 pending (12 workers and a few
+/// timers), and its service time, observed time and latency recorded for percentiles. `upto`
+/// adds them in that order, so the steps between the rows price each. Its rate beside
+/// `token_world_against_bursty`'s bursty rate says how much of a request's time the engine's
+/// own logic (selection, the provider's state, retries, accounting) takes.
+#[divan::bench(args = ["stream", "latency", "queue", "samples"], sample_count = 20)]
+fn request_floor(bencher: Bencher, upto: &str) {
+    use simbench::metrics::Samples;
+    use simbench::rng::{Native, RandomSource, Stream};
+    const N: u64 = 100_000;
+    let parts = ["stream", "latency", "queue", "samples"];
+    let level = parts.iter().position(|p| *p == upto).expect("a part");
+    let rng = Native::new(20_260_917, ["fast-flaky", "slow-steady", "metered"]);
+    bencher.counter(ItemsCount::new(N)).bench(|| {
+        let mut queue = EventQueue::with_capacity(32);
+        for w in 0..14u32 {
+            queue.push(f64::from(w) * 0.01, Event::Resume(w));
+        }
+        let [mut service, mut observed, mut latency] = [(); 3].map(|()| Samples::bounded());
+        let mut failures = 0u32;
+        let (mut now, mut event) = queue.pop().expect("pending");
+        for ordinal in 1..=N {
+            let mut stream = rng.request((ordinal % 3) as usize, ordinal);
+            failures += u32::from(stream.uniform() < 0.02);
+            let mut s = 0.4;
+            if level >= 1 {
+                s *= (0.6 * stream.gauss()).exp();
+                if stream.uniform() < 0.05 {
+                    s *= 4.0;
+                }
+            }
+            if level >= 2 {
+                let Event::Resume(w) = event else {
+                    unreachable!("only resumes are scheduled")
+                };
+                queue.push(now + s, Event::Resume(w));
+                (now, event) = queue.pop().expect("pending");
+            }
+            if level >= 3 {
+                service.push(s * 1000.0);
+                observed.push(s * 1000.0);
+                latency.push(s * 1000.0);
+            }
+            black_box(s);
+        }
+        black_box((failures, service.len(), observed.len(), latency.len()))
+    });
 }
