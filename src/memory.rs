@@ -9,6 +9,11 @@
 //! a run that outgrows its share anyway (retries add samples the estimate cannot foresee) is
 //! stopped by the harness as `out_of_memory`. docs/performance.md compares the estimate with
 //! measured peak resident memory.
+//!
+//! Not counted apart: the sample buffers a thread keeps between runs (`metrics::spare`). A run's
+//! samples take them back, so a thread never holds more than one run's worth (ten buffers of at
+//! most 512 KiB), filled by earlier runs of the same command and counted in their estimate; in
+//! a grid over several worlds they can exceed a smaller world's estimate by up to 5 MiB a thread.
 
 use crate::client::pool::waiters::MEMBER_BYTES;
 use crate::harness::{self, RngScheme};
