@@ -162,14 +162,15 @@ fn token_world_against_bursty(bencher: Bencher, world: &str) {
 /// random numbers) with its failure draw, a lognormal latency (a normal and an exponential) and
 /// a tail draw, one event scheduled and taken off a queue of 14 pending (12 workers and a few
 /// timers), and its service time, observed time and latency recorded for percentiles. `upto`
-/// adds them in that order, so the steps between the rows price each. Its rate beside
+/// adds them in that order, so the steps between the rows price each. 600,000 requests, about
+/// those of a 100,000-job run, so a sample bins its first 65,536 values once, as there. Its rate beside
 /// `token_world_against_bursty`'s bursty rate says how much of a request's time the engine's
 /// own logic (selection, the provider's state, retries, accounting) takes.
 #[divan::bench(args = ["stream", "latency", "queue", "samples"], sample_count = 20)]
 fn request_floor(bencher: Bencher, upto: &str) {
     use simbench::metrics::Samples;
     use simbench::rng::{Native, RandomSource, Stream};
-    const N: u64 = 100_000;
+    const N: u64 = 600_000;
     let parts = ["stream", "latency", "queue", "samples"];
     let level = parts.iter().position(|p| *p == upto).expect("a part");
     let rng = Native::new(20_260_917, ["fast-flaky", "slow-steady", "metered"]);
