@@ -297,6 +297,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .headers()
         .get("x-simbench-endpoint")
         .map(|v| v.to_str().unwrap_or("").to_owned());
+    let unit = match WorkUnit::from_headers(req.headers()) {
+        Ok(unit) => unit,
+        Err(error) => return Ok(error_response(&error)),
+    };
     let body = match Limited::new(req.into_body(), shared.max_body_bytes)
         .collect()
         .await
@@ -332,7 +336,59 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         Ok(e) => e,
         Err(error) => return Ok(error_response(&error)),
     };
-    chat(shared, endpoint, request).await
+    chat(shared, endpoint, request, unit).await
+}
+
+/// The unit of work a request belongs to, as the client tags it, for the request log: a fit
+/// of a served log finds the load (jobs at once, steps, calls) and the retry policy only from
+/// these. `x-simbench-job`, `-step`, `-call` and `-attempt` are the log's fields; without
+/// `x-simbench-attempt` the attempt is the `x-stainless-retry-count` that the official openai
+/// Python package sends on every try (0 on the first), plus one.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct WorkUnit {
+    job: Option<u64>,
+    step: Option<u32>,
+    attempt: Option<u32>,
+    call: Option<u32>,
+}
+
+impl WorkUnit {
+    /// Reads the tags; one of ours that is not a whole number in range is a 400 naming it
+    /// (an SDK's own retry count that is not one is ignored, as an API would ignore it).
+    fn from_headers(headers: &hyper::HeaderMap) -> Result<WorkUnit, ApiError> {
+        let ours = |name: &str, least: u64, most: u64| -> Result<Option<u64>, ApiError> {
+            let Some(value) = headers.get(name) else {
+                return Ok(None);
+            };
+            let text = value.to_str().unwrap_or("").trim();
+            match text.parse::<u64>() {
+                Ok(n) if (least..=most).contains(&n) => Ok(Some(n)),
+                _ => Err(ApiError {
+                    status: 400,
+                    message: format!(
+                        "The header {name} must be a whole number from {least} to {most}, \
+                         not `{text}`."
+                    ),
+                    kind: "invalid_request_error",
+                    param: Some(name.to_owned()),
+                    code: Some("invalid_header"),
+                }),
+            }
+        };
+        let small = |n: Option<u64>| n.map(|n| n as u32);
+        let max = u64::from(u32::MAX);
+        let retries = headers
+            .get("x-stainless-retry-count")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .and_then(|r| r.checked_add(1));
+        Ok(WorkUnit {
+            job: ours("x-simbench-job", 0, u64::MAX)?,
+            step: small(ours("x-simbench-step", 0, max)?),
+            attempt: small(ours("x-simbench-attempt", 1, max)?).or(retries),
+            call: small(ours("x-simbench-call", 0, max)?),
+        })
+    }
 }
 
 enum Route {
@@ -448,6 +504,7 @@ struct Record {
     input_tokens: Option<f64>,
     max_tokens: Option<f64>,
     headers: Vec<LimitHeader>,
+    unit: WorkUnit,
 }
 
 impl Record {
@@ -471,10 +528,10 @@ impl Record {
             output_tokens: None,
             max_tokens: self.max_tokens,
             ttft_s: None,
-            job: None,
-            step: None,
-            attempt: None,
-            call: None,
+            job: self.unit.job,
+            step: self.unit.step,
+            attempt: self.unit.attempt,
+            call: self.unit.call,
             hedge: false,
             cache_hit: None,
         }
@@ -486,6 +543,7 @@ async fn chat(
     shared: Arc<Shared>,
     e: usize,
     request: ChatRequest,
+    unit: WorkUnit,
 ) -> Result<Response<Body>, io::Error> {
     let now = shared.clock.now();
     let (verdict, headers) =
@@ -499,6 +557,7 @@ async fn chat(
         input_tokens: tokens.map(|_| f64::from(request.prompt_tokens.max(1))),
         max_tokens: tokens.map(|t| request.max_tokens.map_or(t.max_tokens, f64::from)),
         headers,
+        unit,
     };
     match verdict {
         Verdict::Refused {
@@ -877,6 +936,63 @@ impl hyper::body::Body for Sse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn unit_of(pairs: &[(&'static str, &str)]) -> Result<WorkUnit, ApiError> {
+        let mut headers = hyper::HeaderMap::new();
+        for &(name, value) in pairs {
+            headers.insert(name, HeaderValue::from_str(value).expect("a header value"));
+        }
+        WorkUnit::from_headers(&headers)
+    }
+
+    #[test]
+    fn the_work_unit_comes_from_the_client_s_tags_and_its_sdk_s_retry_count() {
+        assert_eq!(unit_of(&[]).expect("no tags"), WorkUnit::default());
+        let tagged = unit_of(&[
+            ("x-simbench-job", "17"),
+            ("x-simbench-step", "2"),
+            ("x-simbench-call", "0"),
+            ("x-stainless-retry-count", "1"),
+        ])
+        .expect("valid tags");
+        assert_eq!(
+            tagged,
+            WorkUnit {
+                job: Some(17),
+                step: Some(2),
+                attempt: Some(2),
+                call: Some(0),
+            }
+        );
+        // Our own attempt wins over the SDK's count; the SDK's, malformed, is ignored.
+        let ours = unit_of(&[
+            ("x-simbench-attempt", "3"),
+            ("x-stainless-retry-count", "0"),
+        ]);
+        assert_eq!(ours.expect("valid").attempt, Some(3));
+        let odd = unit_of(&[("x-stainless-retry-count", "many")]);
+        assert_eq!(odd.expect("ignored").attempt, None);
+    }
+
+    #[test]
+    fn a_malformed_tag_is_a_400_naming_the_header() {
+        for (name, value) in [
+            ("x-simbench-job", "-1"),
+            ("x-simbench-job", "seven"),
+            ("x-simbench-step", "4294967296"),
+            ("x-simbench-attempt", "0"),
+            ("x-simbench-call", "1.5"),
+        ] {
+            let error = unit_of(&[(name, value)]).expect_err(value);
+            assert_eq!(error.status, 400, "{name}: {value}");
+            assert_eq!(error.param.as_deref(), Some(name));
+            assert!(
+                error.message.contains(&format!("`{value}`")),
+                "{}",
+                error.message
+            );
+        }
+    }
 
     #[test]
     fn a_stream_sends_the_first_token_at_the_ttft_and_every_token_by_the_end() {

@@ -33,6 +33,8 @@ pub struct ServeArgs {
     pub api_key: Option<String>,
     /// Write every request as a request-log line (docs/request-log.md) to PATH, times in
     /// simulated seconds since the first chat completion; each line is written when its request ends.
+    /// A client that sends `x-simbench-job` (and `-step`, `-call`, `-attempt`) has them logged,
+    /// the attempt otherwise from the SDK's `x-stainless-retry-count`, so that `fit` finds its load.
     #[arg(long, value_name = "PATH")]
     pub request_log: Option<PathBuf>,
     /// Connections served at once (more wait for one to close).

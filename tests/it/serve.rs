@@ -253,10 +253,44 @@ fn serve_answers_in_the_openai_shapes_and_logs_every_request() {
     assert_eq!(too_big.status, 413);
     let models = request(&addr, "GET", "/v1/models", &[], "");
     assert_eq!(models.json()["data"][0]["id"], "api");
+    let untagged = request(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        &[("x-simbench-job", "seven")],
+        CHAT,
+    );
+    assert_eq!(untagged.status, 400);
+    assert_eq!(untagged.json()["error"]["param"], "x-simbench-job");
+    let tagged = request(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("x-simbench-job", "7"),
+            ("x-simbench-step", "1"),
+            ("x-stainless-retry-count", "2"),
+        ],
+        CHAT,
+    );
+    assert_eq!(tagged.status, 200, "{}", tagged.body);
     assert!(server.stop().success());
-    // Two chat requests reached the world; the malformed ones never did.
+    // Three chat requests reached the world; the malformed ones never did.
     let entries = read_log(&log);
-    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert_eq!(
+        entries[0].get("job"),
+        None,
+        "an untagged request has no job"
+    );
+    assert_eq!(
+        (
+            &entries[2]["job"],
+            &entries[2]["step"],
+            &entries[2]["attempt"]
+        ),
+        (&Value::from(7), &Value::from(1), &Value::from(3))
+    );
     assert!(
         entries
             .iter()
@@ -479,8 +513,11 @@ fn the_official_openai_sdk_agrees_with_the_simulated_sdk_retry() {
     let within =
         |served: f64, mean: f64, sd: f64| (served - mean).abs() <= (3.0 * sd).max(0.05 * mean);
     let mut shares = Vec::new();
+    let dir = scratch_dir("serve-sdk");
     for scale in ["10", "50"] {
-        let server = Server::start(&["--time-scale", scale, world]);
+        let log = dir.join(format!("served-x{scale}.jsonl"));
+        let log_arg = log.to_str().unwrap();
+        let server = Server::start(&["--time-scale", scale, "--request-log", log_arg, world]);
         let out = Command::new(&python)
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openai_sdk/workers.py"))
             .arg(format!("http://{}/v1", server.addr))
@@ -515,10 +552,50 @@ fn the_official_openai_sdk_agrees_with_the_simulated_sdk_retry() {
             "×{scale} retries"
         );
         shares.push(get("rate_limited") / get("requests"));
+        served_log_has_the_load(&log, &served, jobs, workers);
     }
     assert!(
         (shares[0] - shares[1]).abs() <= 0.05 * refusal_rate.max(0.01) + 0.02,
         "{shares:?}"
+    );
+}
+
+/// The served log of the SDK run has a line per request the client counted, each with the job
+/// the client tagged it with (`x-simbench-job`) and the attempt from the SDK's own
+/// `x-stainless-retry-count`: every job, its retries as the client counted them, and a fit of
+/// the log finds the client's concurrency.
+fn served_log_has_the_load(log: &Path, served: &Value, jobs: u64, workers: u64) {
+    let lines = read_log(log);
+    assert_eq!(lines.len() as u64, served["requests"].as_u64().unwrap());
+    let mut seen = std::collections::BTreeSet::new();
+    let mut retries = 0;
+    for line in &lines {
+        let job = line["job"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no job: {line}"));
+        let attempt = line["attempt"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no attempt: {line}"));
+        assert!(job < jobs && (1..=3).contains(&attempt), "{line}");
+        seen.insert(job);
+        retries += u64::from(attempt > 1);
+    }
+    assert_eq!(seen.len() as u64, jobs, "every job has its lines");
+    assert_eq!(retries, served["retries"].as_u64().unwrap());
+    let fitted = log.with_extension("toml");
+    let out =
+        crate::support::simbench(&["fit", log.to_str().unwrap(), "-o", fitted.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&fitted).unwrap();
+    let world: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(
+        world["concurrency"].as_integer(),
+        Some(workers as i64),
+        "{text}"
     );
 }
 

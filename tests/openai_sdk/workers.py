@@ -5,7 +5,9 @@ Usage: workers.py BASE_URL WORKERS JOBS
 
 Each worker takes the next job and makes one `client.chat.completions.create` call for it with
 the SDK's defaults (max_retries = 2, its own backoff, Retry-After honoured); a call that
-raises after its retries is a failed job. The package's own HTTP client (`openai.DefaultHttpxClient`) is given event hooks that
+raises after its retries is a failed job. The call is tagged with its job (`x-simbench-job`,
+sent on every try) so that the server's request log has the load; the attempt comes from the
+SDK's own `x-stainless-retry-count`. The package's own HTTP client (`openai.DefaultHttpxClient`) is given event hooks that
 count every request it sends and every 429 it receives, so the retries are seen from the
 client's side. Prints one JSON object: jobs_done, jobs_failed, requests, rate_limited, retries,
 errors (exception class → count), openai_version.
@@ -44,12 +46,14 @@ def main():
             with lock:
                 if next_job[0] >= jobs:
                     return
+                job = next_job[0]
                 next_job[0] += 1
             try:
                 client.chat.completions.create(
                     model="simulated",
                     messages=[{"role": "user", "content": "Say something."}],
                     max_tokens=16,
+                    extra_headers={"x-simbench-job": str(job)},
                 )
                 outcome = "jobs_done"
             except openai.OpenAIError as e:
