@@ -253,15 +253,15 @@ fn serve_answers_in_the_openai_shapes_and_logs_every_request() {
     assert_eq!(too_big.status, 413);
     let models = request(&addr, "GET", "/v1/models", &[], "");
     assert_eq!(models.json()["data"][0]["id"], "api");
-    let untagged = request(
+    let malformed = request(
         &addr,
         "POST",
         "/v1/chat/completions",
         &[("x-simbench-job", "seven")],
         CHAT,
     );
-    assert_eq!(untagged.status, 400);
-    assert_eq!(untagged.json()["error"]["param"], "x-simbench-job");
+    assert_eq!(malformed.status, 400);
+    assert_eq!(malformed.json()["error"]["param"], "x-simbench-job");
     let tagged = request(
         &addr,
         "POST",
