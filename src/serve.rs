@@ -360,7 +360,8 @@ impl WorkUnit {
             let Some(value) = headers.get(name) else {
                 return Ok(None);
             };
-            let text = value.to_str().unwrap_or("").trim();
+            let text = String::from_utf8_lossy(value.as_bytes());
+            let text = text.trim();
             match text.parse::<u64>() {
                 Ok(n) if (least..=most).contains(&n) => Ok(Some(n)),
                 _ => Err(ApiError {
@@ -383,7 +384,8 @@ impl WorkUnit {
             .and_then(|t| t.trim().parse::<u32>().ok())
             .and_then(|r| r.checked_add(1));
         Ok(WorkUnit {
-            job: ours("x-simbench-job", 0, u64::MAX)?,
+            // u64::MAX is a fit's "no job".
+            job: ours("x-simbench-job", 0, u64::MAX - 1)?,
             step: small(ours("x-simbench-step", 0, max)?),
             attempt: small(ours("x-simbench-attempt", 1, max)?).or(retries),
             call: small(ours("x-simbench-call", 0, max)?),
@@ -979,6 +981,7 @@ mod tests {
         for (name, value) in [
             ("x-simbench-job", "-1"),
             ("x-simbench-job", "seven"),
+            ("x-simbench-job", "18446744073709551615"),
             ("x-simbench-step", "4294967296"),
             ("x-simbench-attempt", "0"),
             ("x-simbench-call", "1.5"),
