@@ -669,12 +669,14 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
             out,
         );
     }
-    let keys: [(&str, &[&str]); 5] = [
+    let keys: [(&str, &[&str]); 7] = [
         ("rate_per_s", &["open"]),
         ("arrivals", &["open"]),
         ("max_in_flight", &["open", "trace"]),
         ("trace", &["trace"]),
         ("speed", &["trace"]),
+        ("think_s", &["closed"]),
+        ("think", &["closed"]),
     ];
     for (name, models) in keys {
         if models.contains(&model) || !stray(&at(name), &at("model")) {
@@ -690,6 +692,11 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
             message: format!("`load.{name}` only applies to {}", models.join(" or ")),
             label: format!("not used by `model = \"{model}\"`"),
             help: Some(match model {
+                _ if models.len() == 1 && models[0].contains("closed") => {
+                    "only a closed loop's workers pause between jobs; an open loop's arrivals \
+                     and a trace's times already say when each job starts"
+                        .into()
+                }
                 "closed" => "a closed loop runs `concurrency` workers; set `model = \"open\"` to \
                              offer jobs at a rate, or `model = \"trace\"` to replay a log"
                     .into(),
@@ -1069,7 +1076,16 @@ fn build(s: &Scenario, algorithm_order: &[String], replay: Option<Replayed>) -> 
         unsuited: s.unsuited.clone(),
         algorithms: build_variants(&s.algorithms, algorithm_order),
         load: match s.load.model {
-            spec::LoadModel::Closed => Load::Closed,
+            spec::LoadModel::Closed => Load::Closed {
+                think: s
+                    .load
+                    .think_s
+                    .filter(|t| *t > 0.0)
+                    .map(|mean_s| world::Think {
+                        mean_s,
+                        exponential: s.load.think.unwrap_or_default() == spec::Think::Exponential,
+                    }),
+            },
             spec::LoadModel::Open => Load::Open {
                 rate_per_s: s.load.rate_per_s.expect("checked: open needs a rate"),
                 poisson: s.load.arrivals.unwrap_or_default() == spec::Arrivals::Poisson,

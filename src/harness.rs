@@ -30,7 +30,7 @@ use crate::recorder::{Observed, Recorder, Snapshot, Timeseries};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
 use crate::tokens::{CallSize, LimitHeader};
-use crate::world::{Load, World};
+use crate::world::{Load, Think, World};
 use queue::{Event, EventQueue};
 
 /// How to run one (world, strategy, seed).
@@ -297,6 +297,9 @@ enum Phase {
     InFlight,
     /// Sleeping before its next attempt.
     RetrySleep,
+    /// A closed loop's pause between jobs (`[load] think_s`); `job_start` holds when the
+    /// last job ended.
+    Thinking,
     /// Exited: no job left or the horizon passed.
     Done,
 }
@@ -304,6 +307,8 @@ enum Phase {
 /// What the worker's synchronous run does next.
 #[derive(Clone, Copy, Debug)]
 enum Next {
+    /// A job is over: pause, if the load says so, then claim.
+    Rest,
     Claim,
     StartStep,
     StartAttempt,
@@ -434,7 +439,7 @@ struct OpenLoop {
 impl OpenLoop {
     fn new(load: &Load) -> Option<OpenLoop> {
         match *load {
-            Load::Closed => None,
+            Load::Closed { .. } => None,
             Load::Open {
                 rate_per_s,
                 poisson,
@@ -526,6 +531,8 @@ struct Sim<'w, R: RandomSource> {
     now: f64,
     /// Closed loop: workers that have not exited.
     live: u32,
+    /// Closed loop: the pause between a worker's jobs.
+    think: Option<Think>,
     /// Open loop: the arrival process and the harness's queue.
     open: Option<OpenLoop>,
     blocked_in_acquire: u32,
@@ -568,7 +575,7 @@ struct Sim<'w, R: RandomSource> {
 impl<'w, R: RandomSource> Sim<'w, R> {
     fn new(world: &'w World, strategy: &'w dyn Strategy, rng: &'w R, trace: bool) -> Self {
         let closed_workers = match world.load() {
-            Load::Closed => world.concurrency(),
+            Load::Closed { .. } => world.concurrency(),
             Load::Open { .. } | Load::Trace { .. } => 0,
         };
         let workers = (0..closed_workers).map(|_| Worker::idle()).collect();
@@ -601,6 +608,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             empty_scopes: Vec::new(),
             now: 0.0,
             live: closed_workers,
+            think: match *world.load() {
+                Load::Closed { think } => think,
+                Load::Open { .. } | Load::Trace { .. } => None,
+            },
             open: OpenLoop::new(world.load()),
             blocked_in_acquire: 0,
             timed_waiters: 0,
@@ -869,6 +880,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let next = match self.workers[w].phase {
             Phase::InFlight => self.complete_request(w),
             Phase::RetrySleep => Next::StartAttempt,
+            Phase::Thinking => Next::Claim,
             Phase::Polling => {
                 self.blocked_in_acquire -= 1;
                 Next::Acquire
@@ -962,6 +974,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     fn drive(&mut self, w: usize, mut next: Next) {
         loop {
             next = match next {
+                Next::Rest => self.rest(w),
                 Next::Claim => self.claim(w),
                 Next::StartStep => self.start_step(w),
                 Next::StartAttempt => self.start_attempt(w),
@@ -970,6 +983,43 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 Next::Block => return,
             };
         }
+    }
+
+    /// A closed loop's worker whose job is over pauses for the world's think time before it
+    /// claims the next, unless no job is left or none could start before the horizon: then it
+    /// exits at once.
+    fn rest(&mut self, w: usize) -> Next {
+        let Some(think) = self.think else {
+            return Next::Claim;
+        };
+        let horizon = self.world.horizon_s();
+        if self.tally.next_job >= self.tally.jobs || self.now >= horizon {
+            return Next::Claim;
+        }
+        let worker = &mut self.workers[w];
+        let pause = if think.exponential {
+            -(1.0 - self.rng.think(worker.job).uniform()).ln() * think.mean_s
+        } else {
+            think.mean_s
+        };
+        let until = self.now + pause;
+        if until >= horizon {
+            return self.retire(w, self.now);
+        }
+        // The job's end, for the run's makespan should the worker find nothing to claim.
+        worker.job_start = self.now;
+        worker.phase = Phase::Thinking;
+        self.queue.push(until, Event::Resume(w as u32));
+        Next::Block
+    }
+
+    /// A closed loop's worker exits; the run's work ended no earlier than `last` (its last
+    /// job's end, or now).
+    fn retire(&mut self, w: usize, last: f64) -> Next {
+        self.workers[w].phase = Phase::Done;
+        self.live -= 1;
+        self.tally.makespan_s = self.tally.makespan_s.max(last);
+        Next::Block
     }
 
     fn claim(&mut self, w: usize) -> Next {
@@ -987,10 +1037,15 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             return Next::Block;
         }
         if self.tally.next_job >= self.tally.jobs || now >= self.world.horizon_s() {
-            self.workers[w].phase = Phase::Done;
-            self.live -= 1;
-            self.tally.makespan_s = now;
-            return Next::Block;
+            // After a pause (other workers took the last jobs), the worker's work ended with
+            // its last job.
+            let worker = &self.workers[w];
+            let last = if worker.phase == Phase::Thinking {
+                worker.job_start
+            } else {
+                now
+            };
+            return self.retire(w, last);
         }
         self.begin_job(w, self.tally.next_job as u32, now);
         self.tally.next_job += 1;
@@ -1009,7 +1064,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             if let Some(completions) = &mut self.tally.completions_s {
                 completions.push(self.now);
             }
-            return Next::Claim;
+            return Next::Rest;
         }
         self.tally.attempted_steps += 1;
         worker.attempt = 0;
@@ -1489,7 +1544,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 if let Some(rec) = self.recorder.as_deref_mut() {
                     rec.window(now).jobs_failed += 1;
                 }
-                Next::Claim
+                Next::Rest
             }
             Decision::Retry(delay_s) => {
                 worker.phase = Phase::RetrySleep;

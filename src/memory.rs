@@ -151,7 +151,7 @@ pub fn run_bytes(world: &World, rng: RngScheme) -> u64 {
     }
     let slot = harness::worker_bytes() + SLOT_EXTRA_BYTES;
     let slots = match *world.load() {
-        Load::Closed => u64::from(world.concurrency()) * slot,
+        Load::Closed { .. } => u64::from(world.concurrency()) * slot,
         Load::Open { max_in_flight, .. } | Load::Trace { max_in_flight, .. } => {
             let in_flight = max_in_flight.map_or(jobs, |m| jobs.min(u64::from(m)));
             in_flight * slot + (jobs - in_flight) * QUEUED_JOB_BYTES

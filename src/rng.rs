@@ -42,6 +42,8 @@ pub trait RandomSource {
     fn retry(&self, job: u32, step: u32, attempt: u32) -> Self::Stream;
     /// Stream of the gap before open-loop arrival `index` (0-based).
     fn arrival(&self, index: u64) -> Self::Stream;
+    /// Stream of a closed-loop worker's pause after job `job` (0-based) ends.
+    fn think(&self, job: u32) -> Self::Stream;
     /// Stream of client-side throttling's decision on call `call` (0-based) of an attempt.
     fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> Self::Stream;
     /// Stream of the token sizes of call `call` of step `step` of job `job` (the same for every
@@ -53,7 +55,7 @@ pub trait RandomSource {
 #[derive(Clone, Debug)]
 pub struct Native {
     /// Each domain's key, the first step of every key in it, by domain number.
-    domains: [u64; 8],
+    domains: [u64; 9],
     /// Per endpoint, the keys of its request and storm streams up to the endpoint (the steps
     /// every one of its streams shares, taken once per run).
     request_keys: Vec<u64>,
@@ -67,8 +69,9 @@ const DOMAIN_RETRY: u64 = 0x7265_7472_7900_0004;
 const DOMAIN_ARRIVAL: u64 = 0x6172_7269_7661_6c05;
 const DOMAIN_THROTTLE: u64 = 0x7468_726f_7474_6c06;
 const DOMAIN_SIZES: u64 = 0x7369_7a65_7300_0007;
+const DOMAIN_THINK: u64 = 0x7468_696e_6b00_0008;
 /// Every domain, at the index its low byte names.
-const DOMAINS: [u64; 8] = [
+const DOMAINS: [u64; 9] = [
     0,
     DOMAIN_REQUEST,
     DOMAIN_STORM,
@@ -77,6 +80,7 @@ const DOMAINS: [u64; 8] = [
     DOMAIN_ARRIVAL,
     DOMAIN_THROTTLE,
     DOMAIN_SIZES,
+    DOMAIN_THINK,
 ];
 
 impl Native {
@@ -126,6 +130,9 @@ impl RandomSource for Native {
     }
     fn arrival(&self, index: u64) -> NativeStream {
         self.stream(DOMAIN_ARRIVAL, [index, 0, 0])
+    }
+    fn think(&self, job: u32) -> NativeStream {
+        self.stream(DOMAIN_THINK, [job.into(), 0, 0])
     }
     fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> NativeStream {
         let attempt_call = u64::from(attempt) << 32 | u64::from(call);

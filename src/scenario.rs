@@ -339,8 +339,9 @@ pub struct AlgorithmTable {
     pub params: BTreeMap<String, f64>,
 }
 
-/// The load model. In a closed loop, `concurrency` workers each run one job at a time, so the
-/// harness never has more in flight than it can handle. In an open loop, jobs arrive at
+/// The load model. In a closed loop, `concurrency` workers each run one job at a time (pausing
+/// `think_s` between jobs when given), so the harness never has more in flight than it can
+/// handle. In an open loop, jobs arrive at
 /// `rate_per_s` whether or not earlier ones have finished, and wait in the harness's queue when
 /// `max_in_flight` jobs are already running: the harness's own congestion then shows up as
 /// queue wait, as in a load generator that fires requests on a schedule. A trace replays the
@@ -384,6 +385,29 @@ pub struct Load {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1_000_000))]
     pub max_in_flight: Option<u32>,
+
+    /// Closed loop only: each worker's pause between the end of a job and the start of its
+    /// next, in seconds (a user's think time, an agent's own work between tasks, a real
+    /// client's overhead). Default 0: the next job starts at the same instant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1e9))]
+    pub think_s: Option<f64>,
+
+    /// Closed loop only: `"fixed"` (default; every pause is `think_s`) or `"exponential"`
+    /// (pauses of mean `think_s`, like independent users).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think: Option<Think>,
+}
+
+/// How a closed loop's pauses between jobs are spread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Think {
+    // Every pause `think_s`.
+    #[default]
+    Fixed,
+    // Exponential pauses of mean `think_s`.
+    Exponential,
 }
 
 /// The load model.

@@ -247,8 +247,12 @@ impl Variant {
 /// The load model of a world.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Load {
-    /// `concurrency` workers, each running one job at a time.
-    Closed,
+    /// `concurrency` workers, each running one job at a time, pausing between jobs when
+    /// `think` says so.
+    Closed {
+        /// The pause between a worker's jobs; `None` when there is none.
+        think: Option<Think>,
+    },
     /// Jobs arrive on a schedule and queue in the harness when `max_in_flight` are running.
     Open {
         /// Mean arrivals per second.
@@ -266,6 +270,15 @@ pub enum Load {
         /// Most jobs in flight at once; `None` is unbounded.
         max_in_flight: Option<u32>,
     },
+}
+
+/// A closed loop's pause between a worker's jobs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Think {
+    /// The pause, or its mean \[s\] (> 0).
+    pub mean_s: f64,
+    /// Exponential pauses (else every pause is `mean_s`).
+    pub exponential: bool,
 }
 
 /// Thresholds of the validity gate.

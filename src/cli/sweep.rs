@@ -405,8 +405,8 @@ impl Source {
 /// change nothing the harness uses.
 fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
     match (knob, world.load()) {
-        (Knob::Concurrency, Load::Closed) | (Knob::Rate, Load::Open { .. }) => Ok(()),
-        (Knob::Rate, Load::Closed) => Err(format!(
+        (Knob::Concurrency, Load::Closed { .. }) | (Knob::Rate, Load::Open { .. }) => Ok(()),
+        (Knob::Rate, Load::Closed { .. }) => Err(format!(
             "--rate sweeps an open loop's arrival rate, but `{}` is a closed loop ([load] model = \"closed\"); sweep it with --concurrency",
             crate::text::escape(world.name())
         )),

@@ -90,7 +90,19 @@ pub fn canonical_text(world: &World) -> String {
         endpoint_text(&mut out, endpoint);
     }
     match load {
-        Load::Closed => out.str("load.model", "closed"),
+        Load::Closed { think } => {
+            out.str("load.model", "closed");
+            // Absent without a pause, so a world without one keeps its fingerprint.
+            if let Some(think) = think {
+                out.float("load.think_s", think.mean_s);
+                let spread = if think.exponential {
+                    "exponential"
+                } else {
+                    "fixed"
+                };
+                out.str("load.think", spread);
+            }
+        }
         Load::Open {
             rate_per_s,
             poisson,

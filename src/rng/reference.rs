@@ -46,6 +46,10 @@ impl RandomSource for Reference {
     fn arrival(&self, index: u64) -> PyRandom {
         PyRandom::from_key(&format!("{}:arrival:{index}", self.seed))
     }
+    /// The reference has no pause between jobs; it gets a key in the same style.
+    fn think(&self, job: u32) -> PyRandom {
+        PyRandom::from_key(&format!("{}:think:{job}", self.seed))
+    }
     /// The reference has no throttling; its decisions get a key in the same style.
     fn throttle(&self, job: u32, step: u32, attempt: u32, call: u32) -> PyRandom {
         PyRandom::from_key(&format!(

@@ -295,7 +295,7 @@ fn compose_a_switched_shape_ignores_the_bases_leftovers() {
     let files = [("base.toml", base), ("main.toml", switched)];
     let w = load_from(&files, "main.toml", &[]).unwrap_or_else(|e| panic!("{}", e.render_plain()));
     assert_eq!(w.endpoints()[0].latency.mean_s, 1.0);
-    assert_eq!(*w.load(), simbench::world::Load::Closed);
+    assert_eq!(*w.load(), simbench::world::Load::Closed { think: None });
     let wrong = "extends = \"base.toml\"\n[[endpoints]]\nid = \"x\"\nlatency = { mean_s = 1.0 }\n";
     let files = [("base.toml", base), ("main.toml", wrong)];
     // An override switching the model counts as a later layer too.

@@ -1,6 +1,7 @@
-//! The two clocks and the open load model against queueing theory: Poisson arrivals to c
-//! servers (utilization, the Erlang-C mean wait of M/M/c, the M/D/1 wait), and a closed loop
-//! that never queues. One endpoint, no failures, no bucket, a flat cycle: the pool's capacity c
+//! The two clocks and the load models against queueing theory: Poisson arrivals to c servers
+//! (utilization, the Erlang-C mean wait of M/M/c, the M/D/1 wait), a closed loop that never
+//! queues, and a closed loop whose workers pause between jobs (the interactive response time
+//! law, and the finite-source M/M/1//N queue). One endpoint, no failures, no bucket, a flat cycle: the pool's capacity c
 //! is the server count and `wait` is the FIFO queue.
 
 use simbench::metrics::Metric;
@@ -128,6 +129,84 @@ fn closed_loop_within_capacity_never_queues() {
     assert_eq!(m.get(Metric::QueueWaitP99Ms), 0.0);
     assert_eq!(m.get(Metric::ObservedP99Ms), m.get(Metric::ServiceP99Ms));
     assert_eq!(m.get(Metric::ConcurrencyUsed), 4.0);
+}
+
+/// `workers` in a closed loop pausing `think` between jobs (a `[load]` line such as
+/// `think_s = 2.0`), on one endpoint of `servers` servers, until `horizon_s`.
+fn thinking(workers: u32, servers: u32, latency: &str, think: &str, horizon_s: f64) -> String {
+    format!(
+        r#"
+name = "thinking"
+summary = "Workers that pause between jobs, one endpoint, no failures, no bucket."
+seed = 11
+jobs = 10000000
+concurrency = {workers}
+horizon_s = {horizon_s}
+steps_per_job = 1
+calls_per_step = 1
+[cycle]
+period_s = 0.0
+[load]
+{think}
+[[endpoints]]
+id = "only"
+capacity = {servers}
+latency = {latency}
+failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
+"#
+    )
+}
+
+#[test]
+fn a_fixed_pause_between_jobs_gives_n_over_service_plus_think() {
+    // N = 10 workers, S = 0.5 s, Z = 1.5 s, room for all: each worker starts a job at 0, 2,
+    // …, 998 s (none could start after its pause ends at the 1000 s horizon): 5,000 jobs, the
+    // last ending at 998.5 s.
+    let w = load(&thinking(
+        10,
+        64,
+        "{ distribution = \"constant\", mean_s = 0.5, tail_rate = 0.0 }",
+        "think_s = 1.5",
+        1000.0,
+    ));
+    let m = run(&w, "wait", w.seed(), false).metrics.expect("finished");
+    assert_eq!(m.get(Metric::JobsDone), 5_000.0);
+    within(m.get(Metric::MakespanS), 998.5, 1e-12, "makespan");
+    assert_eq!(m.get(Metric::QueueWaitP99Ms), 0.0);
+}
+
+#[test]
+fn exponential_pauses_give_the_finite_source_queue() {
+    // The machine-repairman queue M/M/1//N: N = 5 workers pausing Exp(Z = 2 s), one server of
+    // Exp(S = 0.5 s). With r = S / Z, p0 = 1 / Σ_{n=0}^{N} N! / (N − n)! rⁿ; the server is busy
+    // 1 − p0 of the time, X = (1 − p0) / S jobs a second, and each waits R − S = N / X − Z − S.
+    let (n, z, s) = (5u32, 2.0, 0.5);
+    let r: f64 = s / z;
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    for k in 0..n {
+        term *= f64::from(n - k) * r;
+        sum += term;
+    }
+    let busy = 1.0 - 1.0 / sum;
+    let x = busy / s;
+    let wait_s = f64::from(n) / x - z - s;
+    let w = load(&thinking(
+        n,
+        1,
+        "{ distribution = \"exponential\", mean_s = 0.5, tail_rate = 0.0 }",
+        "think_s = 2.0\nthink = \"exponential\"",
+        200_000.0,
+    ));
+    let m = run(&w, "wait", w.seed(), false).metrics.expect("finished");
+    within(m.get(Metric::ThroughputRps), x, 0.01, "throughput");
+    within(m.get(Metric::Utilization), busy, 0.01, "utilization");
+    within(
+        m.get(Metric::QueueWaitMeanMs) / 1000.0,
+        wait_s,
+        0.03,
+        "mean wait",
+    );
 }
 
 #[test]
