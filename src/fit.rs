@@ -9,6 +9,7 @@
 //! I/O, no clock.
 
 pub mod admission;
+pub mod breaker;
 pub mod cache;
 pub mod client;
 pub mod context;
@@ -104,8 +105,10 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
         .iter()
         .filter(|t| !["load", "retry"].contains(t))
     {
-        if let Some(Some((text, from))) = doc.client_table(table) {
-            doc.raw(table, text, &from);
+        match doc.client_table(table) {
+            Some(Some((text, from))) => doc.raw(table, text, &from),
+            None if *table == "breaker" => breaker::write(&mut doc),
+            _ => {}
         }
     }
     write_incidents(&mut doc, log, &outages);

@@ -41,6 +41,9 @@ pub enum LoadModel {
     Closed {
         /// That share ([`HANDOFF_LAG`]).
         handoff_share: f64,
+        /// The workers' pause between jobs \[s\]: the median time from an end to the start
+        /// that replaces it (0 when jobs follow at the same instant, as in a simulated log).
+        think_s: f64,
     },
     /// Arrivals at a rate.
     Open {
@@ -118,10 +121,19 @@ pub fn fit(log: &Log) -> LoadFit {
     }
     let mean_duration = durations.0 / durations.1.max(1) as f64;
     let handoff_share = handoff_share(&lags, mean_duration);
+    lags.sort_by(f64::total_cmp);
+    let closed = LoadModel::Closed {
+        handoff_share,
+        think_s: if lags.is_empty() {
+            0.0
+        } else {
+            stats::quantile(&lags, 0.5)
+        },
+    };
     let model = if has_jobs && handoff_share < 0.3 {
-        open_model(&starts_all).unwrap_or(LoadModel::Closed { handoff_share })
+        open_model(&starts_all).unwrap_or(closed)
     } else {
-        LoadModel::Closed { handoff_share }
+        closed
     };
     LoadFit {
         has_jobs,
@@ -324,7 +336,7 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
         doc.fitted("horizon_s", float(horizon, 6), "the last job start");
     }
     match load.model {
-        LoadModel::Closed { handoff_share } => doc.fitted(
+        LoadModel::Closed { handoff_share, .. } => doc.fitted(
             "concurrency",
             load.most_jobs.max(1).to_string(),
             format!(
@@ -348,8 +360,19 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
     doc.fitted("calls_per_step", load.calls_per_step.to_string(), ids);
 }
 
-/// `[load]`, for an open loop.
+/// `[load]`, for an open loop or a closed one whose workers pause between jobs.
 pub fn write_load(doc: &mut Doc, load: &LoadFit) {
+    if let LoadModel::Closed { think_s, .. } = load.model
+        && think_s > 0.0
+    {
+        doc.table("[load]", "load", &[]);
+        doc.fitted(
+            "think_s",
+            float(think_s, 4),
+            "the median time from a job's end to the start that replaces it: the client's own \
+             work between jobs",
+        );
+    }
     if let LoadModel::Open { rate_per_s, gap_cv } = load.model {
         doc.table("[load]", "load", &[]);
         doc.fitted(

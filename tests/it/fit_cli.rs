@@ -507,3 +507,62 @@ fn fit_cli_overrules_a_prior_the_logs_contradict() {
     let storm_rate = fast["failures"]["storm_rate"].as_float().unwrap();
     assert!(storm_rate < 0.5, "{storm_rate}");
 }
+
+/// A closed loop whose workers pause between jobs (a twentieth of a job's 0.52 s, within the
+/// tenth the fit allows a closed loop's handoff): the fit reads it as closed and finds the
+/// pause, and a loop without one writes none. The breaker, which no log shows, is stated as
+/// assumed.
+#[test]
+fn fit_cli_finds_a_closed_loops_pause_between_jobs() {
+    let dir = scratch_dir("fit-think");
+    let world = dir.join("thinking.toml");
+    for (think, expect) in [("think_s = 0.026", Some(0.026)), ("", None)] {
+        std::fs::write(
+            &world,
+            format!(
+                r#"name = "thinking"
+summary = "Eight workers that pause between jobs."
+jobs = 400
+concurrency = 8
+horizon_s = 1000.0
+steps_per_job = 1
+calls_per_step = 1
+[cycle]
+period_s = 0.0
+[load]
+{think}
+[[endpoints]]
+id = "api"
+capacity = 64
+latency = {{ median_s = 0.5, sigma = 0.3, tail_rate = 0.0 }}
+failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
+"#
+            ),
+        )
+        .unwrap();
+        let (log, _) = logged_run(&dir, Some(&world), "wait");
+        let (text, doc) = fitted_world(&log);
+        assert_eq!(doc["concurrency"].as_integer(), Some(8), "{text}");
+        let line = text.lines().find(|l| l.starts_with("concurrency")).unwrap();
+        assert!(line.ends_with("(a closed loop)"), "{line}");
+        let load = doc.get("load").and_then(|l| l.as_table());
+        assert_eq!(load.and_then(|l| l.get("model")), None, "{text}");
+        let think_s = load
+            .and_then(|l| l.get("think_s"))
+            .and_then(|t| t.as_float());
+        match expect {
+            Some(want) => {
+                let got = think_s.unwrap_or_else(|| panic!("no think_s: {text}"));
+                assert!((got - want).abs() < 1e-9, "{got} against {want}");
+            }
+            None => assert_eq!(think_s, None, "{text}"),
+        }
+        let breaker = doc["breaker"].as_table().unwrap();
+        assert_eq!(breaker["degrade_after"].as_integer(), Some(3));
+        assert!(
+            text.contains("degrade_after = 3  # not identified"),
+            "{text}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -563,7 +563,8 @@ fn the_official_openai_sdk_agrees_with_the_simulated_sdk_retry() {
 /// The served log of the SDK run has a line per request the client counted, each with the job
 /// the client tagged it with (`x-simbench-job`) and the attempt from the SDK's own
 /// `x-stainless-retry-count`: every job, its retries as the client counted them, and a fit of
-/// the log finds the client's concurrency and, when `closed`, its closed loop. Each worker
+/// the log finds the client's concurrency and, when `closed`, its closed loop and the pause
+/// between a worker's jobs. Each worker
 /// starts its next job some real milliseconds after its last one ended, which the time scale
 /// stretches: at ×50 that is some 7 ms, a tenth of a mean job's simulated time, and the share
 /// of starts that soon moves around the fit's threshold with the machine's load.
@@ -602,10 +603,14 @@ fn served_log_has_the_load(log: &Path, served: &Value, jobs: u64, workers: u64, 
     );
     let loop_line = text.lines().find(|l| l.starts_with("concurrency")).unwrap();
     eprintln!("{}: {loop_line}", log.display());
-    assert!(
-        !closed || (!world.contains_key("load") && loop_line.ends_with("(a closed loop)")),
-        "{text}"
-    );
+    if closed {
+        // Closed, and the workers' own time between jobs is the pause: never nothing.
+        let load = world["load"].as_table().expect("[load] with the pause");
+        assert!(!load.contains_key("model"), "{text}");
+        assert!(loop_line.ends_with("(a closed loop)"), "{text}");
+        let think_s = load["think_s"].as_float().unwrap();
+        assert!(think_s > 0.0 && think_s < 1.0, "{text}");
+    }
 }
 
 /// SIGINT with an answer in progress and no time to drain: the server exits 0, the client's
