@@ -682,6 +682,7 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
         if models.contains(&model) || !stray(&at(name), &at("model")) {
             continue;
         }
+        let closed_only = models == ["closed"];
         let models: Vec<String> = models
             .iter()
             .map(|m| format!("`model = \"{m}\"`"))
@@ -692,7 +693,7 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
             message: format!("`load.{name}` only applies to {}", models.join(" or ")),
             label: format!("not used by `model = \"{model}\"`"),
             help: Some(match model {
-                _ if models.len() == 1 && models[0].contains("closed") => {
+                _ if closed_only => {
                     "only a closed loop's workers pause between jobs; an open loop's arrivals \
                      and a trace's times already say when each job starts"
                         .into()

@@ -2,9 +2,9 @@
 //!
 //! A job runs from its first request to its last answer. In a closed loop the most jobs at
 //! once is the worker count, and a worker's next job starts as its last one ends (a real
-//! client some milliseconds later); in an open loop jobs arrive on their own schedule. Which limit ended a run — its job count or
-//! its horizon — shows only across several logs: equal job counts mean the jobs ran out,
-//! different ones that the horizon came first.
+//! client some milliseconds later); in an open loop jobs arrive on their own schedule. Which
+//! limit ended a run — its job count or its horizon — shows only across several logs: equal
+//! job counts mean the jobs ran out, different ones that the horizon came first.
 
 use std::collections::BTreeMap;
 
@@ -42,7 +42,8 @@ pub enum LoadModel {
         /// That share ([`HANDOFF_LAG`]).
         handoff_share: f64,
         /// The workers' pause between jobs \[s\]: the median time from an end to the start
-        /// that replaces it (0 when jobs follow at the same instant, as in a simulated log).
+        /// that replaces it (0 when jobs follow at the same instant, as in a simulated log, and
+        /// without job ids, where the gaps between requests hold retry waits too).
         think_s: f64,
     },
     /// Arrivals at a rate.
@@ -124,7 +125,7 @@ pub fn fit(log: &Log) -> LoadFit {
     lags.sort_by(f64::total_cmp);
     let closed = LoadModel::Closed {
         handoff_share,
-        think_s: if lags.is_empty() {
+        think_s: if lags.is_empty() || !has_jobs {
             0.0
         } else {
             stats::quantile(&lags, 0.5)
