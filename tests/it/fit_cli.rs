@@ -517,29 +517,14 @@ fn fit_cli_finds_a_closed_loops_pause_between_jobs() {
     let dir = scratch_dir("fit-think");
     let world = dir.join("thinking.toml");
     for (think, expect) in [("think_s = 0.026", Some(0.026)), ("", None)] {
-        std::fs::write(
-            &world,
-            format!(
-                r#"name = "thinking"
-summary = "Eight workers that pause between jobs."
-jobs = 400
-concurrency = 8
-horizon_s = 1000.0
-steps_per_job = 1
-calls_per_step = 1
-[cycle]
-period_s = 0.0
-[load]
-{think}
-[[endpoints]]
-id = "api"
-capacity = 64
-latency = {{ median_s = 0.5, sigma = 0.3, tail_rate = 0.0 }}
-failures = {{ error_rate = 0.0, storm_rate = 0.0 }}
-"#
-            ),
-        )
-        .unwrap();
+        let text = crate::open_loop::thinking(
+            8,
+            64,
+            "{ median_s = 0.5, sigma = 0.3, tail_rate = 0.0 }",
+            think,
+            200.0,
+        );
+        std::fs::write(&world, text).unwrap();
         let (log, _) = logged_run(&dir, Some(&world), "wait");
         let (text, doc) = fitted_world(&log);
         assert_eq!(doc["concurrency"].as_integer(), Some(8), "{text}");

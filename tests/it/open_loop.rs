@@ -133,7 +133,13 @@ fn closed_loop_within_capacity_never_queues() {
 
 /// `workers` in a closed loop pausing `think` between jobs (a `[load]` line such as
 /// `think_s = 2.0`), on one endpoint of `servers` servers, until `horizon_s`.
-fn thinking(workers: u32, servers: u32, latency: &str, think: &str, horizon_s: f64) -> String {
+pub(crate) fn thinking(
+    workers: u32,
+    servers: u32,
+    latency: &str,
+    think: &str,
+    horizon_s: f64,
+) -> String {
     format!(
         r#"
 name = "thinking"
