@@ -177,6 +177,14 @@ pub fn load_resolved(
                     .transpose();
                 match replay {
                     Ok(replay) => {
+                        // The resolved document says what the world does: a base's `jobs`
+                        // that the trace overrules is not in it.
+                        let mut resolved = resolved;
+                        if replay.as_ref().is_some_and(|r| !r.jobs_written)
+                            && let Some(table) = resolved.as_table_mut()
+                        {
+                            table.remove("jobs");
+                        }
                         let world = build(&scenario, &algorithm_order(&root), replay);
                         objective::check_applies(&world, &mut problems);
                         if problems.is_empty() {
@@ -207,6 +215,8 @@ pub fn load_resolved(
 struct Replayed {
     replay: crate::trace_load::SharedReplay,
     jobs: u32,
+    /// Whether `jobs` is the world's own, not a base's leftover from before its trace.
+    jobs_written: bool,
 }
 
 /// Reads and compiles the trace a `"trace"` load names (relative to the file that names it,
@@ -300,6 +310,7 @@ fn trace_load(
     Ok(Replayed {
         replay: std::sync::Arc::new(replay),
         jobs,
+        jobs_written,
     })
 }
 

@@ -786,6 +786,11 @@ fn tokens(doc: &mut Doc, log: &Log) {
         .map(|r| r.output)
         .collect();
     if input.is_empty() || output.is_empty() {
+        // No sizes in the logs: the client's world says what its requests hold, and its
+        // token limits and prices need them.
+        if let Some(Some((text, from))) = doc.client_table("tokens") {
+            doc.raw("tokens", text, &from);
+        }
         return;
     }
     input.sort_by(f64::total_cmp);

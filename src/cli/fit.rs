@@ -132,6 +132,10 @@ pub fn main(args: &FitArgs) -> u8 {
             return super::EXIT_INVALID;
         }
     };
+    if let Err(problems) = check_fitted(&fitted.toml, &args.output) {
+        super::console::stderr(&problems);
+        return super::EXIT_INVALID;
+    }
     let report = render_report(&fitted.report);
     let render = |kind: Rendering, out: &mut dyn Write| match kind {
         Rendering::World => out.write_all(fitted.toml.as_bytes()),
@@ -153,6 +157,41 @@ pub fn main(args: &FitArgs) -> u8 {
     };
     let quiet = args.quiet && !(args.report.is_some() && report_file.is_none());
     plan.finish(render, summary, quiet)
+}
+
+/// Loads the fitted world as `simbench validate` would at its destination (data files a
+/// `--client` world names resolve from there): a world that does not load is not written. The
+/// fit keeps every value in range by construction; this is what stops a log value no world
+/// can describe (times in the wrong unit, a request lasting years) from becoming a file that
+/// every later command refuses.
+fn check_fitted(toml: &str, output: &std::path::Path) -> Result<(), String> {
+    let origin = if output.as_os_str() == "-" {
+        "<fitted world>".to_owned()
+    } else {
+        output.display().to_string()
+    };
+    let inputs = Inputs::default();
+    let chain = super::load::Chain::new(output);
+    let read = |base: &std::path::Path| chain.read(base);
+    let data = |file: &std::path::Path| super::load::read_data(file, &inputs);
+    let options = crate::compile::LoadOptions {
+        read: &read,
+        read_data: &data,
+        overrides: &[],
+    };
+    crate::compile::load_with(&origin, toml.as_bytes(), &options)
+        .map(drop)
+        .map_err(|errors| {
+            let colour = super::console::colour_stderr();
+            format!(
+                "{}error: the world fitted to these logs does not load, so it was not written\n  \
+             help: either a value in the logs is beyond what a world describes (times in \
+             milliseconds where seconds are expected, a request lasting days), or a file the \
+             --client world names cannot be reached from where the fitted world goes; if \
+             neither, this is a bug in `simbench fit`\n",
+                errors.render(crate::diagnostics::RenderOptions { colour, width: 100 })
+            )
+        })
 }
 
 /// Reads every log into one [`Log`], one segment per file.

@@ -71,9 +71,10 @@ impl Client {
     /// key it leaves out takes the format's default, as it does for the client).
     pub fn owns(&self, path: &str) -> bool {
         TOP_KEYS.contains(&path)
+            // A world without `[tokens]` chose no request sizes: the logs' are the only ones.
             || path
                 .strip_prefix("tokens.")
-                .is_some_and(|k| TOKEN_KEYS.contains(&k))
+                .is_some_and(|k| TOKEN_KEYS.contains(&k) && self.doc.contains_key("tokens"))
             || path.rsplit_once('.').is_some_and(|(head, key)| {
                 head.starts_with("endpoints.") && ENDPOINT_KEYS.contains(&key)
             })

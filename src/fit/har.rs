@@ -74,7 +74,8 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     let mut entries = Vec::with_capacity(har.log.entries.len());
     for (i, e) in har.log.entries.iter().enumerate() {
         let at = |field: &str, message: String| {
-            let (line, column) = locate(text, i, field).unzip();
+            let key = field.rsplit('.').next().unwrap_or(field);
+            let (line, column) = locate(text, i, key).unzip();
             LogError {
                 file: file.to_owned(),
                 line,
@@ -98,11 +99,41 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
                 format!("{} must be a number of milliseconds >= 0", e.time),
             ));
         }
+        let status = e.response.status;
+        if status != 0 && !(100..600).contains(&status) {
+            return Err(at(
+                "response.status",
+                format!("{status} is not an HTTP status (100 to 599, or 0 for no answer)"),
+            ));
+        }
+        if !e.request.url.contains("://") {
+            return Err(at(
+                "request.url",
+                format!(
+                    "`{}` is not an absolute URL (HAR writes `https://host/path`); the host \
+                     names the endpoint",
+                    e.request.url
+                ),
+            ));
+        }
         let entry = entry(e, start_s);
-        check_entry(&entry).map_err(|(field, message)| at(field, message))?;
+        check_entry(&entry).map_err(|(field, message)| at(har_field(field), message))?;
         entries.push(entry);
     }
     Ok(entries)
+}
+
+/// The HAR field a request-log field comes from, so a problem names what the file holds.
+fn har_field(field: &str) -> &str {
+    match field {
+        "start_s" => "startedDateTime",
+        "end_s" => "time",
+        "ttft_s" => "timings.wait",
+        "retry_after_s" => "response.headers",
+        "endpoint" => "request.url",
+        "status" => "response.status",
+        other => other,
+    }
 }
 
 /// Line and column of `field` in entry `i`: the entry found by its `startedDateTime` key (one

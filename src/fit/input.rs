@@ -178,6 +178,7 @@ impl Log {
                 name: name.to_owned(),
                 ..Segment::default()
             },
+            known: self.endpoints.len(),
             log: self,
         }
     }
@@ -215,6 +216,8 @@ impl Log {
 pub struct SegmentBuilder<'a> {
     log: &'a mut Log,
     segment: Segment,
+    /// Endpoints named by earlier files; the ones this file adds are numbered at its end.
+    known: usize,
 }
 
 impl SegmentBuilder<'_> {
@@ -227,13 +230,15 @@ impl SegmentBuilder<'_> {
                 .headers
                 .entry((endpoint, unit_key(h.unit), h.limit.to_bits()))
                 .or_default();
-            if samples.len() < MAX_HEADER_SAMPLES {
-                samples.push(HeaderSample {
-                    at: entry.end_s,
-                    limit: h.limit,
-                    remaining: h.remaining,
-                    reset_s: h.reset_s,
-                });
+            samples.push(HeaderSample {
+                at: entry.end_s,
+                limit: h.limit,
+                remaining: h.remaining,
+                reset_s: h.reset_s,
+            });
+            // The earliest ones are kept, whatever order the file lists them in.
+            if samples.len() >= 2 * MAX_HEADER_SAMPLES {
+                keep_earliest(samples);
             }
         }
         self.segment.requests.push(compact(entry, endpoint));
@@ -249,12 +254,19 @@ impl SegmentBuilder<'_> {
         self.segment.requests.is_empty()
     }
 
-    /// Sorts the requests by send time (a stable sort: ties keep file order) and adds the
-    /// segment to the log.
+    /// Sorts the requests by send time and adds the segment to the log. Requests sent at one
+    /// instant are ordered by what they hold, never by where the file has them (a harness may
+    /// write at sending, at completion or from many threads): admitted ones before refused ones
+    /// (a refusal at an instant comes when the admissions took the room), then by end and the
+    /// rest. The endpoints this file names first are numbered in that order too, so the fitted
+    /// world is the same for any order of the same lines.
     pub fn finish(mut self) {
-        self.segment
-            .requests
-            .sort_by(|a, b| a.start.total_cmp(&b.start));
+        let names = &self.log.endpoints;
+        self.segment.requests.sort_by(|a, b| canonical(a, b, names));
+        self.renumber_new_endpoints();
+        for samples in self.segment.headers.values_mut() {
+            keep_earliest(samples);
+        }
         // Times count from the file's first request, so logs on any clock (a simulation's,
         // the Unix epoch) line up with each other and with a world's time 0.
         let origin = self.segment.requests.first().map_or(0.0, |r| r.start);
@@ -267,11 +279,73 @@ impl SegmentBuilder<'_> {
                 sample.at -= origin;
             }
         }
-        for samples in self.segment.headers.values_mut() {
-            samples.sort_by(|a, b| a.at.total_cmp(&b.at));
-        }
         self.log.segments.push(self.segment);
     }
+
+    /// Numbers the endpoints first named in this file by their first request in time order.
+    fn renumber_new_endpoints(&mut self) {
+        let known = self.known;
+        let mut order: Vec<u32> = Vec::new();
+        for r in &self.segment.requests {
+            if r.endpoint as usize >= known && !order.contains(&r.endpoint) {
+                order.push(r.endpoint);
+            }
+        }
+        let mut new_index = vec![0u32; self.log.endpoints.len()];
+        for (i, slot) in new_index.iter_mut().enumerate() {
+            *slot = i as u32;
+        }
+        for (k, &old) in order.iter().enumerate() {
+            new_index[old as usize] = (known + k) as u32;
+        }
+        let mut names = self.log.endpoints.split_off(known);
+        let mut renamed = vec![String::new(); names.len()];
+        for (old, name) in names.drain(..).enumerate() {
+            renamed[new_index[known + old] as usize - known] = name;
+        }
+        self.log.endpoints.extend(renamed);
+        for r in &mut self.segment.requests {
+            r.endpoint = new_index[r.endpoint as usize];
+        }
+        let headers = std::mem::take(&mut self.segment.headers);
+        self.segment.headers = headers
+            .into_iter()
+            .map(|((e, unit, limit), v)| ((new_index[e as usize], unit, limit), v))
+            .collect();
+    }
+}
+
+/// The order of requests within a file: by send time, then by what each holds (see
+/// [`SegmentBuilder::finish`]); endpoints compare by name, not by file order.
+fn canonical(a: &Request, b: &Request, names: &[String]) -> std::cmp::Ordering {
+    let f = |x: f64, y: f64| x.total_cmp(&y);
+    f(a.start, b.start)
+        .then_with(|| b.admitted().cmp(&a.admitted()))
+        .then_with(|| f(a.end, b.end))
+        .then_with(|| names[a.endpoint as usize].cmp(&names[b.endpoint as usize]))
+        .then_with(|| (a.job, a.step, a.attempt, a.call).cmp(&(b.job, b.step, b.attempt, b.call)))
+        .then_with(|| {
+            (a.outcome as u8, a.status, a.hedge).cmp(&(b.outcome as u8, b.status, b.hedge))
+        })
+        .then_with(|| a.error.map(|e| e as u8).cmp(&b.error.map(|e| e as u8)))
+        .then_with(|| (a.cache_hit, a.limit_refused).cmp(&(b.cache_hit, b.limit_refused)))
+        .then_with(|| f(a.retry_after, b.retry_after))
+        .then_with(|| f(a.input, b.input))
+        .then_with(|| f(a.output, b.output))
+        .then_with(|| f(a.max_tokens, b.max_tokens))
+        .then_with(|| f(a.ttft, b.ttft))
+}
+
+/// Sorts header samples by time (then value) and keeps at most [`MAX_HEADER_SAMPLES`], the
+/// earliest.
+fn keep_earliest(samples: &mut Vec<HeaderSample>) {
+    samples.sort_by(|a, b| {
+        (a.at.total_cmp(&b.at))
+            .then(a.limit.total_cmp(&b.limit))
+            .then(a.remaining.total_cmp(&b.remaining))
+            .then(a.reset_s.total_cmp(&b.reset_s))
+    });
+    samples.truncate(MAX_HEADER_SAMPLES);
 }
 
 fn compact(entry: &Entry, endpoint: u32) -> Request {
@@ -335,11 +409,29 @@ pub fn read_jsonl(
             std::io::ErrorKind::InvalidData => located(None, None, "is not UTF-8 text".into()),
             _ => located(None, None, format!("cannot be read: {e}")),
         })?;
+        // A byte-order mark (spreadsheet and Windows editors write one) is not content.
+        let line = if i == 0 {
+            line.strip_prefix('\u{feff}').unwrap_or(&line)
+        } else {
+            &line
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let entry: Entry = serde_json::from_str(&line).map_err(|e| {
-            let (field, message) = describe_serde(&e, &line, "line");
+        if let Some(found) = not_an_object(line) {
+            let message = format!(
+                "the line is {found}, not a JSON object: a request log has one object per line, \
+                 `{{\"start_s\": …, \"end_s\": …, \"endpoint\": …, \"outcome\": …}}` \
+                 (docs/request-log.md)"
+            );
+            return Err(located(Some(1), None, message));
+        }
+        let entry: Entry = serde_json::from_str(line).map_err(|e| {
+            let (field, message) = describe_serde(&e, line, "line");
+            let message = match other_format(&e, field.as_deref(), i) {
+                Some(hint) => format!("{message}; {hint}"),
+                None => message,
+            };
             located(Some(e.column()), field, message)
         })?;
         check_entry(&entry).map_err(|(field, message)| {
@@ -350,6 +442,33 @@ pub fn read_jsonl(
         count += 1;
     }
     Ok(count)
+}
+
+/// What a line holds when it is not a JSON object (`an array`, `a number`, …).
+fn not_an_object(line: &str) -> Option<&'static str> {
+    match line.trim_start().chars().next()? {
+        '{' => None,
+        '[' => Some("an array"),
+        '"' => Some("a string"),
+        '-' | '0'..='9' => Some("a number"),
+        't' | 'f' => Some("a boolean"),
+        'n' => Some("null"),
+        _ => None,
+    }
+}
+
+/// A hint when a JSON Lines error looks like another format read as one: a HAR or OTLP
+/// document spread over lines, or OTLP exports one per line.
+fn other_format(e: &serde_json::Error, field: Option<&str>, index: usize) -> Option<&'static str> {
+    match field {
+        Some("resourceSpans") => Some("this is OpenTelemetry (OTLP JSON): pass --format otlp"),
+        Some("log") => Some("this is a HAR file: pass --format har"),
+        _ if index == 0 && e.classify() == serde_json::error::Category::Eof => Some(
+            "if the file is one JSON document over many lines (a HAR file, an OTLP export), \
+             pass --format har or --format otlp",
+        ),
+        _ => None,
+    }
 }
 
 /// A serde error in a whole JSON document (HAR, OTLP), located by its line and column.
@@ -406,6 +525,19 @@ fn key_before(line: &str, column: usize) -> Option<String> {
     Some(prefix[open + 1..colon].to_owned())
 }
 
+/// A number as a message shows it: huge ones in exponent form, not three hundred digits.
+fn short(x: f64) -> String {
+    if x.abs() >= 1e12 {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
+/// The longest request a log may hold \[s\]: the longest latency a world describes
+/// (`latency.mean_s`, `median_s`, … are at most 10^6 s).
+pub const MAX_DURATION_S: f64 = 1e6;
+
 /// What serde cannot check: finite, ordered times and counts that make sense.
 pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
     let finite = |name: &'static str, x: f64| {
@@ -423,6 +555,39 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
             format!(
                 "the request ends ({}) before it starts ({}); both are seconds on one clock",
                 e.end_s, e.start_s
+            ),
+        ));
+    }
+    if e.end_s - e.start_s > MAX_DURATION_S {
+        return Err((
+            "end_s",
+            format!(
+                "the request lasts {} s (end_s - start_s), longer than any latency a world \
+                 describes (10^6 s, 11.6 days); are both times in seconds on one clock?",
+                short(e.end_s - e.start_s)
+            ),
+        ));
+    }
+    if let Some(ttft) = e.ttft_s
+        && ttft.is_finite()
+        && ttft > (e.end_s - e.start_s) * (1.0 + 1e-9) + 1e-6
+    {
+        return Err((
+            "ttft_s",
+            format!(
+                "the first token ({ttft} s after the start) comes after the request ends ({} s \
+                 after it); both count from start_s, in seconds",
+                e.end_s - e.start_s
+            ),
+        ));
+    }
+    if let Some(status) = e.status
+        && !(100..=599).contains(&status)
+    {
+        return Err((
+            "status",
+            format!(
+                "{status} is not an HTTP status (100 to 599); leave it out when there was none"
             ),
         ));
     }
@@ -475,6 +640,45 @@ mod tests {
 
     fn error(text: &str) -> LogError {
         read_jsonl("log.jsonl", text.as_bytes(), &mut |_| ()).expect_err("refused")
+    }
+
+    /// The same lines in any order make the same log: requests, endpoint numbers, headers.
+    #[test]
+    fn the_order_of_the_lines_does_not_matter() {
+        let lines = [
+            r#"{"start_s":0,"end_s":1,"endpoint":"b","outcome":"ok","status":200,"ratelimit":[{"unit":"requests","limit":10,"remaining":9,"reset_s":6}]}"#,
+            r#"{"start_s":0,"end_s":0,"endpoint":"b","outcome":"rate_limited","status":429}"#,
+            r#"{"start_s":0,"end_s":2,"endpoint":"a","outcome":"ok","status":200}"#,
+            r#"{"start_s":0.5,"end_s":1,"endpoint":"c","outcome":"error","status":503,"ratelimit":[{"unit":"requests","limit":10,"remaining":8,"reset_s":5}]}"#,
+            r#"{"start_s":0.5,"end_s":0.5,"endpoint":"a","outcome":"rate_limited","status":429}"#,
+        ];
+        let shown = |order: &[usize]| {
+            let text: Vec<&str> = order.iter().map(|&i| lines[i]).collect();
+            let log = log_of(&text.join("\n"));
+            format!(
+                "{:?} {:?} {:?}",
+                log.endpoints, log.segments[0].requests, log.segments[0].headers
+            )
+        };
+        let first = shown(&[0, 1, 2, 3, 4]);
+        for order in [[4, 3, 2, 1, 0], [1, 4, 0, 3, 2], [2, 0, 4, 1, 3]] {
+            assert_eq!(shown(&order), first, "{order:?}");
+        }
+        let log = log_of(&lines.join("\n"));
+        assert_eq!(
+            log.endpoints,
+            ["b", "a", "c"],
+            "in the order of their first request (sent at 0, ended first)"
+        );
+        let at_zero: Vec<bool> = log.segments[0].requests[..3]
+            .iter()
+            .map(Request::admitted)
+            .collect();
+        assert_eq!(
+            at_zero,
+            [true, true, false],
+            "admissions before a refusal at one instant"
+        );
     }
 
     #[test]

@@ -279,18 +279,18 @@ fn fit_retry(log: &Log) -> Option<RetryFit> {
     let first = raw.first()?;
     // Delays that do not look like a jittered backoff (a client that queued for a lease long
     // after its delay) identify nothing.
+    // (A median of 0 is a client that retries at once: no law to test.)
     let d = &delays[&first.0];
-    let ks = stats::ks_distance(d, |x| (x / first.1).clamp(0.0, 1.0));
-    if ks > MAX_DELAY_KS {
+    if first.1 > 0.0 && stats::ks_distance(d, |x| (x / first.1).clamp(0.0, 1.0)) > MAX_DELAY_KS {
         return None;
     }
     let base = first.1.max(1e-4);
-    let factor = raw
-        .get(1)
-        .map_or(2.0, |second| {
-            (second.1 / first.1).powf(1.0 / f64::from(second.0 - first.0))
-        })
-        .clamp(1.0, 100.0);
+    // Retries at once (a median delay of 0) give no growth to measure: the usual doubling.
+    let growth = |second: &(u32, f64)| {
+        let ratio = second.1 / first.1;
+        (ratio.is_finite() && ratio > 0.0).then(|| ratio.powf(1.0 / f64::from(second.0 - first.0)))
+    };
+    let factor = raw.get(1).and_then(growth).unwrap_or(2.0).clamp(1.0, 100.0);
     let cap = raw.iter().map(|r| r.1).fold(base, f64::max);
     Some(RetryFit {
         max_attempts,
@@ -524,6 +524,34 @@ mod tests {
             assert!(s >= e, "start {} at {s} before end {k} at {e}", most + k);
         }
         assert_eq!(replacement_lags(&starts, &ends, most).count(), 1_000 - most);
+    }
+
+    /// A client that retries at once (each attempt starts as the failed one ends) has a
+    /// backoff of (nearly) nothing, and the usual doubling, not `0 / 0`.
+    #[test]
+    fn retries_at_once_fit_a_finite_backoff() {
+        let mut text = String::new();
+        let mut t = 0.0;
+        for job in 0..40 {
+            let attempts = if job % 4 == 0 { 3 } else { 1 };
+            for attempt in 1..=attempts {
+                let outcome = if attempt < attempts {
+                    r#""error","status":503"#
+                } else {
+                    r#""ok","status":200"#
+                };
+                text.push_str(&format!(
+                    r#"{{"start_s":{t},"end_s":{},"endpoint":"a","outcome":{outcome},"job":{job},"step":0,"attempt":{attempt},"call":0}}"#,
+                    t + 0.25
+                ));
+                text.push('\n');
+                t += 0.25;
+            }
+            t += 1.0;
+        }
+        let retry = fit_retry(&crate::fit::input::log_of(&text)).expect("a retry policy");
+        assert_eq!(retry.max_attempts, 3);
+        assert_eq!((retry.base, retry.factor, retry.cap), (1e-4, 2.0, 1e-4));
     }
 
     #[test]

@@ -109,6 +109,36 @@ impl Span {
     fn text(&self, key: &str) -> Option<&str> {
         self.attribute(key)?.string_value.as_deref()
     }
+    /// The first attribute simbench reads that holds no usable value: a number that is not
+    /// one, a status outside HTTP's.
+    fn bad_attribute(&self) -> Option<(&'static str, String)> {
+        for key in NUMBERS {
+            if let Some(v) = self.attribute(key)
+                && self.number(key).is_none()
+            {
+                let shown = v
+                    .string_value
+                    .as_deref()
+                    .unwrap_or("a value of another type");
+                return Some((key, format!("`{shown}` is not a number")));
+            }
+        }
+        if let Some(n) = self.number(RESEND)
+            && !(n >= 0.0 && n.fract() == 0.0 && n < f64::from(u32::MAX))
+        {
+            return Some((
+                RESEND,
+                format!("{n} is not a count of resends (0, 1, 2, …)"),
+            ));
+        }
+        let status = self.number(STATUS)?;
+        (!(100.0..600.0).contains(&status) || status.fract() != 0.0).then(|| {
+            (
+                STATUS,
+                format!("{status} is not an HTTP status (100 to 599)"),
+            )
+        })
+    }
     fn is_request(&self) -> bool {
         self.attributes
             .iter()
@@ -116,30 +146,93 @@ impl Span {
     }
 }
 
+const STATUS: &str = "http.response.status_code";
+const RESEND: &str = "http.request.resend_count";
+
+/// The attributes read as numbers.
+const NUMBERS: [&str; 7] = [
+    STATUS,
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.request.max_tokens",
+    RESEND,
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+];
+
+/// The span field or attribute a request-log field comes from, so a problem names what the
+/// file holds.
+fn otlp_field(field: &str) -> &str {
+    match field {
+        "start_s" => "startTimeUnixNano",
+        "end_s" => "endTimeUnixNano",
+        "status" => STATUS,
+        "input_tokens" => "gen_ai.usage.input_tokens",
+        "output_tokens" => "gen_ai.usage.output_tokens",
+        "max_tokens" => "gen_ai.request.max_tokens",
+        "attempt" => RESEND,
+        "endpoint" => "server.address",
+        other => other,
+    }
+}
+
+/// Line and column of `field` (a key or an attribute's name) in the file's `span`-th span
+/// (counted over every export): the span found by its `startTimeUnixNano` key, the field as
+/// the first such string after it, else the span itself.
+fn locate(text: &str, span: usize, field: &str) -> Option<(usize, usize)> {
+    let at = text.match_indices("\"startTimeUnixNano\"").nth(span)?.0;
+    let next = text[at + 1..]
+        .find("\"startTimeUnixNano\"")
+        .map_or(text.len(), |n| at + 1 + n);
+    let at = text[at..next]
+        .find(&format!("\"{field}\""))
+        .map_or(at, |n| at + n);
+    let line = text[..at].matches('\n').count() + 1;
+    let column = at - text[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
+    Some((line, column))
+}
+
 /// Reads OTLP JSON (one export, or one per line) into entries; the first problem is returned,
 /// located.
 pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     let mut entries = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Export>();
+    // Spans of every export so far: the n-th span of the file is where the n-th
+    // `startTimeUnixNano` key is, which locates a problem by line and column.
+    let mut before = 0;
     for (exports, export) in stream.enumerate() {
         let export = export.map_err(|e| document_error(file, text, &e))?;
-        let spans = export
+        let spans: Vec<&Span> = export
             .resource_spans
             .iter()
             .flat_map(|r| &r.scope_spans)
-            .flat_map(|s| &s.spans);
-        for (i, span) in spans.enumerate().filter(|(_, s)| s.is_request()) {
-            let at = |field: &str, message: String| LogError {
-                file: file.to_owned(),
-                line: None,
-                column: None,
-                field: Some(format!(
-                    "export {} span {i} ({}): {field}",
-                    exports + 1,
-                    span.name
-                )),
-                message,
+            .flat_map(|s| &s.spans)
+            .collect();
+        let first = before;
+        before += spans.len();
+        for (i, span) in spans
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_request())
+        {
+            let at = |field: &str, message: String| {
+                let field = otlp_field(field);
+                let (line, column) = locate(text, first + i, field).unzip();
+                LogError {
+                    file: file.to_owned(),
+                    line,
+                    column,
+                    field: Some(format!(
+                        "export {} span {i} ({}): {field}",
+                        exports + 1,
+                        span.name
+                    )),
+                    message,
+                }
             };
+            if let Some((key, why)) = span.bad_attribute() {
+                return Err(at(key, why));
+            }
             let (Some(start_s), Some(end_s)) = (
                 span.start_time_unix_nano.seconds(),
                 span.end_time_unix_nano.seconds(),
@@ -195,9 +288,7 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
         ttft_s: None,
         job: None,
         step: None,
-        attempt: span
-            .number("http.request.resend_count")
-            .map(|n| n as u32 + 1),
+        attempt: span.number(RESEND).map(|n| n as u32 + 1),
         call: None,
         hedge: false,
         cache_hit: span

@@ -551,3 +551,85 @@ fn fit_cli_finds_a_closed_loops_pause_between_jobs() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Request sizes cross a `--client` boundary either way: a client world without `[tokens]`
+/// keeps the logs' sizes (and their `max_tokens`), and logs without token counts take the
+/// client world's `[tokens]`, which its token limits and prices need. Both fitted worlds load.
+#[test]
+fn fit_cli_carries_request_sizes_across_a_client_that_disagrees_about_tokens() {
+    let dir = scratch_dir("fit-tokens");
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let cases = [
+        ("llm_tpm_tier.toml", "bursty.toml", "max_tokens ="),
+        ("bursty.toml", "llm_tpm_tier.toml", "max_tokens = 1024"),
+    ];
+    for (logged, client, expect) in cases {
+        let (log, _) = logged_run(&dir, Some(&scenarios.join(logged)), "wait");
+        let out = dir.join("fit.toml");
+        let o = simbench(&[
+            "fit",
+            log.to_str().unwrap(),
+            "--client",
+            scenarios.join(client).to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(
+            o.status.success(),
+            "{logged} with {client}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let fitted = std::fs::read_to_string(&out).unwrap();
+        let tokens = fitted.split("[tokens]").nth(1).unwrap_or("");
+        assert!(tokens.contains(expect), "{logged} with {client}:\n{fitted}");
+        let o = simbench(&["validate", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// A fitted world that would not load is not written: here the client's trace load names its
+/// log relative to itself, which the fitted world in another folder cannot reach. Next to the
+/// client the same fit loads, and a base's `jobs` that the trace overrules is not copied.
+#[test]
+fn fit_cli_never_writes_a_world_that_does_not_load() {
+    let dir = scratch_dir("fit-unloadable");
+    let (log, _) = logged_run(&dir, None, "wait");
+    let bursty = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bursty.toml");
+    let client = dir.join("client.toml");
+    std::fs::write(
+        &client,
+        format!(
+            "extends = {:?}\n[load]\nmodel = \"trace\"\ntrace = \"run.jsonl\"\n",
+            bursty.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    let fit = |out: &Path| {
+        simbench(&[
+            "fit",
+            log.to_str().unwrap(),
+            "--client",
+            client.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+    };
+    let away = dir.join("elsewhere/fit.toml");
+    let o = fit(&away);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot read the trace"), "{stderr}");
+    assert!(
+        stderr.contains("does not load, so it was not written"),
+        "{stderr}"
+    );
+    assert!(!away.exists(), "nothing written");
+    let beside = dir.join("fit.toml");
+    let o = fit(&beside);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fitted = std::fs::read_to_string(&beside).unwrap();
+    assert!(!fitted.lines().any(|l| l.starts_with("jobs =")), "{fitted}");
+}
