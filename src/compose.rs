@@ -82,8 +82,9 @@ pub(crate) fn document(
     };
     if let Some(root) = doc.as_mut() {
         let first_override = sources.len();
+        let mut axes = Vec::new();
         for ov in overrides {
-            if let Err(f) = set::apply(root, &mut sources, ov) {
+            if let Err(f) = set::apply(root, &mut sources, ov, &mut axes) {
                 findings.push(*f);
             }
         }
@@ -142,7 +143,8 @@ fn chain(
                 ),
             ));
         }
-        if layers.len() > MAX_EXTENDS_DEPTH {
+        // The chain already holds `layers.len()` files; the base would be one more.
+        if layers.len() >= MAX_EXTENDS_DEPTH {
             return Err(blame(
                 format!("`extends` chain is more than {MAX_EXTENDS_DEPTH} files deep"),
                 "too deep",

@@ -181,6 +181,12 @@ pub fn cells(algorithms: &[usize], points: usize, seeds: usize) -> Vec<Cell> {
     cells
 }
 
+/// The number of grid points, or `None` when it overflows: counted, not listed.
+pub fn point_count(axes: &[Axis]) -> Option<u64> {
+    axes.iter()
+        .try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64))
+}
+
 /// The number of cells [`cells`] would make, or `None` past [`MAX_CELLS`].
 pub fn cell_count(algorithms: &[usize], points: usize, seeds: usize) -> Option<u64> {
     let per_point: u64 = algorithms.iter().map(|&n| n as u64).sum();
@@ -260,7 +266,9 @@ impl Shard {
             let total = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(
                 "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (Slurm sets both for a job array)",
             )?;
-            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let min = number("SLURM_ARRAY_TASK_MIN")?.ok_or(
+                "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_MIN is not (Slurm sets both for a job array)",
+            )?;
             if let Some(n) = count.filter(|&n| n != total) {
                 return Err(format!(
                     "--shard auto/{n} but the job array has {total} tasks (SLURM_ARRAY_TASK_COUNT)"
@@ -271,8 +279,8 @@ impl Shard {
             })?;
             return Shard::new(index + 1, total).map_err(|e| {
                 format!(
-                    "{e} (a job array's tasks must be consecutive, e.g. --array=0-{}; got task {id} from {min})",
-                    total.saturating_sub(1)
+                    "{e} (a job array's tasks must be consecutive, e.g. --array={min}-{}; got task {id} from {min})",
+                    u64::from(min) + u64::from(total) - 1
                 )
             });
         }
@@ -280,7 +288,12 @@ impl Shard {
             let n = count.ok_or(
                 "JOB_COMPLETION_INDEX is set, but Kubernetes does not give the number of completions: use --shard auto/N with N = the Job's .spec.completions",
             )?;
-            return Shard::new(index + 1, n);
+            return Shard::new(index.saturating_add(1), n).map_err(|_| {
+                format!(
+                    "JOB_COMPLETION_INDEX={index} but --shard auto/{n} numbers the completions 0 to {}: N must be the Job's .spec.completions",
+                    n - 1
+                )
+            });
         }
         Err("--shard auto found neither a Slurm job array (SLURM_ARRAY_TASK_ID) nor a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) in the environment; give the shard as --shard I/N".into())
     }
@@ -850,6 +863,7 @@ mod tests {
         let zero = env(&[
             ("SLURM_ARRAY_TASK_ID", "0"),
             ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "0"),
         ]);
         assert_eq!(
             Shard::from_env(None, zero).unwrap(),
@@ -858,11 +872,27 @@ mod tests {
         let gaps = env(&[
             ("SLURM_ARRAY_TASK_ID", "9"),
             ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+        ]);
+        let why = Shard::from_env(None, gaps).unwrap_err();
+        assert!(
+            why.contains("consecutive") && why.contains("--array=1-3"),
+            "{why}"
+        );
+        let no_min = env(&[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
         ]);
         assert!(
-            Shard::from_env(None, gaps)
+            Shard::from_env(None, no_min)
                 .unwrap_err()
-                .contains("consecutive")
+                .contains("SLURM_ARRAY_TASK_MIN is not")
+        );
+        let past = env(&[("JOB_COMPLETION_INDEX", "4")]);
+        assert!(
+            Shard::from_env(Some(4), past)
+                .unwrap_err()
+                .contains("JOB_COMPLETION_INDEX=4 but --shard auto/4")
         );
         let k8s = env(&[("JOB_COMPLETION_INDEX", "2")]);
         assert_eq!(

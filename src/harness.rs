@@ -589,7 +589,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         }
         let calls = u64::from(world.steps_per_job()) * u64::from(world.calls_per_step());
         tally.reserve_samples(world.jobs().into(), u64::from(world.jobs()) * calls);
-        tally.concurrency_used = closed_workers.into();
+        // A worker with no job to take never has one in flight.
+        tally.concurrency_used = closed_workers.min(world.jobs()).into();
         tally.recovery = recovery_rule(world);
         if tally.recovery.is_some() {
             tally.completions_s = Some(Vec::new());

@@ -119,7 +119,7 @@ catalogue! {
     RequestLatencyP50Ms => "request_latency_p50_ms", "ms", Neutral, false, false,
         "Median provider latency of successful requests.";
     Utilization => "utilization", "ratio", Higher, true, false,
-        "Busy endpoint-seconds (failed requests included) over the capacity the provider offered.";
+        "Busy endpoint-seconds (failed requests included) over the capacity the provider offered, counted as the reference counts it: capacity × weight × cycle before rounding, so a capacity that rounds up (never below 1) can put it above 1.";
     EndpointSpread => "endpoint_spread", "ratio", Neutral, false, false,
         "Coefficient of variation (sample) of admitted requests across endpoints.";
     LeasesActiveAtEnd => "leases_active_at_end", "leases", Lower, false, false,
@@ -161,7 +161,7 @@ catalogue! {
     ThrottledRequests => "throttled_requests", "requests", Neutral, false, false,
         "Requests client-side throttling ([retry.throttle]) rejected locally, never sent. Not applicable without throttling.";
     ConcurrencyUsed => "concurrency_used", "jobs", Neutral, false, false,
-        "Jobs in flight at most: the closed loop's workers, or the open loop's peak.";
+        "Jobs in flight at most: the closed loop's workers (no more than its jobs), or the open loop's peak.";
     RecoveryS => "recovery_s", "s", Lower, true, false,
         "Time from the end of the world's incidents until goodput over the recovery window is back to the threshold share of its pre-incident rate (the time to the run's end if it never is). Not applicable unless some incident ends.";
     GoodputLostJobs => "goodput_lost_jobs", "jobs", Lower, true, false,

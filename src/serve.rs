@@ -262,6 +262,12 @@ fn json_response(status: u16, body: String) -> Response<Body> {
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // 529 has no standard reason phrase; the vendors that send it write this one.
+    if status == 529 {
+        response
+            .extensions_mut()
+            .insert(hyper::ext::ReasonPhrase::from_static(b"Site is overloaded"));
+    }
     response
 }
 
@@ -764,7 +770,9 @@ async fn whole(
                 Some(ErrorKind::Upstream),
                 None,
             );
-            Ok(error_response(&server_error()))
+            let mut response = error_response(&server_error());
+            limit_headers(&mut response, &guard.shared.clock, &guard.record.headers);
+            Ok(response)
         }
         Some(kind @ (FailureKind::Connection | FailureKind::Timeout)) => {
             guard.end(due, EntryOutcome::Error, None, Some(error_kind(kind)), None);

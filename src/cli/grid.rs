@@ -110,8 +110,28 @@ impl Built {
         crate::memory::grid_reports_bytes(points * self.bases.len() as u64, points * columns)
     }
 
+    /// The estimate of the compiled worlds, one per world and point, held by every command.
+    fn worlds_bytes(&self) -> u64 {
+        let held: usize = self.at.iter().map(Vec::len).sum();
+        (held as u64).saturating_mul(crate::memory::GRID_POINT_BYTES)
+    }
+
     /// Loads every world at every point; the error is the exit code, its message printed.
+    /// A plan past the caps is refused before any world is compiled or any cell listed.
     fn from_spec(spec: Spec, inputs: &Inputs) -> Result<Built, u8> {
+        if spec.seeds == 0 || spec.seeds > super::run::MAX_SEEDS {
+            return Err(usage_error(&format!(
+                "{} seeds: a plan has 1 to {} seeds",
+                spec.seeds,
+                super::run::MAX_SEEDS
+            )));
+        }
+        let least_cells = grid::point_count(&spec.axes)
+            .and_then(|p| p.checked_mul(spec.worlds.len() as u64))
+            .and_then(|n| n.checked_mul(u64::from(spec.seeds)));
+        if least_cells.is_none_or(|n| n > grid::MAX_CELLS) {
+            return Err(too_many_cells());
+        }
         let user: Vec<Override> = spec
             .overrides
             .iter()
@@ -158,21 +178,28 @@ impl Built {
         Ok(built)
     }
 
-    /// Per cell in plan order: its world, algorithm and seed.
-    fn cells(&self) -> Vec<(&World, &str, u64)> {
-        let counts: Vec<usize> = self.algorithms.iter().map(Vec::len).collect();
-        grid::cells(
-            &counts,
-            grid::points(&self.spec.axes).len(),
-            self.spec.seeds as usize,
-        )
-        .into_iter()
-        .map(|c| {
-            let world = &self.at[c.world][c.point];
-            let seed = world.seed() + c.seed as u64;
-            (world, self.algorithms[c.world][c.algorithm].as_str(), seed)
-        })
-        .collect()
+    /// The number of cells (checked against [`grid::MAX_CELLS`] when the plan was built).
+    fn cell_total(&self) -> usize {
+        let per_point: usize = self.algorithms.iter().map(Vec::len).sum();
+        per_point * grid::points(&self.spec.axes).len() * self.spec.seeds as usize
+    }
+
+    /// Cell `k` in plan order (world, point, algorithm, seed, the last fastest): its world,
+    /// algorithm and seed. Computed, not listed, so a shard holds only its own cells.
+    fn cell(&self, k: usize) -> (&World, &str, u64) {
+        let seeds = self.spec.seeds as usize;
+        let mut rest = k;
+        for (w, algorithms) in self.algorithms.iter().enumerate() {
+            let per_point = algorithms.len() * seeds;
+            let block = per_point * self.at[w].len();
+            if rest < block {
+                let world = &self.at[w][rest / per_point];
+                let algorithm = algorithms[rest % per_point / seeds].as_str();
+                return (world, algorithm, world.seed() + (rest % seeds) as u64);
+            }
+            rest -= block;
+        }
+        panic!("cell {k} is past the plan's {}", self.cell_total());
     }
 
     fn report(&self, runs: Vec<Run>, wall_s: f64) -> GridReport {
@@ -269,7 +296,6 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             "a shard writes a part (--part); the report comes from `simbench merge PARTS… --json/--csv`",
         );
     }
-    let cells = built.cells();
     let counts: Vec<usize> = built.algorithms.iter().map(Vec::len).collect();
     if grid::cell_count(
         &counts,
@@ -278,13 +304,13 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     )
     .is_none()
     {
-        return usage_error(&format!(
-            "the plan has more than {} cells; shard a smaller grid, or fewer seeds",
-            grid::MAX_CELLS
-        ));
+        return too_many_cells();
     }
-    let mine: Vec<usize> = (0..cells.len()).filter(|&k| shard.owns(k)).collect();
-    let jobs: Vec<(&World, &str, u64)> = mine.iter().map(|&k| cells[k]).collect();
+    let total = built.cell_total();
+    let mine: Vec<usize> = (shard.index as usize - 1..total)
+        .step_by(shard.count as usize)
+        .collect();
+    let jobs: Vec<(&World, &str, u64)> = mine.iter().map(|&k| built.cell(k)).collect();
     let threads = args
         .exec
         .threads
@@ -297,7 +323,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         built.reports_bytes()
     } else {
         0
-    };
+    } + built.worlds_bytes();
     let shares: Result<Vec<u64>, String> = built
         .at
         .iter()
@@ -332,9 +358,9 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         let memory = Memory {
             need,
             budget,
-            merge: (shard != Shard::ALL).then(|| merge_need(&built, cells.len(), shard)),
+            merge: (shard != Shard::ALL).then(|| merge_need(&built, total, shard)),
         };
-        return dry_run(&built, cells.len(), shard, jobs.len(), &memory);
+        return dry_run(&built, total, shard, jobs.len(), &memory);
     }
     let requests = Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
@@ -352,7 +378,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             built.bases.len(),
             if built.bases.len() == 1 { "" } else { "s" },
             grid::points(&built.spec.axes).len(),
-            cells.len(),
+            total,
             shard.index,
             shard.count,
             jobs.len(),
@@ -374,7 +400,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         },
         run_bytes,
     );
-    let part_of = |runs| stored_part(&built, cells.len(), shard, runs);
+    let part_of = |runs| stored_part(&built, total, shard, runs);
     if shard != Shard::ALL {
         let part = part_of(mine.iter().copied().zip(&runs).collect());
         let summary = format!(
@@ -383,7 +409,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             shard.count,
             built.hash,
             jobs.len(),
-            cells.len(),
+            total,
             clock()
         );
         let write = |_: Rendering, out: &mut dyn Write| write_part(&part, out);
@@ -476,15 +502,22 @@ pub fn merge(args: &MergeArgs) -> u8 {
         Ok(built) => built,
         Err(code) => return code,
     };
-    let cells = built.cells();
-    if let Err(message) = merge_fits(&built, cells.len(), first.1.shard, args.memory_budget) {
+    let total = built.cell_total();
+    if let Err(message) = merge_fits(&built, total, first.1.shard, args.memory_budget) {
         return usage_error(&message);
     }
-    let expected: Vec<(&str, u64)> = cells.iter().map(|&(_, a, s)| (a, s)).collect();
+    let expected: Vec<(&str, u64)> = (0..total)
+        .map(|k| {
+            let (_, a, s) = built.cell(k);
+            (a, s)
+        })
+        .collect();
     // Each part's runs join the plan's buffer as soon as the part is read.
     let mut assembly = grid::Assembly::new(&built.hash, expected.len());
     let (first_name, first) = first;
     let (spec, shard) = (first.spec.clone(), first.shard);
+    // Which part brought each shard: one given twice is refused even when it holds no cell.
+    let mut shards = vec![(first.shard.index, first_name.clone())];
     if let Err(message) = assembly.add(first_name.clone(), first) {
         return usage_error(&message);
     }
@@ -493,6 +526,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
             Ok(read) => read,
             Err(message) => return usage_error(&message),
         };
+
         if part.spec != spec {
             return usage_error(&format!(
                 "{name} and {first_name} come from different sweeps (their worlds, grid, overrides, algorithms, seeds or random numbers differ)"
@@ -504,6 +538,13 @@ pub fn merge(args: &MergeArgs) -> u8 {
                 part.shard.index, part.shard.count, shard.index, shard.count
             ));
         }
+        if let Some((_, earlier)) = shards.iter().find(|(i, _)| *i == part.shard.index) {
+            return usage_error(&format!(
+                "{name} and {earlier} are both shard {}/{}: give each shard's part once",
+                part.shard.index, part.shard.count
+            ));
+        }
+        shards.push((part.shard.index, name.clone()));
         if let Err(message) = assembly.add(name, part) {
             return usage_error(&message);
         }
@@ -544,7 +585,8 @@ fn merge_fits(built: &Built, cells: usize, shard: Shard, flag: Option<u64>) -> R
 /// The estimate of merging the `cells` cells of `built`, split as `shard`'s split is.
 fn merge_need(built: &Built, cells: usize, shard: Shard) -> u64 {
     let largest = cells.div_ceil(shard.count as usize) as u64;
-    crate::memory::merge_bytes(cells as u64, built.reports_bytes(), largest)
+    let held = built.reports_bytes().saturating_add(built.worlds_bytes());
+    crate::memory::merge_bytes(cells as u64, held, largest)
 }
 
 fn emit(
@@ -584,6 +626,14 @@ fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
             e.column()
         )
     })?;
+    if let Err(why) = Shard::new(part.shard.index, part.shard.count) {
+        return Err(format!(
+            "{}: not a part: its shard {}/{} is not one ({why})",
+            path.display(),
+            part.shard.index,
+            part.shard.count
+        ));
+    }
     if part.format != grid::PART_FORMAT {
         return Err(format!(
             "{}: a part of format `{}`, where this simbench reads `{}`",
@@ -601,6 +651,13 @@ fn resolve_shard(arg: Option<ShardArg>) -> Result<Shard, String> {
         Some(ShardArg::Given(shard)) => Ok(shard),
         Some(ShardArg::Auto(count)) => Shard::from_env(count, |name| std::env::var(name).ok()),
     }
+}
+
+fn too_many_cells() -> u8 {
+    usage_error(&format!(
+        "the plan has more than {} cells; shard a smaller grid, or fewer seeds",
+        grid::MAX_CELLS
+    ))
 }
 
 fn repeated_key(axes: &[Axis]) -> Option<&str> {

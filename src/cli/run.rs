@@ -293,13 +293,14 @@ impl SeedCount {
 }
 
 /// The most seeds one command runs.
-const MAX_SEEDS: u32 = 100_000;
+pub(super) const MAX_SEEDS: u32 = 100_000;
 
 fn parse_seeds(text: &str) -> Result<SeedCount, String> {
     let count = match crate::sequential::parse_auto(text) {
         Some(max) => SeedCount::Auto { max: max? },
-        None => match text.parse::<u32>() {
-            Ok(n) if n >= 1 => SeedCount::Fixed(n),
+        None => match text.trim().parse::<u64>() {
+            Ok(n) if n > u64::from(MAX_SEEDS) => return Err(format!("at most {MAX_SEEDS} seeds")),
+            Ok(n) if n >= 1 => SeedCount::Fixed(n as u32),
             _ => {
                 return Err(format!(
                     "`{text}` is neither a whole number of seeds (at least 1) nor auto[:MAX]"

@@ -161,6 +161,14 @@ impl PointUnit {
             PointUnit::Seconds => "seconds",
         }
     }
+    /// The largest value, as the parametric shapes' (`median_s`, a token `median`) cap it:
+    /// the simulated clock stays finite.
+    fn most(self) -> f64 {
+        match self {
+            PointUnit::Tokens => 1e8,
+            PointUnit::Seconds => 1e6,
+        }
+    }
     fn example(self) -> &'static str {
         match self {
             PointUnit::Tokens => "[[0, 50], [0.5, 400], [0.99, 3000], [1, 8000]]",
@@ -209,7 +217,13 @@ pub(super) fn check_quantiles(json: &Value, path: &[Seg], unit: PointUnit, out: 
     }
     for i in 1..pairs.len() {
         let ((q0, v0), (q1, v1)) = (pairs[i - 1], pairs[i]);
-        if !(0.0..=1.0).contains(&q1) || q1 < q0 {
+        if !(0.0..=1.0).contains(&q1) {
+            out.push(bad(
+                i,
+                format!("quantile {} is outside 0 to 1", show_number(q1)),
+                "a quantile is a share",
+            ));
+        } else if q1 < q0 {
             out.push(bad(
                 i,
                 format!(
@@ -230,6 +244,17 @@ pub(super) fn check_quantiles(json: &Value, path: &[Seg], unit: PointUnit, out: 
                 &format!("{name} must not fall"),
             ));
         }
+    }
+    if let Some(i) = pairs.iter().position(|&(_, v)| v > unit.most()) {
+        out.push(bad(
+            i,
+            format!(
+                "{} {name} is more than the {} a world describes",
+                show_number(pairs[i].1),
+                show_number(unit.most())
+            ),
+            &format!("must be <= {}", show_number(unit.most())),
+        ));
     }
     match unit {
         PointUnit::Tokens => {

@@ -330,6 +330,20 @@ fn check_targets(
         for (j, id) in list.iter().enumerate() {
             let Some(id) = id.as_str() else { continue };
             match ids.iter().position(|known| *known == id) {
+                // Named twice, an endpoint would take the incident twice (a latency factor
+                // squared, past the overlap guard).
+                Some(e) if found.contains(&e) => out.push(Problem {
+                    path: vec![
+                        key("incidents"),
+                        Seg::Index(i),
+                        key("endpoints"),
+                        Seg::Index(j),
+                    ],
+                    target: Target::Value,
+                    message: format!("endpoint `{id}` is listed twice"),
+                    label: "already listed".into(),
+                    help: Some("name each endpoint once".into()),
+                }),
                 Some(e) => found.push(e),
                 None => out.push(Problem {
                     path: vec![

@@ -49,15 +49,23 @@ pub fn check_shape(text: &str) -> Result<(), String> {
     }
 }
 
-/// Applies `ov` to `root`, recording its text in `sources`.
+/// The origin prefix of a grid axis's override (`--grid retry.max_attempts`): each axis must
+/// set a setting of its own, or the grid would report values that no run used.
+pub(crate) const AXIS_ORIGIN: &str = "--grid ";
+
+/// Applies `ov` to `root`, recording its text in `sources`. `axes` holds the settings earlier
+/// grid axes of this load set (origin and resolved path, an entry's id read as its index); an
+/// axis that sets one of them, a table holding one, or a key inside one is refused, as is an
+/// axis over `seed`.
 ///
 /// # Errors
 /// The finding that makes the override unusable: a malformed argument, a key that is not TOML,
-/// a value that is not TOML, or a path that leads nowhere.
+/// a value that is not TOML, a path that leads nowhere, or an axis that overlaps another.
 pub(crate) fn apply(
     root: &mut Node,
     sources: &mut Vec<Source>,
     ov: &Override,
+    axes: &mut Vec<(String, Vec<Seg>)>,
 ) -> Result<(), Box<Finding>> {
     let id = sources.len();
     sources.push(Source::new(ov.origin.clone(), ov.text.clone()));
@@ -90,8 +98,54 @@ pub(crate) fn apply(
             Some(VALUE_HELP.into()),
         )
     })?;
-    set(root, &keys, value)
-        .map_err(|e| Box::new(finding(source, e.span, &e.path, e.message, e.label, e.help)))
+    let path = set(root, &keys, value)
+        .map_err(|e| Box::new(finding(source, e.span, &e.path, e.message, e.label, e.help)))?;
+    if ov.origin.starts_with(AXIS_ORIGIN) {
+        let key_span = 0..eq;
+        if path == [Seg::Key("seed".into())] {
+            return Err(fail(
+                key_span,
+                "a grid axis cannot be `seed`: the seeds are the plan's own axis".into(),
+                "not an axis",
+                Some(
+                    "use --seeds N: every cell runs the same N seeds, which is what pairs \
+                     cells for the best-cell verdict"
+                        .into(),
+                ),
+            ));
+        }
+        let overlap = axes.iter().find(|(_, other)| {
+            let n = other.len().min(path.len());
+            other[..n] == path[..n]
+        });
+        if let Some((other, other_path)) = overlap {
+            let (mine, theirs) = (key_path(&path), key_path(other_path));
+            let message = match other_path.len().cmp(&path.len()) {
+                std::cmp::Ordering::Equal => {
+                    format!("{} sets `{mine}`, which {other} sets too", ov.origin)
+                }
+                std::cmp::Ordering::Greater => format!(
+                    "{} sets `{mine}`, which holds `{theirs}`, which {other} sets",
+                    ov.origin
+                ),
+                std::cmp::Ordering::Less => format!(
+                    "{} sets `{mine}`, inside `{theirs}`, which {other} sets",
+                    ov.origin
+                ),
+            };
+            return Err(fail(
+                key_span,
+                message,
+                "set by another axis too",
+                Some(format!(
+                    "one axis per setting (the later one would overwrite {other}, and the grid \
+                     would report values no run used): give all the values in one --grid"
+                )),
+            ));
+        }
+        axes.push((ov.origin.clone(), path));
+    }
+    Ok(())
 }
 
 /// The byte offset of the first `=` outside quotes.
@@ -185,8 +239,9 @@ struct PathError {
     help: Option<String>,
 }
 
-/// Walks `keys` from the root, creating missing tables, and puts `value` at the end.
-fn set(root: &mut Node, keys: &[(String, At)], value: Node) -> Result<(), PathError> {
+/// Walks `keys` from the root, creating missing tables, and puts `value` at the end; the path
+/// it took, an entry's id read as its index.
+fn set(root: &mut Node, keys: &[(String, At)], value: Node) -> Result<Vec<Seg>, PathError> {
     let mut path = Vec::new();
     let mut node = root;
     for (n, (key, key_at)) in keys.iter().enumerate() {
@@ -201,7 +256,7 @@ fn set(root: &mut Node, keys: &[(String, At)], value: Node) -> Result<(), PathEr
                         key_at: key_at.clone(),
                         node: value,
                     });
-                    return Ok(());
+                    return Ok(path);
                 }
                 if table.get(key).is_none() && is_array(&path) {
                     return Err(no_entries(&path, &keys[n + 1]));
@@ -213,14 +268,14 @@ fn set(root: &mut Node, keys: &[(String, At)], value: Node) -> Result<(), PathEr
                 path.push(Seg::Index(i));
                 if last {
                     items[i] = value;
-                    return Ok(());
+                    return Ok(path);
                 }
                 &mut items[i]
             }
             other => return Err(not_a_table(&path, other.type_str(), key_at)),
         };
     }
-    Ok(())
+    Ok(path)
 }
 
 /// Whether the schema makes the key at `path` an array (of tables).

@@ -340,6 +340,37 @@ fn compose_a_long_chain_is_cut() {
     );
 }
 
+/// The limit counts files: a chain of 16 loads, one of 17 does not.
+#[test]
+fn compose_a_chain_of_sixteen_files_is_the_longest() {
+    let chain = |files: usize| -> Vec<(String, String)> {
+        (0..files)
+            .map(|i| {
+                let text = if i + 1 == files {
+                    "name = \"w\"\nsummary = \"w\"\n[[endpoints]]\nid = \"a\"\ncapacity = 2\n\
+                     latency = { median_s = 0.2 }\n"
+                        .to_owned()
+                } else {
+                    format!("extends = \"f{}.toml\"\n", i + 1)
+                };
+                (format!("f{i}.toml"), text)
+            })
+            .collect()
+    };
+    for (files, loads) in [(16, true), (17, false)] {
+        let texts = chain(files);
+        let refs: Vec<(&str, &str)> = texts
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        assert_eq!(
+            load_from(&refs, "f0.toml", &[]).is_ok(),
+            loads,
+            "{files} files"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The CLI: `run --set`.
 

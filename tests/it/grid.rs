@@ -190,8 +190,29 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     refused(merge(&[&parts[0], &parts[2]]), "belong to shard 2 of 3");
     refused(
         merge(&[&parts[0], &parts[1], &parts[2], &parts[1]]),
-        "again in",
+        "are both shard 2/3",
     );
+    // A part whose shard or plan is impossible is refused before any plan is built.
+    let whole: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&parts[0]).unwrap()).unwrap();
+    let edit = |name: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut part = whole.clone();
+        change(&mut part);
+        let file = path(&dir, name);
+        std::fs::write(&file, part.to_string()).unwrap();
+        file
+    };
+    let no_shards = edit("zero.json", &|p| p["shard"]["count"] = 0.into());
+    refused(merge(&[&no_shards, &parts[1]]), "not a part: its shard 1/0");
+    let seeds = edit("seeds.json", &|p| p["spec"]["seeds"] = u32::MAX.into());
+    refused(merge(&[&seeds, &parts[1]]), "a plan has 1 to 100000 seeds");
+    let huge = edit("huge.json", &|p| {
+        let values: Vec<String> = (1..=100_000).map(|v| v.to_string()).collect();
+        p["spec"]["axes"][0]["values"] = values.into();
+        let more: Vec<String> = (1..=1_000).map(|v| v.to_string()).collect();
+        p["spec"]["axes"][1]["values"] = more.into();
+    });
+    refused(merge(&[&huge, &parts[1]]), "more than 100000000 cells");
     // Another sweep's part: another job count.
     let other = path(&dir, "other.json");
     let mut args = grid_args(&WORLDS[..1]);
@@ -307,6 +328,24 @@ fn grid_arguments_are_checked_before_anything_runs() {
         "simbench merge",
     );
     usage(&["--grid", "retry.max_attempts=1,2"], "given twice");
+    let many: String = (1..=100)
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let (concurrency, jobs) = (format!("concurrency={many}"), format!("jobs={many}"));
+    let huge = [
+        "sweep",
+        "--grid",
+        &concurrency,
+        "--grid",
+        &jobs,
+        "--seeds",
+        "100000",
+    ];
+    let out = simbench(&huge);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("more than 100000000 cells"), "{stderr}");
     usage(
         &["--grid", "objective.metric=jobs_done,goodput"],
         "judges the cells",
@@ -321,6 +360,29 @@ fn grid_arguments_are_checked_before_anything_runs() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--grid retry.base"), "{stderr}");
+    // Two axes that set one setting, however they spell it, or an axis over the seeds.
+    let invalid = |extra: &[&str], needle: &str| {
+        let mut args = grid_args(&WORLDS[..1]);
+        args.extend_from_slice(extra);
+        let out = simbench(&args);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    };
+    invalid(
+        &[
+            "--grid",
+            "endpoints.2.capacity=1,8",
+            "--grid",
+            "endpoints.metered.capacity=4",
+        ],
+        "sets `endpoints[2].capacity`, which --grid",
+    );
+    invalid(
+        &["--grid", "retry={max_attempts=4},{max_attempts=5}"],
+        "which holds `retry.max_attempts`",
+    );
+    invalid(&["--grid", "seed=1,2"], "cannot be `seed`");
     let mut args = grid_args(&WORLDS[..1]);
     args.extend(["--grid", "retry.max_attemps=1,2"]);
     let out = simbench(&args);

@@ -67,6 +67,8 @@ impl Drop for Server {
 /// An answer: status, headers (lower-case names), body (de-chunked).
 struct Answer {
     status: u16,
+    /// The status line, reason phrase included.
+    status_line: String,
     headers: Vec<(String, String)>,
     body: String,
 }
@@ -109,6 +111,7 @@ fn parse_answer(raw: &[u8]) -> Answer {
     let text = String::from_utf8_lossy(raw);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
+    let status_line = head.lines().next().unwrap_or("").to_owned();
     let status = lines
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
@@ -128,6 +131,7 @@ fn parse_answer(raw: &[u8]) -> Answer {
     };
     Answer {
         status,
+        status_line,
         headers,
         body,
     }
@@ -738,7 +742,8 @@ fn the_served_token_limit_holds_under_a_burst() {
 
 /// The world's weather on the wire: beyond a saturated endpoint's capacity a 529
 /// "overloaded" at once, an outage closes the connection without an answer, and a failing
-/// endpoint answers 503 after its latency; the log says each.
+/// endpoint answers 503 after its latency, with its rate-limit headers as every answer has
+/// them; the log says each.
 #[test]
 fn overloaded_outages_and_failures_are_served_as_the_world_says() {
     let dir = scratch_dir("serve-incidents");
@@ -748,6 +753,8 @@ fn overloaded_outages_and_failures_are_served_as_the_world_says() {
         "10",
         "--request-log",
         log.to_str().unwrap(),
+        "--set",
+        "endpoints.flaky.limits=[{ unit = \"requests\", limit = 1000, per = \"minute\" }]",
         "tests/data/worlds/serve_incidents.toml",
     ]);
     let addr = server.addr.clone();
@@ -758,12 +765,15 @@ fn overloaded_outages_and_failures_are_served_as_the_world_says() {
     std::thread::sleep(Duration::from_millis(60));
     let overloaded = request(&addr, "POST", "/busy/v1/chat/completions", &[], CHAT);
     assert_eq!(overloaded.status, 529, "{}", overloaded.body);
+    assert_eq!(overloaded.status_line, "HTTP/1.1 529 Site is overloaded");
     assert_eq!(overloaded.json()["error"]["type"], "overloaded_error");
     assert_eq!(holder.join().unwrap().status, 200);
     let down = request(&addr, "POST", "/down/v1/chat/completions", &[], CHAT);
     assert_eq!(down.status, 0, "an outage answers nothing");
     let failed = request(&addr, "POST", "/flaky/v1/chat/completions", &[], CHAT);
     assert_eq!(failed.status, 503);
+    assert_eq!(failed.header("x-ratelimit-limit-requests"), Some("1000"));
+    assert!(failed.header("x-ratelimit-remaining-requests").is_some());
     assert_eq!(failed.json()["error"]["type"], "server_error");
     assert!(server.stop().success());
     let outcomes: Vec<(String, String)> = read_log(&log)
