@@ -799,7 +799,7 @@ fn check_variant_name(name: &str, out: &mut Vec<Problem>) {
         message: format!("`{name}` is not a usable algorithm name"),
         label: "not a plain name".into(),
         help: Some(
-            "names are used in `--algorithms a,b` and in reports: use letters, digits, `_` \
+            "names are used in `--algorithms a,b` and in reports: use ASCII letters, digits, `_` \
              and `-`"
                 .into(),
         ),

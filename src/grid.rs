@@ -48,15 +48,34 @@ impl Axis {
             return Err("expected `dotted.key=v1,v2,…`, found nothing before `=`".into());
         }
         let values = split_values(list)?;
+        let meant: Vec<Option<toml::Value>> = values.iter().map(|v| meaning(v)).collect();
         for (i, v) in values.iter().enumerate() {
-            if values[..i].contains(v) {
-                return Err(format!("the value `{v}` is given twice"));
+            let same = |j: usize| values[j] == *v || (meant[i].is_some() && meant[j] == meant[i]);
+            if let Some(j) = (0..i).find(|&j| same(j)) {
+                return Err(match values[j] == *v {
+                    true => format!("the value `{v}` is given twice"),
+                    false => format!("the values `{}` and `{v}` are the same", values[j]),
+                });
             }
         }
         Ok(Axis {
             key: key.to_owned(),
             values,
         })
+    }
+}
+
+/// What a value's TOML text means (a bare word is a string, as `--set` reads it), so `3` and
+/// `+3`, or `full` and `"full"`, are one value; `None` for text that is not a value.
+fn meaning(text: &str) -> Option<toml::Value> {
+    let bare = text.starts_with(|c: char| c.is_ascii_alphabetic())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match toml::from_str::<toml::Table>(&format!("v = {text}")) {
+        Ok(mut table) => table.remove("v"),
+        Err(_) if bare => Some(toml::Value::String(text.to_owned())),
+        Err(_) => None,
     }
 }
 
@@ -768,6 +787,10 @@ mod tests {
         assert!(err("k=[1,2").contains("unclosed"));
         assert!(err("k=1],2").contains("unmatched"));
         assert!(err("k=3,3").contains("twice"));
+        assert!(err("k=3,+3").contains("`3` and `+3` are the same"));
+        assert!(err("k=full,\"full\"").contains("are the same"));
+        assert!(err("k={ a = 1, b = 2 },{b=2,a=1}").contains("are the same"));
+        assert!(Axis::parse("k=3,3.0").is_ok());
     }
 
     #[test]

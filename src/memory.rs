@@ -65,7 +65,7 @@ pub const GRID_COLUMN_BYTES: u64 = 6 << 10;
 /// One compiled world per (world file, grid point), which a grid sweep, each of its shards and
 /// its merge hold from start to end: 4.0 KiB measured for the built-in world (4,096 points of
 /// twelve axes, `--dry-run`: 23.4 MB peak against 7.0 MB for 2 points), rounded up with room.
-/// A trace world's points each hold their own copy of the trace, which this does not count.
+/// A trace world's points each hold their own copy of the trace besides ([`World::trace_bytes`]).
 pub const GRID_POINT_BYTES: u64 = 6 << 10;
 
 /// `merge` of a grid of `runs` runs whose cell reports take `reports` bytes, the largest part
@@ -98,7 +98,7 @@ pub struct Estimate {
     pub per_run: u64,
     /// Runs held at once (the threads, at most the runs).
     pub parallel: u64,
-    /// Every finished run kept for the report, and the report \[bytes\].
+    /// Every finished run kept for the report, the report and the world's trace \[bytes\].
     pub retained: u64,
 }
 
@@ -121,14 +121,16 @@ impl Estimate {
 }
 
 /// The estimate for `runs` runs of `world` on the scheme `rng`, `threads` at a time, keeping
-/// `reports` bytes of reports besides the runs (a grid's cell reports).
+/// `reports` bytes of reports besides the runs (a grid's cell reports) and the trace the world
+/// replays, if any, which its runs share.
 pub fn estimate(world: &World, runs: u64, threads: u64, rng: RngScheme, reports: u64) -> Estimate {
     Estimate {
         per_run: run_bytes(world, rng),
         parallel: threads.clamp(1, runs.max(1)),
         retained: runs
             .saturating_mul(RETAINED_BYTES_PER_RUN)
-            .saturating_add(reports),
+            .saturating_add(reports)
+            .saturating_add(world.trace_bytes()),
     }
 }
 

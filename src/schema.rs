@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use crate::compose::doc::{self, Node, Value as TomlValue};
 use crate::diagnostics::{Finding, Seg, Source, finding, key_path};
 use crate::scenario::Scenario;
+use crate::text::plural;
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use serde_json::{Map, Value, json};
@@ -295,7 +296,15 @@ pub(crate) fn did_you_mean<'c>(
 ) -> Option<&'c str> {
     candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(word, c), c))
+        // Jaro-Winkler misses a swap in a short word ("dya" for "day"): one edit counts too.
+        .map(|c| {
+            let one_edit = if strsim::osa_distance(word, c) == 1 {
+                0.85
+            } else {
+                0.0
+            };
+            (strsim::jaro_winkler(word, c).max(one_edit), c)
+        })
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)
@@ -617,15 +626,22 @@ fn map_error(
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let given = error.instance().as_str().unwrap_or_default();
-            let mut help = format!("valid choices: {}", backticked(choices.iter().copied()));
-            if let Some(best) = did_you_mean(given, choices.iter().copied()) {
-                help = format!("did you mean `{best}`? {help}");
-            }
-            out.push(problem(
-                format!("`{here}` = {} is not a valid choice", error.instance()),
-                "not a valid choice".into(),
-                Some(help),
+            out.push(not_a_choice(&here, error.instance(), &choices, problem));
+        }
+        // An enum whose variants are documented is a `oneOf` of `const`s: the same error as a
+        // plain `enum`, not the validator's "not valid under any of the schemas".
+        K::OneOfNotValid { .. }
+            if info
+                .as_ref()
+                .and_then(|i| const_choices(i.schema))
+                .is_some() =>
+        {
+            let choices = info.as_ref().and_then(|i| const_choices(i.schema));
+            out.push(not_a_choice(
+                &here,
+                error.instance(),
+                &choices.unwrap_or_default(),
+                problem,
             ));
         }
         K::AdditionalProperties { unexpected } => {
@@ -679,12 +695,18 @@ fn map_error(
             });
         }
         K::MinItems { limit } => out.push(problem(
-            format!("`{here}` needs at least {limit} entry"),
+            format!(
+                "`{here}` needs at least {}",
+                plural(*limit as usize, "entry")
+            ),
             "empty".into(),
             Some(if here == "endpoints" {
                 "add an `[[endpoints]]` table with at least `id`, `capacity` and `latency`".into()
             } else {
-                format!("give `{here}` at least {limit} entry")
+                format!(
+                    "give `{here}` at least {}",
+                    plural(*limit as usize, "entry")
+                )
             }),
         )),
         K::MinLength { .. } => out.push(problem(
@@ -698,6 +720,41 @@ fn map_error(
             description,
         )),
     }
+}
+
+/// "not a valid choice", with the choices and the nearest one to what was given.
+fn not_a_choice(
+    here: &str,
+    given: &Value,
+    choices: &[&str],
+    problem: impl Fn(String, String, Option<String>) -> Problem,
+) -> Problem {
+    let mut help = format!("valid choices: {}", backticked(choices.iter().copied()));
+    let Some(text) = given.as_str() else {
+        let found = found_type(json_kind(given));
+        return problem(
+            format!("`{here}` must be a string, found {found}"),
+            "expected a string".into(),
+            Some(help),
+        );
+    };
+    if let Some(best) = did_you_mean(text, choices.iter().copied()) {
+        help = format!("did you mean `{best}`? {help}");
+    }
+    problem(
+        format!("`{here}` = {given} is not a valid choice"),
+        "not a valid choice".into(),
+        Some(help),
+    )
+}
+
+/// The strings of a `oneOf` whose every branch is a string `const` (a documented enum).
+fn const_choices(schema: &Value) -> Option<Vec<&str>> {
+    let branches = schema.get("oneOf")?.as_array()?;
+    branches
+        .iter()
+        .map(|b| b.get("const").and_then(Value::as_str))
+        .collect()
 }
 
 /// Whether `error` is about a key's name (`propertyNames`), not a value.

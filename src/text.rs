@@ -4,8 +4,9 @@
 //!
 //! A control character (Unicode category Cc: C0, DEL and C1, so ESC, BEL, CR and newline too)
 //! and the invisible characters that reorder or break a line (bidirectional overrides and
-//! isolates, U+2028 and U+2029) are shown as a Rust-style escape, `\u{1b}`: visible, and never
-//! something a terminal acts on. Everything else, backslashes included, is shown as written.
+//! isolates, U+2028 and U+2029) or hide in one (the byte-order mark U+FEFF) are shown as a
+//! Rust-style escape, `\u{1b}`: visible, and never something a terminal acts on. Everything
+//! else, backslashes included, is shown as written.
 
 use std::borrow::Cow;
 
@@ -15,7 +16,7 @@ pub fn needs_escape(c: char) -> bool {
         || matches!(
             c,
             '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-                | '\u{2028}' | '\u{2029}'
+                | '\u{2028}' | '\u{2029}' | '\u{feff}'
         )
 }
 
@@ -46,9 +47,28 @@ pub fn escape_lines(text: &str) -> String {
     text.lines().map(escape).collect::<Vec<_>>().join("\n")
 }
 
+/// `n` and an English noun, plural unless `n` is 1: "1 seed", "3 seeds", "2 entries".
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    match noun.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) => format!("{n} {stem}ies"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plurals() {
+        assert_eq!(plural(1, "entry"), "1 entry");
+        assert_eq!(plural(2, "entry"), "2 entries");
+        assert_eq!(plural(0, "key"), "0 keys");
+        assert_eq!(plural(3, "seed"), "3 seeds");
+    }
 
     #[test]
     fn control_characters_become_visible_escapes() {

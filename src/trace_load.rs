@@ -67,6 +67,13 @@ pub struct Replay {
 pub type SharedReplay = Arc<Replay>;
 
 impl Replay {
+    /// The memory it holds \[bytes\] (its vectors' contents and its name).
+    pub fn bytes(&self) -> u64 {
+        let arrivals = self.arrivals_s.len() * std::mem::size_of::<f64>();
+        let sizes = self.sizes.len() * std::mem::size_of::<CallTokens>();
+        (std::mem::size_of::<Replay>() + arrivals + sizes + self.source.len()) as u64
+    }
+
     /// Jobs in the trace.
     pub fn jobs(&self) -> usize {
         self.arrivals_s.len()

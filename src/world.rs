@@ -123,6 +123,13 @@ impl World {
     pub fn load(&self) -> &Load {
         &self.load
     }
+    /// The memory of the trace this world replays \[bytes\]; 0 for any other load.
+    pub fn trace_bytes(&self) -> u64 {
+        match &self.load {
+            Load::Trace { replay, .. } => replay.bytes(),
+            _ => 0,
+        }
+    }
     /// The validity gate's thresholds.
     pub fn validity(&self) -> &Validity {
         &self.validity

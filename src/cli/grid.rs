@@ -22,6 +22,7 @@ use crate::report::Run;
 use crate::report::fingerprint::world_hash;
 use crate::report::grid::{self as render, GridReport, GridWorld};
 use crate::sweep::{self, SweepConfig};
+use crate::text::plural;
 use crate::world::World;
 
 use super::console::errln;
@@ -110,15 +111,24 @@ impl Built {
         crate::memory::grid_reports_bytes(points * self.bases.len() as u64, points * columns)
     }
 
-    /// The estimate of the compiled worlds, one per world and point, held by every command.
+    /// The estimate of the compiled worlds, one per world and point, held by every command:
+    /// each with its own copy of the trace a trace world replays.
     fn worlds_bytes(&self) -> u64 {
-        let held: usize = self.at.iter().map(Vec::len).sum();
-        (held as u64).saturating_mul(crate::memory::GRID_POINT_BYTES)
+        self.at
+            .iter()
+            .flatten()
+            .map(|w| crate::memory::GRID_POINT_BYTES.saturating_add(w.trace_bytes()))
+            .fold(0, u64::saturating_add)
     }
 
-    /// Loads every world at every point; the error is the exit code, its message printed.
+    /// Loads every world at every point; the error is the exit code, its message printed
+    /// (after "PART: its plan: " when the plan is read from the part `from`, for `merge`).
     /// A plan past the caps is refused before any world is compiled or any cell listed.
-    fn from_spec(spec: Spec, inputs: &Inputs) -> Result<Built, u8> {
+    fn from_spec(spec: Spec, inputs: &Inputs, from: Option<&str>) -> Result<Built, u8> {
+        let usage_error = |message: &str| match from {
+            Some(part) => usage_error(&format!("{part}: its plan: {message}")),
+            None => usage_error(message),
+        };
         if spec.seeds == 0 || spec.seeds > super::run::MAX_SEEDS {
             return Err(usage_error(&format!(
                 "{} seeds: a plan has 1 to {} seeds",
@@ -130,7 +140,7 @@ impl Built {
             .and_then(|p| p.checked_mul(spec.worlds.len() as u64))
             .and_then(|n| n.checked_mul(u64::from(spec.seeds)));
         if least_cells.is_none_or(|n| n > grid::MAX_CELLS) {
-            return Err(too_many_cells());
+            return Err(usage_error(&too_many_cells()));
         }
         let user: Vec<Override> = spec
             .overrides
@@ -155,7 +165,14 @@ impl Built {
                 .map_err(|m| usage_error(&m))?;
             let base = source.load(&user, inputs).map_err(|e| invalid(&e))?;
             let algorithms = super::run::pick_algorithms(&base, built.spec.algorithms.as_deref())
-                .map_err(|m| usage_error(&m))?;
+                .map_err(|m| match built.spec.worlds.len() {
+                1 => usage_error(&m),
+                _ => usage_error(&format!(
+                    "{}: {m}\n  hint: every world of a sweep runs every --algorithms name, so a \
+                         variant ([algorithms.NAME]) must be in each of them",
+                    crate::text::escape(&source.origin)
+                )),
+            })?;
             let mut worlds = Vec::with_capacity(points.len());
             for point in &points {
                 let mut all = user.clone();
@@ -252,6 +269,12 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             .into_iter()
             .map(|o| (o.origin, o.text)),
     );
+    if let Some(file) = repeated_file(&args.files) {
+        return usage_error(&format!(
+            "{} is given twice; a world runs once in a sweep",
+            crate::text::escape(&file.display().to_string())
+        ));
+    }
     if let Some(repeat) = repeated_key(&args.grid) {
         return usage_error(&format!(
             "--grid {repeat} is given twice; give all its values in one"
@@ -277,7 +300,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         seeds: fixed,
         rng: rng_name(args.exec.rng).to_owned(),
     };
-    let built = match Built::from_spec(spec, &inputs) {
+    let built = match Built::from_spec(spec, &inputs, None) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -304,7 +327,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     )
     .is_none()
     {
-        return too_many_cells();
+        return usage_error(&too_many_cells());
     }
     let total = built.cell_total();
     let mine: Vec<usize> = (shard.index as usize - 1..total)
@@ -456,11 +479,12 @@ struct Memory {
 fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize, memory: &Memory) -> u8 {
     let worlds = built.bases.len();
     let mut line = format!(
-        "plan {}: {cells} cells ({worlds} world{} × {} points × their algorithms × {} seeds)",
+        "plan {}: {} ({} × {} × their algorithms × {})",
         built.hash,
-        if worlds == 1 { "" } else { "s" },
-        grid::points(&built.spec.axes).len(),
-        built.spec.seeds
+        plural(cells, "cell"),
+        plural(worlds, "world"),
+        plural(grid::points(&built.spec.axes).len(), "point"),
+        plural(built.spec.seeds as usize, "seed")
     );
     if shard != Shard::ALL {
         line.push_str(&format!(
@@ -491,14 +515,14 @@ pub fn merge(args: &MergeArgs) -> u8 {
     let origin = super::run::now();
     let inputs = Inputs::default();
     let read = |path: &PathBuf| {
-        inputs.record(path, super::output::Role::Scenario);
+        inputs.record(path, super::output::Role::Part);
         read_part(path).map(|part| (path.display().to_string(), part))
     };
     let first = match read(&args.parts[0]) {
         Ok(first) => first,
         Err(message) => return usage_error(&message),
     };
-    let built = match Built::from_spec(first.1.spec.clone(), &inputs) {
+    let built = match Built::from_spec(first.1.spec.clone(), &inputs, Some(&first.0)) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -653,11 +677,20 @@ fn resolve_shard(arg: Option<ShardArg>) -> Result<Shard, String> {
     }
 }
 
-fn too_many_cells() -> u8 {
-    usage_error(&format!(
+fn too_many_cells() -> String {
+    format!(
         "the plan has more than {} cells; shard a smaller grid, or fewer seeds",
         grid::MAX_CELLS
-    ))
+    )
+}
+
+/// A scenario file named twice (by the same or another path to it).
+fn repeated_file(files: &[PathBuf]) -> Option<&PathBuf> {
+    let id = |f: &PathBuf| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+    let ids: Vec<PathBuf> = files.iter().map(id).collect();
+    (1..files.len())
+        .find(|&i| ids[..i].contains(&ids[i]))
+        .map(|i| &files[i])
 }
 
 fn repeated_key(axes: &[Axis]) -> Option<&str> {

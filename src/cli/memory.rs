@@ -52,14 +52,21 @@ pub fn check(
     }
     Err(format!(
         "this command would need about {} of memory, over the memory budget of {} \
-         ({} runs, {} at a time, about {} each at their peak, and {} for the finished runs and \
-         the report); hint: fewer jobs, seeds or --threads, or a larger --memory-budget",
+         ({} runs, {} at a time, about {} each at their peak, {} for the finished runs{} and \
+         the report, and {} for the program itself); hint: fewer jobs, seeds or --threads, or a \
+         larger --memory-budget",
         memory::show(estimate.total()),
         memory::show(budget),
         runs,
         estimate.parallel,
         memory::show(estimate.per_run),
         memory::show(estimate.retained),
+        if world.trace_bytes() > 0 {
+            ", the trace"
+        } else {
+            ""
+        },
+        memory::show(memory::BASE_BYTES),
     ))
 }
 

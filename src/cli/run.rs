@@ -29,6 +29,7 @@ use crate::report::gates::{self, Baseline};
 use crate::report::terminal::{MetricChoice, TerminalOptions};
 use crate::report::{self, Report, SweepInfo};
 use crate::sweep::{self, SweepConfig};
+use crate::text::plural;
 use crate::threshold::Assertion;
 use crate::world::World;
 use progress::Progress;
@@ -795,14 +796,6 @@ fn warn_unfinished(report: &Report) {
     }
 }
 
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
 /// The shorthand flags as overrides, then the `--set` arguments, in the order they apply.
 fn overrides(args: &RunArgs) -> Vec<Override> {
     let shorthand = |flag: &str, text: String| Override {
@@ -910,7 +903,10 @@ pub(super) fn unknown_algorithm(world: &World, name: &str) -> String {
         .map(|n| -> &str { n })
         .chain(world.named_variants().map(|v| v.name.as_str()))
         .collect();
-    let message = format!("unknown algorithm `{name}` (known: {})", known.join(", "));
+    let mut message = format!("unknown algorithm `{name}` (known: {})", known.join(", "));
+    if let Some(best) = crate::schema::did_you_mean(name, known.iter().copied()) {
+        message.push_str(&format!("; did you mean `{best}`?"));
+    }
     crate::text::escape(&message).into_owned()
 }
 

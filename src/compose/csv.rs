@@ -10,6 +10,7 @@
 use super::Reader;
 use super::doc::{At, Entry, Node, Value};
 use crate::diagnostics::{Finding, Seg, Source, finding};
+use crate::text::plural;
 
 /// The key that names a CSV file of quantiles.
 pub(crate) const CSV_KEY: &str = "quantiles_csv";
@@ -219,8 +220,15 @@ fn check_text(shown: &str, bytes: &[u8]) -> Result<String, Box<Finding>> {
 /// The rows of a quantile CSV as `[quantile, value]` nodes located in `source` (`id`).
 fn parse_points(source: &Source, id: usize, key_path: &[Seg]) -> Result<Vec<Node>, Box<Finding>> {
     let text = source.text.as_str();
+    // A byte-order mark (spreadsheets on Windows write one) is not content.
+    let bom = if text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let text = &text[bom..];
     let mut points = Vec::new();
-    let mut offset = 0;
+    let mut offset = bom;
     let mut first_row = true;
     for raw in text.split_inclusive('\n') {
         let start = offset;
@@ -252,7 +260,7 @@ fn parse_points(source: &Source, id: usize, key_path: &[Seg]) -> Result<Vec<Node
         if fields.len() != 2 {
             return Err(bad(
                 start..start + line.len(),
-                format!("a row has {} fields, not 2", fields.len()),
+                format!("a row has {}, not 2", plural(fields.len(), "field")),
                 "expected `quantile,value`",
             ));
         }

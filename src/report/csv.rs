@@ -6,7 +6,8 @@
 //! world. Values are rounded to 6 decimals; a run that did not finish
 //! has empty metric cells, and so does a metric that does not apply to the world or that the
 //! run has nothing to compute from (see the JSON's `undefined` for the reason). RFC 4180
-//! quoting, `\n` line ends. Streams into any `io::Write`, row by row; where it goes is the
+//! quoting, `\n` line ends; a text cell's control and bidi characters are written as the
+//! terminal shows them (`\u{1b}`), so every row is one line and printing the file is safe. Streams into any `io::Write`, row by row; where it goes is the
 //! caller's decision.
 
 use std::io::{self, Write};
@@ -85,10 +86,13 @@ pub(crate) fn outcome_cells(
 
 /// Quotes a field if it holds a comma, a quote or a line break.
 pub(crate) fn field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
+    // A control character (ESC recolours the terminal the file is printed on) or a bidi
+    // override is written as the terminal shows it, `\u{1b}`; line breaks too, one row a line.
+    let text = crate::text::escape(text);
+    if text.contains([',', '"']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        text.to_string()
+        text.into_owned()
     }
 }
 
@@ -101,5 +105,12 @@ mod tests {
         assert_eq!(field("wait"), "wait");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_escaped() {
+        assert_eq!(field("esc\u{1b}[31mred"), "esc\\u{1b}[31mred");
+        assert_eq!(field("a\nb,c"), "\"a\\u{a}b,c\"");
+        assert_eq!(field("evil\u{202e}"), "evil\\u{202e}");
     }
 }

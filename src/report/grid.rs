@@ -22,6 +22,7 @@ use super::{Report, Run, SweepInfo, analyse};
 use crate::grid::{self, Axis};
 use crate::metrics::{CATALOGUE, Metric};
 use crate::objective::Objective;
+use crate::text::plural;
 use crate::world::World;
 
 /// One world of a grid, as the analysis needs it.
@@ -543,12 +544,12 @@ pub fn terminal(report: &GridReport) -> String {
     for w in &report.worlds {
         let metric = w.best.objective.metric.info().name;
         out.push_str(&format!(
-            "{} ({}): {} points × {} algorithms × {} seeds\n",
+            "{} ({}): {} × {} × {}\n",
             w.name,
             w.file,
-            report.points.len(),
-            w.algorithms.len(),
-            report.seeds
+            plural(report.points.len(), "point"),
+            plural(w.algorithms.len(), "algorithm"),
+            plural(report.seeds as usize, "seed")
         ));
         for (cell, point) in w.cells.iter().zip(&report.points) {
             let lead = cell.decision.leader().and_then(|name| {

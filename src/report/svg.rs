@@ -30,7 +30,8 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => {
+            // Control characters and the invisible ones that reorder a line (bidi overrides).
+            c if crate::text::needs_escape(c) && c != '\n' && c != '\t' => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
             c => out.push(c),

@@ -205,7 +205,10 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     let no_shards = edit("zero.json", &|p| p["shard"]["count"] = 0.into());
     refused(merge(&[&no_shards, &parts[1]]), "not a part: its shard 1/0");
     let seeds = edit("seeds.json", &|p| p["spec"]["seeds"] = u32::MAX.into());
-    refused(merge(&[&seeds, &parts[1]]), "a plan has 1 to 100000 seeds");
+    refused(
+        merge(&[&seeds, &parts[1]]),
+        "seeds.json: its plan: 4294967295 seeds",
+    );
     let huge = edit("huge.json", &|p| {
         let values: Vec<String> = (1..=100_000).map(|v| v.to_string()).collect();
         p["spec"]["axes"][0]["values"] = values.into();
@@ -247,6 +250,19 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     let mut small = vec!["merge", "--quiet", "--json", "-", "--memory-budget", "1M"];
     small.extend(parts.iter().map(|p| s(p)));
     refused(simbench(&small), "over the memory budget of 1.0 MiB");
+    // An output onto a part being merged.
+    let onto = path(&dir, "onto.json");
+    std::fs::copy(&parts[2], &onto).unwrap();
+    let out = simbench(&[
+        "merge",
+        "--quiet",
+        "--json",
+        s(&onto),
+        s(&parts[0]),
+        s(&parts[1]),
+        s(&onto),
+    ]);
+    refused(out, "is a part being merged; refusing to overwrite it");
     // What merged from the right parts is complete.
     let ok = merge(&[&parts[2], &parts[0], &parts[1]]);
     assert!(
@@ -351,6 +367,40 @@ fn grid_arguments_are_checked_before_anything_runs() {
         "judges the cells",
     );
     usage(&["--grid", "jobs=1,,2"], "empty value");
+    usage(
+        &["--grid", "jobs=3,+3"],
+        "the values `3` and `+3` are the same",
+    );
+    usage(
+        &["--grid", "retry.jitter=full,\"full\""],
+        "the values `full` and `\"full\"` are the same",
+    );
+    // One world file twice, under another path.
+    let again = format!(
+        "./{}",
+        WORLDS[0].replace("scenarios/", "scenarios/../scenarios/")
+    );
+    let mut args = grid_args(&[WORLDS[0], &again]);
+    args.push("--dry-run");
+    let out = simbench(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is given twice; a world runs once"),
+        "{stderr}"
+    );
+    // A variant one world lacks names that world.
+    let mut args = grid_args(&WORLDS);
+    let at = args.iter().position(|a| *a == "aimd,backoff").unwrap();
+    args[at] = "aimd_gentle,backoff";
+    let out = simbench(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("scenarios/bursty.toml: unknown algorithm `aimd_gentle`")
+            && stderr.contains("must be in each of them"),
+        "{stderr}"
+    );
     usage(&["--algorithms", "nonesuch"], "unknown algorithm");
     usage(&["--concurrency", "1,2"], "cannot be used with");
     // A value the scenario rejects is an invalid scenario, located in the grid's override.

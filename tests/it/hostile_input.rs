@@ -217,7 +217,7 @@ fn has_control_bytes(bytes: &[u8]) -> bool {
 #[test]
 fn hostile_names_with_escape_codes_are_printed_escaped() {
     let dir = scratch_dir("escapes");
-    let text = world("evil\\u001b[31mred\\u0007")
+    let text = world("evil\\u001b[31mred\\u0007\\u202e")
         .replace("A small world.", "Rings\\u0007 the bell.")
         + "\n[unsuited]\nfailover = \"why\\u001b[2J\"\n";
     std::fs::write(dir.join("evil.toml"), text).unwrap();
@@ -230,9 +230,24 @@ fn hostile_names_with_escape_codes_are_printed_escaped() {
             "1",
             "--algorithms",
             "wait,failover",
+            "--csv",
+            "runs.csv",
+            "--timeseries",
+            "series.csv",
+            "--html",
+            "report.html",
+            "--markdown",
+            "report.md",
         ],
     );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    // The files too: a CSV printed with `cat` must not recolour the terminal.
+    for file in ["runs.csv", "series.csv", "report.html", "report.md"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let controls = text.bytes().any(|b| (b < 0x20 && b != b'\n') || b == 0x7f);
+        assert!(!controls && !text.contains('\u{202e}'), "{file}: {text}");
+        assert!(text.contains("evil\\u{1b}[31mred\\u{7}\\u{202e}"), "{file}");
+    }
     let list = simbench_in(&dir, &["list", "evil.toml"]);
     assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
     for (what, bytes) in [
@@ -247,7 +262,7 @@ fn hostile_names_with_escape_codes_are_printed_escaped() {
         );
     }
     assert!(
-        stderr(&run).contains("`evil\\u{1b}[31mred\\u{7}`"),
+        stderr(&run).contains("`evil\\u{1b}[31mred\\u{7}\\u{202e}`"),
         "{}",
         stderr(&run)
     );

@@ -491,7 +491,15 @@ fn interrupted(dir: &Path, args: &[&str], signal: &str) -> ExitStatus {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let staged = |d: &Path| !temporaries(d).is_empty();
+    // Names only, and a folder not made yet holds none: the command makes, fills and renames
+    // its files while this looks.
+    let staged = |d: &Path| {
+        std::fs::read_dir(d).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(".simbench-"))
+        })
+    };
     let mut waited = 0;
     while !(staged(dir) && staged(&dir.join("out/new"))) {
         assert!(

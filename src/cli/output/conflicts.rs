@@ -28,6 +28,8 @@ pub(crate) enum Role {
     Log,
     /// A data file a scenario names: a quantile CSV or a trace log.
     Data,
+    /// A sweep's part that `simbench merge` reads.
+    Part,
 }
 
 impl Inputs {
@@ -61,6 +63,7 @@ pub(super) fn check(outputs: &[(&'static str, &Path)], inputs: &Inputs) -> Resul
                     Role::Base => format!("a base that the scenario extends ({})", input.display()),
                     Role::Log => "a log being read".to_owned(),
                     Role::Data => format!("a data file the scenario reads ({})", input.display()),
+                    Role::Part => "a part being merged".to_owned(),
                 };
                 return Err(format!(
                     "{flag} {} is {what}; refusing to overwrite it (nothing was written)",
