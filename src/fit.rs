@@ -30,6 +30,7 @@ use input::{Log, Request};
 use latency::{Sampled, TokenSample};
 
 use crate::request_log::{EntryOutcome, ErrorKind, HeaderUnit};
+use crate::text::plural;
 
 /// A fitted world.
 #[derive(Clone, Debug)]
@@ -1505,12 +1506,4 @@ fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {
         float(b.bucket.recovery_per_s * 60.0, 4),
         "",
     );
-}
-
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }

@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::fit::doc::ReportLine;
 use crate::fit::input::{self, Log, LogError};
+use crate::text::plural;
 
 use super::console::errln;
 use super::output::{Inputs, Plan, Request, Role};
@@ -196,6 +197,19 @@ fn check_fitted(toml: &str, output: &std::path::Path) -> Result<(), String> {
 
 /// Reads every log into one [`Log`], one segment per file.
 /// Errors carry their exit code: 2 for a file that cannot be read, 1 for a bad log.
+/// "FILE:LINE:COLUMN: is not UTF-8 text", at the first byte that is not.
+fn not_utf8(name: &str, bytes: &[u8], error: std::str::Utf8Error) -> String {
+    let good = &bytes[..error.valid_up_to()];
+    let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+    let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
+    let byte = bytes.get(error.valid_up_to()).copied().unwrap_or_default();
+    format!(
+        "{}:{line}:{column}: is not UTF-8 text (byte 0x{byte:02x}); save the log as UTF-8",
+        crate::text::escape(name)
+    )
+}
+
 fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
     let mut log = Log::default();
     for path in paths {
@@ -227,20 +241,20 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
                     .map_err(located)?;
             }
             Format::Har | Format::Otlp => {
-                let mut text = String::new();
-                std::io::Read::read_to_string(&mut reader, &mut text).map_err(|e| {
-                    match e.kind() {
-                        std::io::ErrorKind::InvalidData => (
-                            super::EXIT_INVALID,
-                            format!("the log {name} is not UTF-8 text"),
-                        ),
-                        _ => unreadable(e),
-                    }
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(unreadable)?;
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    (
+                        super::EXIT_INVALID,
+                        not_utf8(&name, e.as_bytes(), e.utf8_error()),
+                    )
                 })?;
+                // A byte-order mark (Windows editors write one) is not content.
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
                 let entries = if format == Format::Har {
-                    crate::fit::har::read(&name, &text)
+                    crate::fit::har::read(&name, text)
                 } else {
-                    crate::fit::otlp::read(&name, &text)
+                    crate::fit::otlp::read(&name, text)
                 }
                 .map_err(located)?;
                 for entry in &entries {
@@ -298,12 +312,4 @@ fn render_report(lines: &[ReportLine]) -> String {
     out.lines()
         .map(|line| crate::text::escape(line).into_owned() + "\n")
         .collect()
-}
-
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }

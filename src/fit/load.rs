@@ -41,10 +41,10 @@ pub enum LoadModel {
     Closed {
         /// That share ([`HANDOFF_LAG`]).
         handoff_share: f64,
-        /// The workers' pause between jobs \[s\]: the median time from an end to the start
-        /// that replaces it (0 when jobs follow at the same instant, as in a simulated log, and
-        /// without job ids, where the gaps between requests hold retry waits too).
-        think_s: f64,
+        /// The workers' pause between jobs (none when jobs follow at the same instant, as in a
+        /// simulated log, and without job ids, where the gaps between requests hold retry waits
+        /// too).
+        pause: Pause,
     },
     /// Arrivals at a rate.
     Open {
@@ -54,6 +54,34 @@ pub enum LoadModel {
         gap_cv: f64,
     },
 }
+
+/// The workers' pause between jobs, from the time from each end to the start that replaces it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pause {
+    /// \[s\]: the gaps' mean for exponential pauses (the pairing of ends with starts keeps
+    /// the mean, whatever order the pauses shuffle the starts into), their median for a fixed
+    /// one (robust to a worker's odd stall); 0 for none.
+    pub think_s: f64,
+    /// Whether the gaps spread as exponential pauses would.
+    pub exponential: bool,
+    /// The gaps' quartile dispersion, (Q3 − Q1) / (Q3 + Q1): 0 for a fixed pause.
+    pub spread: f64,
+    /// The dispersion exponential pauses of that mean show through the same pairing (0.66 when
+    /// the pauses are short against the time between ends, less when they shuffle the starts).
+    pub exponential_spread: f64,
+}
+
+impl Pause {
+    const NONE: Pause = Pause {
+        think_s: 0.0,
+        exponential: false,
+        spread: 0.0,
+        exponential_spread: 0.0,
+    };
+}
+
+/// The fewest gaps whose quartiles tell a fixed pause from an exponential one.
+const SHAPE_GAPS: usize = 20;
 
 /// The retry policy seen.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,6 +121,7 @@ pub fn fit(log: &Log) -> LoadFit {
     let mut lags = Vec::new();
     let mut durations = (0.0f64, 0usize);
     let mut starts_all: Vec<Vec<f64>> = Vec::new();
+    let mut paired_ends: Vec<Vec<f64>> = Vec::new();
     for segment in &log.segments {
         let spans = job_spans(&segment.requests, has_jobs);
         jobs_per_log.push(spans.len() as u64);
@@ -105,7 +134,9 @@ pub fn fit(log: &Log) -> LoadFit {
         starts.sort_by(f64::total_cmp);
         let mut ends: Vec<f64> = spans.iter().map(|s| s.1).collect();
         ends.sort_by(f64::total_cmp);
+        let before = lags.len();
         lags.extend(replacement_lags(&starts, &ends, most as usize));
+        paired_ends.push(ends[..lags.len() - before].to_vec());
         for s in &mut starts {
             *s -= origin;
         }
@@ -125,10 +156,10 @@ pub fn fit(log: &Log) -> LoadFit {
     lags.sort_by(f64::total_cmp);
     let closed = LoadModel::Closed {
         handoff_share,
-        think_s: if lags.is_empty() || !has_jobs {
-            0.0
+        pause: if lags.is_empty() || !has_jobs {
+            Pause::NONE
         } else {
-            stats::quantile(&lags, 0.5)
+            pause(&lags, &paired_ends)
         },
     };
     let model = if has_jobs && handoff_share < 0.3 {
@@ -180,6 +211,70 @@ fn handoff_share(lags: &[f64], mean_duration: f64) -> f64 {
     }
     let soon = lags.iter().filter(|l| **l <= HANDOFF_LAG * mean_duration);
     soon.count() as f64 / lags.len() as f64
+}
+
+/// The pause from the sorted `lags` and the ends they were paired with (per log): exponential
+/// when the lags' spread is nearer what exponential pauses of their mean would show through the
+/// same pairing than the 0 of a fixed pause.
+fn pause(lags: &[f64], paired_ends: &[Vec<f64>]) -> Pause {
+    let median = stats::quantile(lags, 0.5);
+    let fixed = Pause {
+        think_s: median,
+        ..Pause::NONE
+    };
+    let mean = lags.iter().sum::<f64>() / lags.len() as f64;
+    if lags.len() < SHAPE_GAPS || mean <= 0.0 {
+        return fixed;
+    }
+    let spread = quartile_dispersion(lags);
+    let exponential_spread = quartile_dispersion(&exponential_lags(paired_ends, mean));
+    Pause {
+        exponential: spread > exponential_spread / 2.0,
+        think_s: if spread > exponential_spread / 2.0 {
+            mean
+        } else {
+            median
+        },
+        spread,
+        exponential_spread,
+    }
+}
+
+/// (Q3 − Q1) / (Q3 + Q1) of sorted values; 0 when both quartiles are 0.
+fn quartile_dispersion(sorted: &[f64]) -> f64 {
+    let (q1, q3) = (stats::quantile(sorted, 0.25), stats::quantile(sorted, 0.75));
+    if q1 + q3 > 0.0 {
+        (q3 - q1) / (q3 + q1)
+    } else {
+        0.0
+    }
+}
+
+/// The lags a closed loop would show if each end were followed by an exponential pause of
+/// `mean` before its replacement start, paired as [`replacement_lags`] pairs the log's (the
+/// k-th end with the k-th replacement start in time), sorted. Repeated to some 10,000 lags;
+/// the draws are keyed by position, so the same ends give the same lags.
+fn exponential_lags(paired_ends: &[Vec<f64>], mean: f64) -> Vec<f64> {
+    let n: usize = paired_ends.iter().map(Vec::len).sum();
+    let rounds = 10_000usize.div_ceil(n.max(1)).min(64);
+    let mut out = Vec::with_capacity(n * rounds);
+    let mut key = 0u64;
+    for _ in 0..rounds {
+        for ends in paired_ends {
+            let mut starts: Vec<f64> = ends
+                .iter()
+                .map(|e| {
+                    key += 1;
+                    let u = (crate::rng::mix64(key) >> 11) as f64 / (1u64 << 53) as f64;
+                    e - mean * (1.0 - u).ln()
+                })
+                .collect();
+            starts.sort_by(f64::total_cmp);
+            out.extend(starts.iter().zip(ends).map(|(s, e)| (s - e).max(0.0)));
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    out
 }
 
 /// `(first start, last end)` per job (per request without ids).
@@ -363,16 +458,34 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
 
 /// `[load]`, for an open loop or a closed one whose workers pause between jobs.
 pub fn write_load(doc: &mut Doc, load: &LoadFit) {
-    if let LoadModel::Closed { think_s, .. } = load.model
-        && think_s > 0.0
+    if let LoadModel::Closed { pause, .. } = load.model
+        && pause.think_s > 0.0
     {
         doc.table("[load]", "load", &[]);
+        let (what, shape) = if pause.exponential {
+            ("mean", "exponential")
+        } else {
+            ("median", "fixed")
+        };
         doc.fitted(
             "think_s",
-            float(think_s, 4),
-            "the median time from a job's end to the start that replaces it: the client's own \
-             work between jobs",
+            float(pause.think_s, 4),
+            format!(
+                "the {what} time from a job's end to the start that replaces it: the client's \
+                 own work between jobs"
+            ),
         );
+        if pause.exponential_spread > 0.0 {
+            doc.fitted(
+                "think",
+                format!("\"{shape}\""),
+                format!(
+                    "those gaps' quartile dispersion is {:.3}; exponential pauses of that mean \
+                     would show {:.3} through the same pairing, a fixed pause 0",
+                    pause.spread, pause.exponential_spread
+                ),
+            );
+        }
     }
     if let LoadModel::Open { rate_per_s, gap_cv } = load.model {
         doc.table("[load]", "load", &[]);
@@ -501,6 +614,51 @@ mod tests {
         for workers in [1, 8, 64] {
             let s = share(&closed(workers, 4_000, 0.05, 2));
             assert!(s > 0.9, "{workers} workers: {s}");
+        }
+    }
+
+    /// A closed loop (jobs of exponential length, mean 1 s) whose workers pause `think(u)`
+    /// after each job, `u` a uniform draw; the fitted pause.
+    fn fitted_pause(workers: usize, seed: u64, think: impl Fn(f64) -> f64) -> Pause {
+        let mut u = uniforms(seed);
+        let mut free = vec![0.0f64; workers];
+        let spans: Vec<(f64, f64)> = (0..4_000)
+            .map(|j| {
+                let w = (0..workers)
+                    .min_by(|a, b| free[*a].total_cmp(&free[*b]))
+                    .unwrap();
+                let start = free[w] + if j < workers { 0.0 } else { think(u()) };
+                let end = start - (1.0 - u()).ln();
+                free[w] = end;
+                (start, end)
+            })
+            .collect();
+        let mut starts: Vec<f64> = spans.iter().map(|s| s.0).collect();
+        let mut ends: Vec<f64> = spans.iter().map(|s| s.1).collect();
+        starts.sort_by(f64::total_cmp);
+        ends.sort_by(f64::total_cmp);
+        let mut lags: Vec<f64> =
+            replacement_lags(&starts, &ends, most_at_once(&spans) as usize).collect();
+        let paired = vec![ends[..lags.len()].to_vec()];
+        lags.sort_by(f64::total_cmp);
+        pause(&lags, &paired)
+    }
+
+    #[test]
+    fn a_pause_is_told_fixed_or_exponential_and_its_mean_kept() {
+        for workers in [1, 8, 64] {
+            for mean in [0.01, 0.1, 0.5] {
+                let at = format!("{workers} workers, mean {mean}");
+                let exp = fitted_pause(workers, 5, |u| -mean * (1.0 - u).ln());
+                assert!(exp.exponential, "{at}: {exp:?}");
+                assert!((exp.think_s / mean - 1.0).abs() < 0.1, "{at}: {exp:?}");
+                let fixed = fitted_pause(workers, 6, |_| mean);
+                assert!(!fixed.exponential, "{at}: {fixed:?}");
+                assert!((fixed.think_s / mean - 1.0).abs() < 1e-9, "{at}: {fixed:?}");
+                // A fixed pause give or take a fifth (a thread's turn) is still fixed.
+                let jittered = fitted_pause(workers, 7, |u| mean * (0.8 + 0.4 * u));
+                assert!(!jittered.exponential, "{at}: {jittered:?}");
+            }
         }
     }
 

@@ -510,13 +510,18 @@ fn fit_cli_overrules_a_prior_the_logs_contradict() {
 
 /// A closed loop whose workers pause between jobs (a twentieth of a job's 0.52 s, within the
 /// tenth the fit allows a closed loop's handoff): the fit reads it as closed and finds the
-/// pause, and a loop without one writes none. The breaker, which no log shows, is stated as
-/// assumed.
+/// pause and whether it is fixed or exponential, and a loop without one writes none. The
+/// breaker, which no log shows, is stated as assumed.
 #[test]
 fn fit_cli_finds_a_closed_loops_pause_between_jobs() {
     let dir = scratch_dir("fit-think");
     let world = dir.join("thinking.toml");
-    for (think, expect) in [("think_s = 0.026", Some(0.026)), ("", None)] {
+    let exponential = "think_s = 0.026\nthink = \"exponential\"";
+    for (think, expect) in [
+        ("think_s = 0.026", Some((0.026, "fixed"))),
+        (exponential, Some((0.026, "exponential"))),
+        ("", None),
+    ] {
         let text = crate::open_loop::thinking(
             8,
             64,
@@ -536,9 +541,13 @@ fn fit_cli_finds_a_closed_loops_pause_between_jobs() {
             .and_then(|l| l.get("think_s"))
             .and_then(|t| t.as_float());
         match expect {
-            Some(want) => {
+            // A fixed pause is its median, exact; exponential ones their mean, from draws.
+            Some((want, shape)) => {
                 let got = think_s.unwrap_or_else(|| panic!("no think_s: {text}"));
-                assert!((got - want).abs() < 1e-9, "{got} against {want}");
+                let within = if shape == "fixed" { 1e-9 } else { 0.05 * want };
+                assert!((got - want).abs() < within, "{got} against {want}");
+                let written = load.and_then(|l| l.get("think")).and_then(|t| t.as_str());
+                assert_eq!(written, Some(shape), "{text}");
             }
             None => assert_eq!(think_s, None, "{text}"),
         }
