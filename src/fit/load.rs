@@ -58,9 +58,9 @@ pub enum LoadModel {
 /// The workers' pause between jobs, from the time from each end to the start that replaces it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pause {
-    /// \[s\]: the gaps' mean for exponential pauses (the pairing of ends with starts keeps
-    /// the mean, whatever order the pauses shuffle the starts into), their median for a fixed
-    /// one (robust to a worker's odd stall); 0 for none.
+    /// \[s\]: for exponential pauses the mean whose gaps through the log's pairing have the
+    /// log's median gap, for a fixed one the median gap (both robust to a worker's odd stall or
+    /// wait); 0 for none.
     pub think_s: f64,
     /// Whether the gaps spread as exponential pauses would.
     pub exponential: bool,
@@ -214,30 +214,52 @@ fn handoff_share(lags: &[f64], mean_duration: f64) -> f64 {
 }
 
 /// The pause from the sorted `lags` and the ends they were paired with (per log): exponential
-/// when the lags' spread is nearer what exponential pauses of their mean would show through the
-/// same pairing than the 0 of a fixed pause.
+/// when the lags' spread is nearer what exponential pauses would show through the same pairing
+/// than the 0 of a fixed pause.
 fn pause(lags: &[f64], paired_ends: &[Vec<f64>]) -> Pause {
     let median = stats::quantile(lags, 0.5);
     let fixed = Pause {
         think_s: median,
         ..Pause::NONE
     };
-    let mean = lags.iter().sum::<f64>() / lags.len() as f64;
-    if lags.len() < SHAPE_GAPS || mean <= 0.0 {
+    if lags.len() < SHAPE_GAPS || median <= 0.0 {
         return fixed;
     }
+    let mean = exponential_mean(median, paired_ends);
     let spread = quartile_dispersion(lags);
     let exponential_spread = quartile_dispersion(&exponential_lags(paired_ends, mean));
+    let exponential = spread > exponential_spread / 2.0;
     Pause {
-        exponential: spread > exponential_spread / 2.0,
-        think_s: if spread > exponential_spread / 2.0 {
-            mean
-        } else {
-            median
-        },
+        think_s: if exponential { mean } else { median },
+        exponential,
         spread,
         exponential_spread,
     }
+}
+
+/// The mean of exponential pauses whose lags, paired with `paired_ends`, have the median
+/// `median`. The median, not the mean: a log's lags also hold what the client waited for
+/// before a job's first request (a slot, a limit, a breaker), which the fitted world simulates
+/// again, and those waits lift the lags' upper tail and so their mean. The lags' median rises
+/// with the pauses' mean (each lag is an order statistic of ends plus pauses), so halving finds it.
+fn exponential_mean(median: f64, paired_ends: &[Vec<f64>]) -> f64 {
+    let lag_median = |mean: f64| stats::quantile(&exponential_lags(paired_ends, mean), 0.5);
+    let (mut lo, mut hi) = (0.0, median);
+    for _ in 0..64 {
+        if lag_median(hi) >= median {
+            break;
+        }
+        (lo, hi) = (hi, hi * 2.0);
+    }
+    for _ in 0..40 {
+        let mid = 0.5 * (lo + hi);
+        if lag_median(mid) < median {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
 }
 
 /// (Q3 − Q1) / (Q3 + Q1) of sorted values; 0 when both quartiles are 0.
@@ -462,18 +484,22 @@ pub fn write_load(doc: &mut Doc, load: &LoadFit) {
         && pause.think_s > 0.0
     {
         doc.table("[load]", "load", &[]);
-        let (what, shape) = if pause.exponential {
-            ("mean", "exponential")
+        let (how, shape) = if pause.exponential {
+            (
+                "the mean of exponential pauses whose times from a job's end to the start that \
+                 replaces it have the log's median",
+                "exponential",
+            )
         } else {
-            ("median", "fixed")
+            (
+                "the median time from a job's end to the start that replaces it",
+                "fixed",
+            )
         };
         doc.fitted(
             "think_s",
             float(pause.think_s, 4),
-            format!(
-                "the {what} time from a job's end to the start that replaces it: the client's \
-                 own work between jobs"
-            ),
+            format!("{how}: the client's own work between jobs"),
         );
         if pause.exponential_spread > 0.0 {
             doc.fitted(
