@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub use csv::MAX_CSV_BYTES;
 use doc::{At, Node, Value};
+pub(crate) use set::bare_word;
 pub use set::{Override, check_shape};
 
 use crate::diagnostics::{Finding, Seg, Source, finding, line_column};

@@ -52,9 +52,10 @@ impl Axis {
         for (i, v) in values.iter().enumerate() {
             let same = |j: usize| values[j] == *v || (meant[i].is_some() && meant[j] == meant[i]);
             if let Some(j) = (0..i).find(|&j| same(j)) {
-                return Err(match values[j] == *v {
-                    true => format!("the value `{v}` is given twice"),
-                    false => format!("the values `{}` and `{v}` are the same", values[j]),
+                return Err(if values[j] == *v {
+                    format!("the value `{v}` is given twice")
+                } else {
+                    format!("the values `{}` and `{v}` are the same", values[j])
                 });
             }
         }
@@ -68,13 +69,9 @@ impl Axis {
 /// What a value's TOML text means (a bare word is a string, as `--set` reads it), so `3` and
 /// `+3`, or `full` and `"full"`, are one value; `None` for text that is not a value.
 fn meaning(text: &str) -> Option<toml::Value> {
-    let bare = text.starts_with(|c: char| c.is_ascii_alphabetic())
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     match toml::from_str::<toml::Table>(&format!("v = {text}")) {
         Ok(mut table) => table.remove("v"),
-        Err(_) if bare => Some(toml::Value::String(text.to_owned())),
+        Err(_) if crate::compose::bare_word(text) => Some(toml::Value::String(text.to_owned())),
         Err(_) => None,
     }
 }

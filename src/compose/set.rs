@@ -223,7 +223,7 @@ fn parse_value(text: &str, start: usize, source: SourceId) -> Result<Node, (Rang
 }
 
 /// A word that TOML rejects only for its missing quotes: `open`, `full`, `fast-flaky`.
-fn bare_word(text: &str) -> bool {
+pub(crate) fn bare_word(text: &str) -> bool {
     text.starts_with(|c: char| c.is_ascii_alphabetic())
         && text
             .chars()
