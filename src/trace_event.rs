@@ -1,12 +1,19 @@
 //! One run in the Trace Event Format (the JSON that Perfetto and `chrome://tracing` open), for
 //! `simbench trace`.
 //!
-//! Two processes: `endpoints`, a track (thread) per endpoint holding a slice per request sent
-//! to it, coloured by outcome, and its breaker changes as instant events; `workers`, a track
+//! A process per endpoint, its tracks (threads) holding a slice per request sent to it,
+//! coloured by outcome, and its breaker changes as instant events; a process `workers`, a track
 //! per worker (a closed loop's worker, an open loop's slot) holding the same requests and, in
 //! the gaps between them, what the worker was waiting for: a retry (the next request is a
 //! later attempt of the same step) or a lease and its next call. Incidents are global instant
-//! events at their start and end. Times are microseconds of simulated time.
+//! events at their start and end. Times are microseconds of simulated time, to the nanosecond.
+//!
+//! A viewer draws a track's slices as a stack, so slices on one track must nest; requests in
+//! flight together never do. Each endpoint and worker therefore gets as many tracks (lanes) as
+//! it had requests in flight at once: a slice goes on the first of its lanes free at its start
+//! (an endpoint's first lane, a worker's first for its own requests and the waits between them,
+//! its later ones for hedge copies). Ends and starts are compared in whole nanoseconds, as
+//! written, so no two slices of a track overlap even by a rounding.
 //!
 //! Bounded: at most `max_requests` requests are written (the first ones sent); beyond, the
 //! rest are left out and `otherData` says how many, so a viewer never meets a file it cannot
@@ -16,14 +23,10 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::harness::TraceRecord;
+use crate::harness::{Outcome, TraceRecord};
 use crate::recorder::Change;
 use crate::request_log::{self, EntryOutcome};
 use crate::world::World;
-
-/// Process ids of the two groups of tracks.
-const ENDPOINTS: u32 = 1;
-const WORKERS: u32 = 2;
 
 /// What the export holds, for the caller to report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,34 +35,61 @@ pub struct Written {
     pub requests: usize,
     /// Requests left out by the bound.
     pub left_out: usize,
+    /// Breaker changes written (those after the last written request are left out with it).
+    pub changes: usize,
 }
 
-/// Writes the run of `algorithm` (seed `seed`) on `world`, its requests `trace` and its breaker
-/// `changes`, as one Trace Event Format object.
+/// The run a trace shows: its algorithm, seed and how it ended.
+pub struct Traced<'a> {
+    /// Algorithm name.
+    pub algorithm: &'a str,
+    /// Run seed.
+    pub seed: u64,
+    /// How the run ended.
+    pub outcome: &'a Outcome,
+}
+
+/// What the export holds, before any of it is written: the caller reports it whether or not
+/// the file is written.
+pub fn count(trace: &[TraceRecord], changes: &[Change], max_requests: usize) -> Written {
+    let kept = &trace[..trace.len().min(max_requests)];
+    let until = last_end(kept, trace.len());
+    Written {
+        requests: kept.len(),
+        left_out: trace.len() - kept.len(),
+        changes: changes.iter().filter(|c| c.at_s <= until).count(),
+    }
+}
+
+/// Changes after the last request written would sit on an empty stretch of the tracks: with
+/// requests left out, changes up to the last written one's end are written.
+fn last_end(kept: &[TraceRecord], all: usize) -> f64 {
+    if kept.len() < all {
+        kept.iter().map(|r| r.end_s).fold(0.0, f64::max)
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Writes `run` on `world`, its requests `trace` and its breaker `changes`, as one Trace Event
+/// Format object.
 pub fn write(
     world: &World,
-    run: (&str, u64),
+    run: &Traced<'_>,
     trace: &[TraceRecord],
     changes: &[Change],
     max_requests: usize,
     out: &mut dyn Write,
 ) -> io::Result<Written> {
-    let kept = &trace[..trace.len().min(max_requests)];
-    let written = Written {
-        requests: kept.len(),
-        left_out: trace.len() - kept.len(),
-    };
-    let mut events = tracks(world, kept);
-    for record in kept {
-        events.extend(request_slices(world, record));
+    let written = count(trace, changes, max_requests);
+    let kept = &trace[..written.requests];
+    let layout = Layout::of(world, kept);
+    let mut events = layout.tracks(world);
+    for (i, record) in kept.iter().enumerate() {
+        events.extend(request_slices(world, record, layout.tracks_of(i, record)));
     }
-    events.extend(waits(kept));
-    // Changes after the last request written would sit on an empty stretch of the tracks.
-    let until = if written.left_out > 0 {
-        kept.iter().map(|r| r.end_s).fold(0.0, f64::max)
-    } else {
-        f64::INFINITY
-    };
+    events.extend(layout.waits.iter().map(|w| wait_slice(w, &layout)));
+    let until = last_end(kept, trace.len());
     events.extend(
         changes
             .iter()
@@ -67,72 +97,234 @@ pub fn write(
             .map(|c| breaker_event(world, c)),
     );
     events.extend(incident_events(world));
-    let (algorithm, seed) = run;
+    let mut other = json!({
+        "scenario": world.name(),
+        "algorithm": run.algorithm,
+        "seed": run.seed,
+        "outcome": run.outcome.name(),
+        "requests": trace.len(),
+        "requests_written": written.requests,
+        "requests_left_out": written.left_out,
+        "time": "simulated seconds, as microseconds",
+    });
+    if let Some(reason) = run.outcome.reason() {
+        other["reason"] = reason.into();
+    }
     let doc = json!({
         "displayTimeUnit": "ms",
-        "otherData": {
-            "scenario": world.name(),
-            "algorithm": algorithm,
-            "seed": seed,
-            "requests": trace.len(),
-            "requests_written": written.requests,
-            "requests_left_out": written.left_out,
-            "time": "simulated seconds, as microseconds",
-        },
+        "otherData": other,
         "traceEvents": events,
     });
     crate::report::json::write_compact(out, &doc)?;
     Ok(written)
 }
 
-/// Names and orders the processes and threads.
-fn tracks(world: &World, kept: &[TraceRecord]) -> Vec<Value> {
-    let meta = |pid: u32, tid: Option<u32>, name: &str, value: Value| {
-        let mut e = json!({ "ph": "M", "pid": pid, "name": name, "args": value });
-        if let Some(tid) = tid {
-            e["tid"] = tid.into();
+/// Whole nanoseconds of simulated time: what a slice's ends are compared and written in.
+fn nanos(s: f64) -> i64 {
+    (s * 1e9).round() as i64
+}
+
+/// Nanoseconds as the format's microseconds.
+fn micros(ns: i64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// A span of simulated time in nanoseconds.
+#[derive(Clone, Copy)]
+struct Span {
+    start: i64,
+    end: i64,
+}
+
+impl Span {
+    fn of(at_s: f64, end_s: f64) -> Span {
+        let start = nanos(at_s);
+        Span {
+            start,
+            end: nanos(end_s).max(start),
         }
-        e
-    };
-    let mut out = vec![
-        meta(
-            ENDPOINTS,
-            None,
-            "process_name",
-            json!({ "name": "endpoints" }),
-        ),
-        meta(
-            ENDPOINTS,
-            None,
-            "process_sort_index",
-            json!({ "sort_index": 0 }),
-        ),
-        meta(WORKERS, None, "process_name", json!({ "name": "workers" })),
-        meta(
-            WORKERS,
-            None,
-            "process_sort_index",
-            json!({ "sort_index": 1 }),
-        ),
-    ];
-    for (e, endpoint) in world.endpoints().iter().enumerate() {
-        out.push(meta(
-            ENDPOINTS,
-            Some(e as u32),
-            "thread_name",
-            json!({ "name": endpoint.id }),
-        ));
     }
-    let workers = kept.iter().map(|r| r.worker + 1).max().unwrap_or(0);
-    for w in 0..workers {
-        out.push(meta(
-            WORKERS,
-            Some(w),
-            "thread_name",
-            json!({ "name": format!("worker {w}") }),
-        ));
+}
+
+/// The lanes of one endpoint or worker: when each is next free.
+#[derive(Default)]
+struct Lanes {
+    free_at: Vec<i64>,
+}
+
+impl Lanes {
+    /// The first lane from `from` on that is free at the span's start; a new one if none is.
+    fn place(&mut self, span: Span, from: usize) -> usize {
+        if self.free_at.len() < from {
+            self.free_at.resize(from, i64::MIN);
+        }
+        let lane = (from..self.free_at.len())
+            .find(|&l| self.free_at[l] <= span.start)
+            .unwrap_or_else(|| {
+                self.free_at.push(i64::MIN);
+                self.free_at.len() - 1
+            });
+        self.free_at[lane] = span.end;
+        lane
     }
-    out
+
+    /// Lanes in use, at least one (an endpoint or worker gets its first track even when empty).
+    fn count(&self) -> usize {
+        self.free_at.len().max(1)
+    }
+}
+
+/// A worker's wait between two of its requests.
+struct Wait {
+    worker: u32,
+    /// Its lane among the worker's (set by [`Layout::of`]).
+    lane: usize,
+    span: Span,
+    retry: bool,
+    job: u32,
+    step: u32,
+    attempt: u32,
+}
+
+/// A slice of a worker's tracks: a request (its index) or a wait (its index).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Slice {
+    Request(usize),
+    Wait(usize),
+}
+
+/// Which track each slice goes on, and the tracks.
+struct Layout {
+    /// Per request written: its endpoint lane and its worker lane.
+    lanes: Vec<(usize, usize)>,
+    /// Lanes per endpoint.
+    endpoint_lanes: Vec<usize>,
+    /// Per worker, the thread id of its first lane; the last entry is the total.
+    worker_first_tid: Vec<usize>,
+    /// The gaps between a worker's own requests.
+    waits: Vec<Wait>,
+}
+
+impl Layout {
+    fn of(world: &World, kept: &[TraceRecord]) -> Layout {
+        let spans: Vec<Span> = kept.iter().map(|r| Span::of(r.at_s, r.end_s)).collect();
+        // Placed in order of start (then end), which is what makes first-free lanes as few as
+        // the most slices in flight at once.
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_by_key(|&i| (spans[i].start, spans[i].end, i));
+        let mut endpoints: Vec<Lanes> =
+            world.endpoints().iter().map(|_| Lanes::default()).collect();
+        let mut lanes = vec![(0, 0); kept.len()];
+        for &i in &order {
+            lanes[i].0 = endpoints[kept[i].resource].place(spans[i], 0);
+        }
+        let worker_count = kept
+            .iter()
+            .map(|r| r.worker as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut workers: Vec<Lanes> = (0..worker_count).map(|_| Lanes::default()).collect();
+        // A worker's own requests and the waits between them take its first lane; hedge copies
+        // the later ones. Waits exactly fill the gaps, so they go through the same lanes.
+        let mut waits = waits(kept);
+        let mut items: Vec<(Span, usize, Slice)> = order
+            .iter()
+            .map(|&i| (spans[i], kept[i].worker as usize, Slice::Request(i)))
+            .chain(
+                waits
+                    .iter()
+                    .enumerate()
+                    .map(|(k, w)| (w.span, w.worker as usize, Slice::Wait(k))),
+            )
+            .collect();
+        items.sort_by_key(|&(span, _, slice)| (span.start, span.end, slice));
+        for (span, worker, slice) in items {
+            match slice {
+                Slice::Request(i) => {
+                    lanes[i].1 = workers[worker].place(span, usize::from(kept[i].hedge));
+                }
+                Slice::Wait(k) => waits[k].lane = workers[worker].place(span, 0),
+            }
+        }
+        let mut worker_first_tid = vec![0];
+        for w in &workers {
+            worker_first_tid.push(worker_first_tid.last().copied().unwrap_or(0) + w.count());
+        }
+        Layout {
+            lanes,
+            endpoint_lanes: endpoints.iter().map(Lanes::count).collect(),
+            worker_first_tid,
+            waits,
+        }
+    }
+
+    /// The process of the workers, after the endpoints'.
+    fn workers_pid(&self) -> usize {
+        self.endpoint_lanes.len() + 1
+    }
+
+    /// Request `i` (`r`)'s (pid, tid) on its endpoint and on its worker.
+    fn tracks_of(&self, i: usize, r: &TraceRecord) -> [(usize, usize); 2] {
+        let (endpoint_lane, worker_lane) = self.lanes[i];
+        [
+            (endpoint_pid(r.resource), endpoint_lane),
+            (self.workers_pid(), self.worker_tid(r.worker, worker_lane)),
+        ]
+    }
+
+    /// The thread id of a worker's lane.
+    fn worker_tid(&self, worker: u32, lane: usize) -> usize {
+        self.worker_first_tid[worker as usize] + lane
+    }
+
+    /// Names and orders the processes and threads.
+    fn tracks(&self, world: &World) -> Vec<Value> {
+        let mut out = Vec::new();
+        let process = |pid: usize, name: String, sort: usize, out: &mut Vec<Value>| {
+            out.push(
+                json!({ "ph": "M", "pid": pid, "name": "process_name", "args": { "name": name } }),
+            );
+            out.push(json!({ "ph": "M", "pid": pid, "name": "process_sort_index", "args": { "sort_index": sort } }));
+        };
+        let thread = |pid: usize, tid: usize, name: String| {
+            [
+                json!({ "ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": { "name": name } }),
+                json!({ "ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": { "sort_index": tid } }),
+            ]
+        };
+        for (e, endpoint) in world.endpoints().iter().enumerate() {
+            let pid = endpoint_pid(e);
+            process(pid, format!("endpoint {}", endpoint.id), e, &mut out);
+            for lane in 0..self.endpoint_lanes[e] {
+                out.extend(thread(pid, lane, lane_name(&endpoint.id, lane)));
+            }
+        }
+        let pid = self.workers_pid();
+        process(pid, "workers".to_owned(), pid, &mut out);
+        for (w, pair) in self.worker_first_tid.windows(2).enumerate() {
+            for tid in pair[0]..pair[1] {
+                out.extend(thread(
+                    pid,
+                    tid,
+                    lane_name(&format!("worker {w}"), tid - pair[0]),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Endpoint `e`'s process id (ids count from 1).
+fn endpoint_pid(e: usize) -> usize {
+    e + 1
+}
+
+/// A lane's track name: the first is the endpoint's or worker's own; others are numbered.
+fn lane_name(owner: &str, lane: usize) -> String {
+    match lane {
+        0 => owner.to_owned(),
+        _ => format!("{owner} ({})", lane + 1),
+    }
 }
 
 /// The colour a viewer gives an outcome (names from the format's reserved palette).
@@ -149,12 +341,8 @@ fn colour(outcome: EntryOutcome) -> &'static str {
     }
 }
 
-fn micros(s: f64) -> f64 {
-    (s * 1e6 * 1000.0).round() / 1000.0
-}
-
-/// A request's slice on its endpoint's track and on its worker's.
-fn request_slices(world: &World, r: &TraceRecord) -> [Value; 2] {
+/// A request's slice on its endpoint's track and on its worker's, at `tracks` (pid, tid).
+fn request_slices(world: &World, r: &TraceRecord, tracks: [(usize, usize); 2]) -> [Value; 2] {
     let entry = request_log::entry(world, r);
     let name = serde_json::to_value(entry.outcome).expect("an outcome is a string");
     let mut args = json!({
@@ -173,13 +361,14 @@ fn request_slices(world: &World, r: &TraceRecord) -> [Value; 2] {
     if let Some(after) = r.retry_after_s {
         args["retry_after_s"] = after.into();
     }
-    let slice = |pid: u32, tid: u32, cat: &str| {
+    let span = Span::of(r.at_s, r.end_s);
+    let slice = |(pid, tid): (usize, usize), cat: &str| {
         json!({
             "ph": "X",
             "pid": pid,
             "tid": tid,
-            "ts": micros(r.at_s),
-            "dur": micros(r.end_s - r.at_s),
+            "ts": micros(span.start),
+            "dur": micros(span.end - span.start),
             "name": name,
             "cat": cat,
             "cname": colour(entry.outcome),
@@ -187,14 +376,14 @@ fn request_slices(world: &World, r: &TraceRecord) -> [Value; 2] {
         })
     };
     [
-        slice(ENDPOINTS, r.resource as u32, "request"),
-        slice(WORKERS, r.worker, "request.worker"),
+        slice(tracks[0], "request"),
+        slice(tracks[1], "request.worker"),
     ]
 }
 
 /// The gaps on each worker's track between one of its requests ending and its next being
 /// sent: a retry's wait, or the wait for a lease and the next call.
-fn waits(kept: &[TraceRecord]) -> Vec<Value> {
+fn waits(kept: &[TraceRecord]) -> Vec<Wait> {
     let mut last: Vec<Option<&TraceRecord>> = Vec::new();
     let mut out = Vec::new();
     for r in kept.iter().filter(|r| !r.hedge) {
@@ -202,25 +391,37 @@ fn waits(kept: &[TraceRecord]) -> Vec<Value> {
         if last.len() <= w {
             last.resize(w + 1, None);
         }
-        if let Some(prev) = last[w]
-            && r.at_s > prev.end_s
-        {
-            let retry = prev.job == r.job && prev.step == r.step && r.attempt > prev.attempt;
-            out.push(json!({
-                "ph": "X",
-                "pid": WORKERS,
-                "tid": r.worker,
-                "ts": micros(prev.end_s),
-                "dur": micros(r.at_s - prev.end_s),
-                "name": if retry { "retry wait" } else { "wait" },
-                "cat": "wait",
-                "cname": if retry { "rail_idle" } else { "rail_animation" },
-                "args": { "job": r.job, "step": r.step, "attempt": r.attempt },
-            }));
+        if let Some(prev) = last[w] {
+            let span = Span::of(prev.end_s, r.at_s);
+            if span.end > span.start && nanos(prev.end_s) < nanos(r.at_s) {
+                out.push(Wait {
+                    worker: r.worker,
+                    lane: 0,
+                    span,
+                    retry: prev.job == r.job && prev.step == r.step && r.attempt > prev.attempt,
+                    job: r.job,
+                    step: r.step,
+                    attempt: r.attempt,
+                });
+            }
         }
         last[w] = Some(r);
     }
     out
+}
+
+fn wait_slice(w: &Wait, layout: &Layout) -> Value {
+    json!({
+        "ph": "X",
+        "pid": layout.workers_pid(),
+        "tid": layout.worker_tid(w.worker, w.lane),
+        "ts": micros(w.span.start),
+        "dur": micros(w.span.end - w.span.start),
+        "name": if w.retry { "retry wait" } else { "wait" },
+        "cat": "wait",
+        "cname": if w.retry { "rail_idle" } else { "rail_animation" },
+        "args": { "job": w.job, "step": w.step, "attempt": w.attempt },
+    })
 }
 
 fn breaker_event(world: &World, c: &Change) -> Value {
@@ -228,9 +429,9 @@ fn breaker_event(world: &World, c: &Change) -> Value {
     json!({
         "ph": "i",
         "s": "t",
-        "pid": ENDPOINTS,
-        "tid": c.endpoint,
-        "ts": micros(c.at_s),
+        "pid": endpoint_pid(c.endpoint),
+        "tid": 0,
+        "ts": micros(nanos(c.at_s)),
         "name": format!("breaker: {state}"),
         "cat": "breaker",
         "args": { "endpoint": world.endpoints()[c.endpoint].id, "state": state },
@@ -251,9 +452,9 @@ fn incident_events(world: &World) -> Vec<Value> {
             out.push(json!({
                 "ph": "i",
                 "s": "g",
-                "pid": ENDPOINTS,
+                "pid": endpoint_pid(0),
                 "tid": 0,
-                "ts": micros(t),
+                "ts": micros(nanos(t)),
                 "name": format!("{what} {edge}: {}", ids.join(", ")),
                 "cat": "incident",
             }));

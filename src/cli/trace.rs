@@ -9,6 +9,7 @@ use clap::Args;
 use super::console::errln;
 use super::output::{Inputs, Plan, Request};
 use crate::sweep;
+use crate::text::plural;
 
 /// `simbench trace [FILE]`.
 #[derive(Debug, Args)]
@@ -18,8 +19,9 @@ pub struct TraceArgs {
     /// The strategy to trace: a registered algorithm or a variant the world names.
     #[arg(long, default_value = "wait")]
     pub algorithm: String,
-    /// The run seed [default: the world's `seed`, the first seed `simbench run` uses].
-    #[arg(long)]
+    /// The run seed, 0 to 2^63 − 1 as a world's `seed` [default: the world's `seed`, the first
+    /// seed `simbench run` uses].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=crate::sweep::MAX_SEED))]
     pub seed: Option<u64>,
     /// Override any scenario key (as `simbench run --set`).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = super::load::parse_set)]
@@ -80,32 +82,43 @@ pub fn main(args: &TraceArgs) -> u8 {
         .as_ref()
         .map_or(&[][..], |t| t.changes.as_slice());
     let max = args.max_requests as usize;
-    let kept = result.trace.len().min(max);
-    let render = |(): (), out: &mut dyn Write| {
-        crate::trace_event::write(
-            &world,
-            (&args.algorithm, seed),
-            &result.trace,
-            changes,
-            max,
-            out,
-        )
-        .map(|_| ())
+    let written = crate::trace_event::count(&result.trace, changes, max);
+    let traced = crate::trace_event::Traced {
+        algorithm: &args.algorithm,
+        seed,
+        outcome: &result.outcome,
     };
-    let left_out = result.trace.len() - kept;
-    if left_out > 0 {
+    let render = |(): (), out: &mut dyn Write| {
+        crate::trace_event::write(&world, &traced, &result.trace, changes, max, out).map(|_| ())
+    };
+    if written.left_out > 0 {
         errln!(
-            "warning: the run sent {} requests; the trace holds the first {kept} (--max-requests), {left_out} left out",
-            result.trace.len()
+            "warning: the run sent {} requests; the trace holds the first {} (--max-requests), {} left out",
+            result.trace.len(),
+            written.requests,
+            written.left_out
+        );
+    }
+    // Said even with --quiet, as `run` says it: a trace of a run that stopped early is still a
+    // file that opens, and nothing in it shouts.
+    if let Some(reason) = result.outcome.reason() {
+        errln!(
+            "warning: the run did not finish ({}): {reason}; the trace holds what it did until then",
+            result.outcome.name()
         );
     }
     let summary = || {
         format!(
-            "traced {} seed {seed}: {kept} requests, {} breaker changes ({}); open it in ui.perfetto.dev or chrome://tracing\n",
+            "traced {} seed {seed}: {}, {} ({})\n",
             crate::text::escape(&args.algorithm),
-            changes.len(),
+            plural(written.requests, "request"),
+            plural(written.changes, "breaker change"),
             result.outcome.name()
         )
     };
-    plan.finish(render, summary, args.quiet)
+    let code = plan.finish(render, summary, args.quiet);
+    if code == super::EXIT_OK && !args.quiet {
+        errln!("open it in ui.perfetto.dev or chrome://tracing");
+    }
+    code
 }

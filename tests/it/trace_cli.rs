@@ -40,6 +40,34 @@ fn check_fields(doc: &Value) {
     }
 }
 
+/// No two complete slices of one track overlap (a viewer stacks a track's slices, so they must
+/// nest; requests in flight together never do), compared in whole nanoseconds as written.
+fn check_lanes(doc: &Value) {
+    let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(i64, i64)>> = Default::default();
+    let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+    for e in doc["traceEvents"].as_array().unwrap() {
+        if e["ph"] == "X" {
+            let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            let start = ns(&e["ts"]);
+            tracks
+                .entry(track)
+                .or_default()
+                .push((start, start + ns(&e["dur"])));
+        }
+    }
+    for (track, mut slices) in tracks {
+        slices.sort_unstable();
+        for pair in slices.windows(2) {
+            assert!(
+                pair[1].0 >= pair[0].1,
+                "{track:?}: {:?} overlaps {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+}
+
 fn run_requests(args: &[&str]) -> u64 {
     let out = simbench(&[&["run", "--seeds", "1", "--csv", "-", "--quiet"], args].concat());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -70,6 +98,8 @@ fn trace_cli_writes_every_request_of_the_run_as_a_slice() {
         args.extend(file);
         let doc = trace(&args);
         check_fields(&doc);
+        check_lanes(&doc);
+        assert_eq!(doc["otherData"]["outcome"], "ok");
         let events = doc["traceEvents"].as_array().unwrap();
         let count = |cat: &str| events.iter().filter(|e| e["cat"] == cat).count() as u64;
         let mut run = vec!["--algorithms", algorithm];
@@ -121,9 +151,44 @@ fn trace_cli_is_deterministic_and_says_what_a_bound_left_out() {
         .filter(|e| e["cat"] == "request")
         .count();
     assert_eq!(slices, 100);
+    // The summary counts what the file holds.
+    let breakers = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "breaker")
+        .count();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("100 requests, {breakers} breaker change")),
+        "{stdout}"
+    );
     let left = doc["otherData"]["requests_left_out"].as_u64().unwrap();
     assert_eq!(left + 100, doc["otherData"]["requests"].as_u64().unwrap());
     assert!(left > 0);
+    // A run the budget stopped is traced up to there, and said so even with --quiet.
+    let out = simbench(&[
+        "trace",
+        "--wall-budget",
+        "1e-9",
+        "-o",
+        &path("e.json"),
+        "--quiet",
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the run did not finish (timeout)"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(path("e.json")).unwrap()).unwrap();
+    assert_eq!(doc["otherData"]["outcome"], "timeout");
+    assert!(
+        doc["otherData"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("wall-clock budget")
+    );
     let bad = simbench(&["trace", "--algorithm", "nope", "-o", &path("d.json")]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(!dir.join("d.json").exists());
