@@ -8,10 +8,12 @@
 //! built with the `serve` feature (on by default).
 //!
 //! Safety: it binds where told (the CLI defaults to loopback), reads at most
-//! [`Config::max_body_bytes`] of a body and 16 KiB of headers (10 s to send them), serves at
-//! most [`Config::max_connections`] connections at once (others wait in the backlog), and on
+//! [`Config::max_body_bytes`] of a body and 16 KiB of headers (10 s to send each), serves at
+//! most [`Config::max_connections`] connections at once (others wait in the backlog), waits
+//! and warns when the process runs out of file handles rather than retrying at once, and on
 //! SIGINT or SIGTERM stops accepting, lets answers in progress end for up to
 //! [`Config::drain_s`], cuts the rest, and writes every request to the log before it returns.
+//! A log that cannot be written is warned of at once and fails the command when it stops.
 
 pub mod emulator;
 pub mod openai;
@@ -49,8 +51,6 @@ use openai::{ApiError, ChatRequest, Envelope};
 
 /// How the server runs.
 pub struct Config {
-    /// Where to listen.
-    pub addr: SocketAddr,
     /// Simulated seconds per real second.
     pub time_scale: f64,
     /// The key clients must send as `Authorization: Bearer KEY`, if any.
@@ -69,8 +69,10 @@ pub struct Config {
 
 /// Largest header block read \[bytes\].
 const MAX_HEADER_BYTES: usize = 16 * 1024;
-/// Real seconds a client has to send its headers.
+/// Real seconds a client has to send its headers, and then its body.
 const HEADER_TIMEOUT_S: u64 = 10;
+/// The longest `--drain-s` \[s\]: a day.
+pub const MAX_DRAIN_S: f64 = 86_400.0;
 /// Text chunks a streamed answer is cut into at most.
 const MAX_CHUNKS: u32 = 50;
 
@@ -105,17 +107,24 @@ impl Clock {
         self.origin().elapsed().as_secs_f64() * self.scale
     }
 
-    /// The real instant of simulated time `t`.
+    /// The real instant of simulated time `t`; past what a clock can hold (a world whose
+    /// latencies are ages, slowed down), as far ahead as the timer goes.
     fn at(&self, t: f64) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(
-            self.origin() + Duration::from_secs_f64((t / self.scale).max(0.0)),
-        )
+        Duration::try_from_secs_f64((t / self.scale).max(0.0))
+            .ok()
+            .and_then(|d| self.origin().checked_add(d))
+            .map_or_else(far_future, tokio::time::Instant::from_std)
     }
 
     /// A simulated duration in real seconds.
     fn real_s(&self, sim_s: f64) -> f64 {
         sim_s / self.scale
     }
+}
+
+/// About thirty years ahead: how tokio's own timers say "never".
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86_400 * 365 * 30)
 }
 
 /// What every request handler shares.
@@ -125,8 +134,14 @@ struct Shared {
     clock: Clock,
     api_key: Option<String>,
     max_body_bytes: usize,
-    log: Option<Mutex<Box<dyn Write + Send>>>,
+    log: Option<Mutex<Log>>,
     ids: AtomicU64,
+}
+
+/// The request log and the first error writing it.
+struct Log {
+    out: Box<dyn Write + Send>,
+    error: Option<io::Error>,
 }
 
 impl Shared {
@@ -134,28 +149,74 @@ impl Shared {
         self.emulator.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Writes an entry; the first failure is warned of at once (requests go on being served)
+    /// and kept for the end, which then fails.
     fn write_log(&self, entry: &Entry) {
         if let Some(log) = &self.log {
             let mut line = serde_json::to_string(entry).expect("an entry serialises");
             line.push('\n');
-            let mut out = log.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = out.write_all(line.as_bytes());
+            let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+            if log.error.is_some() {
+                return;
+            }
+            if let Err(e) = log
+                .out
+                .write_all(line.as_bytes())
+                .and_then(|()| log.out.flush())
+            {
+                eprintln!(
+                    "warning: cannot write the request log: {e}; requests go on being served, unlogged"
+                );
+                log.error = Some(e);
+            }
         }
     }
 }
 
-/// Serves `world` until SIGINT or SIGTERM; `ready` is told the bound address first.
-pub fn serve(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+/// A bound socket, not yet serving: the caller can still refuse to start (and touch no file)
+/// when the address is taken.
+pub struct Bound(std::net::TcpListener);
+
+impl Bound {
+    /// The address it listens on (the port chosen when 0 was asked).
+    ///
+    /// # Errors
+    /// When the system cannot say.
+    pub fn addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+/// Binds `addr`.
+///
+/// # Errors
+/// The system's, e.g. the address is in use.
+pub fn bind(addr: SocketAddr) -> io::Result<Bound> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    Ok(Bound(listener))
+}
+
+/// How serving ended.
+pub struct Served {
+    /// The request log's first write error: entries from then on were lost.
+    pub log_error: Option<io::Error>,
+}
+
+/// Serves `world` on `bound` until SIGINT or SIGTERM.
+///
+/// # Errors
+/// The runtime's.
+pub fn serve(world: World, bound: Bound, config: Config) -> io::Result<Served> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(run(world, config, ready))
+    runtime.block_on(run(world, bound, config))
 }
 
-async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
-    let listener = TcpListener::bind(config.addr).await?;
-    ready(listener.local_addr()?);
+async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
+    let listener = TcpListener::from_std(bound.0)?;
     // The server lives as long as the process; its world with it.
     let world: &'static World = Box::leak(Box::new(world));
     let shared = Arc::new(Shared {
@@ -164,7 +225,7 @@ async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io
         clock: Clock::new(config.time_scale),
         api_key: config.api_key,
         max_body_bytes: config.max_body_bytes,
-        log: config.log.map(Mutex::new),
+        log: config.log.map(|out| Mutex::new(Log { out, error: None })),
         ids: AtomicU64::new(0),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -175,6 +236,7 @@ async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io
     let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
     let mut connections = JoinSet::new();
     let mut stop = stop_rx.clone();
+    let mut warned_exhaustion = false;
     loop {
         let permit = tokio::select! {
             p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
@@ -183,8 +245,24 @@ async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
-                // A connection that failed before it was accepted (reset, out of files).
-                Err(_) => continue,
+                Err(e) => {
+                    // Out of file handles or memory: the same call fails again at once until
+                    // a connection closes, so wait instead of spinning. A connection that
+                    // failed before it was accepted (reset, aborted) is just skipped.
+                    if is_exhaustion(&e) {
+                        if !warned_exhaustion {
+                            eprintln!(
+                                "warning: cannot accept a connection: {e}; waiting for connections to close (raise `ulimit -n` or lower --max-connections)"
+                            );
+                            warned_exhaustion = true;
+                        }
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                            _ = stop.changed() => break,
+                        }
+                    }
+                    continue;
+                }
             },
             _ = stop.changed() => break,
         };
@@ -211,17 +289,28 @@ async fn run(world: World, config: Config, ready: impl FnOnce(SocketAddr)) -> io
         });
     }
     drop(listener);
-    let drain = Duration::from_secs_f64(config.drain_s.max(0.0));
+    let drain = Duration::try_from_secs_f64(config.drain_s.clamp(0.0, MAX_DRAIN_S))
+        .unwrap_or(Duration::ZERO);
     let _ = tokio::time::timeout(drain, async {
         while connections.join_next().await.is_some() {}
     })
     .await;
     // Cut what did not end: their guards log them.
     connections.shutdown().await;
+    let mut log_error = None;
     if let Some(log) = &shared.log {
-        log.lock().unwrap_or_else(|p| p.into_inner()).flush()?;
+        let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+        log_error = log.error.take().or_else(|| log.out.flush().err());
     }
-    Ok(())
+    Ok(Served { log_error })
+}
+
+/// Whether accepting failed for want of file handles or memory (it fails again until some
+/// are given back), not because of the connection.
+fn is_exhaustion(e: &io::Error) -> bool {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs.
+    matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12 | 55))
+        || e.kind() == io::ErrorKind::OutOfMemory
 }
 
 async fn stop_signal() {
@@ -277,13 +366,8 @@ fn error_response(error: &ApiError) -> Response<Body> {
 
 /// Routes a request.
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
-    let path = req.uri().path().to_owned();
-    let route = route(&shared, req.method(), &path);
-    let endpoint = match route {
-        Route::Models => return Ok(models(&shared)),
-        Route::NotFound(error) => return Ok(error_response(&error)),
-        Route::Chat(endpoint) => endpoint,
-    };
+    // Every route needs the key, as the API's do: without it nothing is told, not even the
+    // endpoints' names.
     if let Some(key) = &shared.api_key {
         let sent = req
             .headers()
@@ -299,6 +383,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             }));
         }
     }
+    let path = req.uri().path().to_owned();
+    let endpoint = match route(&shared, req.method(), &path) {
+        Route::Models => return Ok(models(&shared)),
+        Route::Model(e) => return Ok(model(&shared, e)),
+        Route::NotFound(error) => return Ok(error_response(&error)),
+        Route::WrongMethod(allow) => return Ok(wrong_method(allow)),
+        Route::Chat(endpoint) => endpoint,
+    };
     let header_endpoint = req
         .headers()
         .get("x-simbench-endpoint")
@@ -307,27 +399,40 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         Ok(unit) => unit,
         Err(error) => return Ok(error_response(&error)),
     };
-    let body = match Limited::new(req.into_body(), shared.max_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e)
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    // Read even when the declared length is past the bound (up to the bound): answering first
+    // and closing on a client still sending makes its system reset the connection, and it
+    // may never see the answer.
+    let body = Limited::new(req.into_body(), shared.max_body_bytes).collect();
+    let body = match tokio::time::timeout(Duration::from_secs(HEADER_TIMEOUT_S), body).await {
+        Err(_) if declared.is_some_and(|n| n > shared.max_body_bytes as u64) => {
+            return Ok(closing(error_response(&too_large_body(
+                shared.max_body_bytes,
+            ))));
+        }
+        Err(_) => {
+            return Ok(closing(error_response(&ApiError {
+                status: 408,
+                message: format!("The request body did not arrive within {HEADER_TIMEOUT_S} s."),
+                kind: "invalid_request_error",
+                param: None,
+                code: Some("request_timeout"),
+            })));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e))
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return Ok(error_response(&ApiError {
-                status: 413,
-                message: format!(
-                    "The request body is larger than {} bytes.",
-                    shared.max_body_bytes
-                ),
-                kind: "invalid_request_error",
-                param: None,
-                code: Some("request_too_large"),
-            }));
+            return Ok(closing(error_response(&too_large_body(
+                shared.max_body_bytes,
+            ))));
         }
-        Err(_) => return Err(hang_up()),
+        Ok(Err(_)) => return Err(hang_up()),
     };
     let request = match openai::parse(&body) {
         Ok(r) => r,
@@ -402,11 +507,14 @@ impl WorkUnit {
 enum Route {
     Chat(Option<usize>),
     Models,
+    Model(usize),
     NotFound(ApiError),
+    /// A known path asked with the wrong method: the method it takes.
+    WrongMethod(&'static str),
 }
 
 /// `POST /v1/chat/completions` (endpoint from the header, the model or the first), `POST
-/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`.
+/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`, `GET /v1/models/ID`.
 fn route(shared: &Shared, method: &Method, path: &str) -> Route {
     let not_found = |message: String| {
         Route::NotFound(ApiError {
@@ -417,8 +525,24 @@ fn route(shared: &Shared, method: &Method, path: &str) -> Route {
             code: Some("not_found"),
         })
     };
-    if path == "/v1/models" && method == Method::GET {
-        return Route::Models;
+    if path == "/v1/models" {
+        return match *method {
+            Method::GET => Route::Models,
+            _ => Route::WrongMethod("GET"),
+        };
+    }
+    if let Some(id) = path.strip_prefix("/v1/models/") {
+        return match (method, shared.emulator().endpoint(id)) {
+            (&Method::GET, Some(e)) => Route::Model(e),
+            (&Method::GET, None) => Route::NotFound(ApiError {
+                status: 404,
+                message: format!("The model `{id}` does not exist."),
+                kind: "invalid_request_error",
+                param: Some("model".into()),
+                code: Some("model_not_found"),
+            }),
+            _ => Route::WrongMethod("GET"),
+        };
     }
     let prefix = path.strip_suffix("/v1/chat/completions");
     match prefix {
@@ -432,13 +556,7 @@ fn route(shared: &Shared, method: &Method, path: &str) -> Route {
                 None => not_found(format!("The world has no endpoint `{id}`.")),
             }
         }
-        Some(_) => Route::NotFound(ApiError {
-            status: 405,
-            message: "Use POST.".into(),
-            kind: "invalid_request_error",
-            param: None,
-            code: None,
-        }),
+        Some(_) => Route::WrongMethod("POST"),
         None => not_found(format!("Unknown path {path}.")),
     }
 }
@@ -467,19 +585,83 @@ fn pick_endpoint(
     Ok(emulator.endpoint(model).unwrap_or(0))
 }
 
+fn model_object(id: &str) -> serde_json::Value {
+    json!({ "id": id, "object": "model", "created": 0, "owned_by": "simbench" })
+}
+
 fn models(shared: &Shared) -> Response<Body> {
     let data: Vec<_> = shared
         .world
         .endpoints()
         .iter()
-        .map(|e| json!({ "id": e.id, "object": "model", "created": 0, "owned_by": "simbench" }))
+        .map(|e| model_object(&e.id))
         .collect();
     json_response(200, json!({ "object": "list", "data": data }).to_string())
 }
 
-/// The rate-limit headers, their resets in real time.
-fn limit_headers(response: &mut Response<Body>, clock: &Clock, headers: &[LimitHeader]) {
-    for h in headers {
+fn model(shared: &Shared, e: usize) -> Response<Body> {
+    json_response(
+        200,
+        model_object(&shared.world.endpoints()[e].id).to_string(),
+    )
+}
+
+/// 405 with the method the path takes in `Allow`.
+fn wrong_method(allow: &'static str) -> Response<Body> {
+    let mut response = error_response(&ApiError {
+        status: 405,
+        message: format!("Use {allow}."),
+        kind: "invalid_request_error",
+        param: None,
+        code: Some("method_not_allowed"),
+    });
+    response
+        .headers_mut()
+        .insert(hyper::header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+fn too_large_body(max: usize) -> ApiError {
+    ApiError {
+        status: 413,
+        message: format!("The request body is larger than {max} bytes."),
+        kind: "invalid_request_error",
+        param: None,
+        code: Some("request_too_large"),
+    }
+}
+
+/// The answer with `Connection: close`: what is left of the request is never read.
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// The rate-limit headers, their resets in real time: one limit per unit (a header name holds
+/// one value), the one that binds — `refused`, the index of the limit that refused the request,
+/// else the one with the least remaining (the sooner reset on a tie), as a minute's tokens bind
+/// before a day's.
+fn limit_headers(
+    response: &mut Response<Body>,
+    clock: &Clock,
+    headers: &[LimitHeader],
+    refused: Option<usize>,
+) {
+    for (i, h) in headers.iter().enumerate() {
+        let binds = headers.iter().enumerate().all(|(j, o)| {
+            j == i || o.unit != h.unit || {
+                let tighter = (h.remaining, h.reset_s, i) <= (o.remaining, o.reset_s, j);
+                match refused {
+                    Some(r) if headers[r].unit == h.unit => i == r,
+                    _ => tighter,
+                }
+            }
+        });
+        if !binds {
+            continue;
+        }
         let unit = h.unit.header_suffix();
         let map = response.headers_mut();
         let mut put = |name: String, value: String| {
@@ -583,6 +765,7 @@ async fn chat(
                 admission,
                 record,
                 done: false,
+                ttft: None,
             };
             if request.stream {
                 Ok(stream(guard, id, request))
@@ -603,28 +786,34 @@ fn refused(
         Refusal::Overloaded => (529, EntryOutcome::Overloaded),
         _ => (429, EntryOutcome::RateLimited),
     };
-    let error = if status == 429 {
-        ApiError {
-            status,
-            message: "Rate limit reached. Please try again later.".into(),
-            kind: "requests",
-            param: None,
-            code: Some("rate_limit_exceeded"),
-        }
-    } else {
-        ApiError {
+    let real_after = shared.clock.real_s(retry_after_s);
+    let limit = match refusal {
+        Refusal::Limit { index } => Some(index),
+        _ => None,
+    };
+    let error = match refusal {
+        Refusal::Overloaded => ApiError {
             status,
             message: "The server is overloaded. Please try again later.".into(),
             kind: "overloaded_error",
             param: None,
             code: None,
-        }
+        },
+        _ => ApiError {
+            status,
+            message: rate_limit_message(shared, &record, refusal, real_after),
+            kind: limit
+                .and_then(|i| record.headers.get(i))
+                .map_or("requests", |h| h.unit.header_suffix()),
+            param: None,
+            code: Some("rate_limit_exceeded"),
+        },
     };
     let mut response = error_response(&error);
-    limit_headers(&mut response, &shared.clock, &record.headers);
+    limit_headers(&mut response, &shared.clock, &record.headers, limit);
     let mut entry = record.entry(record.start_s, outcome, Some(status), None);
     if status == 429 {
-        let real = shared.clock.real_s(retry_after_s);
+        let real = real_after;
         let map = response.headers_mut();
         if let Ok(v) = HeaderValue::from_str(&format!("{}", (real * 1000.0).ceil() as u64)) {
             map.insert("retry-after-ms", v);
@@ -636,6 +825,35 @@ fn refused(
     }
     shared.write_log(&entry);
     response
+}
+
+/// What a 429 says, as the API says it: which limit (or the concurrency cap) and when to try
+/// again, in real seconds.
+fn rate_limit_message(shared: &Shared, record: &Record, refusal: Refusal, after_s: f64) -> String {
+    let again = format!("Please try again in {}.", openai::duration(after_s));
+    let endpoint = &record.endpoint;
+    match refusal {
+        Refusal::Limit { index } => {
+            let e = shared.emulator().endpoint(endpoint).unwrap_or(0);
+            let limits = &shared.world.endpoints()[e].limits;
+            match (limits.get(index), record.headers.get(index)) {
+                (Some(l), Some(h)) => format!(
+                    "Rate limit reached for {endpoint} on {} per {}: Limit {}, Remaining {}. {again}",
+                    h.unit.header_suffix().replace('-', " "),
+                    openai::duration(shared.clock.real_s(l.window_s)),
+                    h.limit.floor() as u64,
+                    h.remaining.max(0.0).floor() as u64,
+                ),
+                _ => format!("Rate limit reached for {endpoint}. {again}"),
+            }
+        }
+        Refusal::Capacity => format!(
+            "Rate limit reached for {endpoint}: too many requests in flight at once. {again}"
+        ),
+        Refusal::Quota | Refusal::Overloaded => {
+            format!("Rate limit reached for {endpoint} on requests. {again}")
+        }
+    }
 }
 
 fn rejected(
@@ -661,13 +879,15 @@ fn rejected(
                 Some(401),
                 Some(ErrorKind::Unauthorized),
             ));
-            Ok(error_response(&ApiError {
+            let mut response = error_response(&ApiError {
                 status: 401,
                 message: "The API key was revoked.".into(),
                 kind: "invalid_request_error",
                 param: None,
                 code: Some("invalid_api_key"),
-            }))
+            });
+            limit_headers(&mut response, &shared.clock, &record.headers, None);
+            Ok(response)
         }
         Rejection::TooLarge => {
             shared.write_log(&record.entry(
@@ -676,15 +896,39 @@ fn rejected(
                 Some(400),
                 Some(ErrorKind::TooLarge),
             ));
-            Ok(error_response(&ApiError {
+            let mut response = error_response(&ApiError {
                 status: 400,
-                message: "The request asks more tokens than the limit allows in a whole window."
-                    .into(),
+                message: too_large_message(&record),
                 kind: "invalid_request_error",
-                param: Some("messages".into()),
+                param: None,
                 code: Some("request_too_large"),
-            }))
+            });
+            limit_headers(&mut response, &shared.clock, &record.headers, None);
+            Ok(response)
         }
+    }
+}
+
+/// Why no wait admits the request: what it asks of the smallest limit it exceeds.
+fn too_large_message(record: &Record) -> String {
+    let input = record.input_tokens.unwrap_or(0.0);
+    let max = record.max_tokens.unwrap_or(0.0);
+    let exceeded = record
+        .headers
+        .iter()
+        .map(|h| (h, h.unit.demand(input, max)))
+        .filter(|(h, asked)| asked > &h.limit)
+        .min_by(|a, b| a.0.limit.total_cmp(&b.0.limit));
+    match exceeded {
+        Some((h, asked)) => format!(
+            "Request too large: it asks for {} {} ({} in the prompt, up to {} of output), more than the limit of {} a whole window allows. Lower max_tokens or shorten the prompt.",
+            asked.ceil() as u64,
+            h.unit.header_suffix().replace('-', " "),
+            input.ceil() as u64,
+            max.ceil() as u64,
+            h.limit.floor() as u64,
+        ),
+        None => "Request too large: it asks more tokens than a limit allows in a whole window. Lower max_tokens or shorten the prompt.".into(),
     }
 }
 
@@ -695,6 +939,8 @@ struct InFlight {
     admission: Admission,
     record: Record,
     done: bool,
+    /// When a streamed answer's first token was sent (after admission \[s, simulated\]).
+    ttft: Option<f64>,
 }
 
 impl InFlight {
@@ -736,7 +982,8 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         if !self.done {
             let now = self.shared.clock.now();
-            self.end(now, EntryOutcome::ClientTimeout, None, None, None);
+            // A stream cut short still had its first token at its time.
+            self.end(now, EntryOutcome::ClientTimeout, None, None, self.ttft);
         }
     }
 }
@@ -771,7 +1018,12 @@ async fn whole(
                 None,
             );
             let mut response = error_response(&server_error());
-            limit_headers(&mut response, &guard.shared.clock, &guard.record.headers);
+            limit_headers(
+                &mut response,
+                &guard.shared.clock,
+                &guard.record.headers,
+                None,
+            );
             Ok(response)
         }
         Some(kind @ (FailureKind::Connection | FailureKind::Timeout)) => {
@@ -786,7 +1038,12 @@ async fn whole(
                 guard.admission.output,
             );
             let mut response = json_response(200, body);
-            limit_headers(&mut response, &guard.shared.clock, &guard.record.headers);
+            limit_headers(
+                &mut response,
+                &guard.shared.clock,
+                &guard.record.headers,
+                None,
+            );
             Ok(response)
         }
     }
@@ -831,7 +1088,7 @@ fn stream(guard: InFlight, id: String, request: ChatRequest) -> Response<Body> {
         ttft: None,
         guard,
     }));
-    limit_headers(&mut response, &shared.clock, &headers);
+    limit_headers(&mut response, &shared.clock, &headers, None);
     let map = response.headers_mut();
     map.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     map.insert("cache-control", HeaderValue::from_static("no-cache"));
@@ -911,6 +1168,7 @@ impl hyper::body::Body for Sse {
         if this.next < this.plan.len() {
             this.next += 1;
             this.ttft.get_or_insert(offset);
+            this.guard.ttft = this.ttft;
             let text = openai::text_chunk(&env, tokens);
             return Poll::Ready(Some(Ok(Frame::data(Bytes::from(text)))));
         }

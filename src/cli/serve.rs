@@ -45,8 +45,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
           value_parser = clap::value_parser!(u32).range(1024..=(64 << 20)))]
     pub max_body_bytes: u32,
-    /// Real seconds answers in progress may take to end after SIGINT or SIGTERM.
-    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    /// Real seconds answers in progress may take to end after SIGINT or SIGTERM (0 to 86400).
+    #[arg(long, value_name = "S", default_value_t = 5.0, allow_negative_numbers = true,
+          value_parser = parse_drain)]
     pub drain_s: f64,
     /// The provider's dice [default: the world's `seed`].
     #[arg(long)]
@@ -65,6 +66,16 @@ fn parse_scale(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_drain(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=serve::MAX_DRAIN_S).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "`{text}` is not a drain time: a number of seconds from 0 to {} (a day)",
+            serve::MAX_DRAIN_S
+        )),
+    }
+}
+
 /// Runs `simbench serve`.
 pub fn main(args: &ServeArgs) -> u8 {
     let inputs = Inputs::default();
@@ -73,18 +84,29 @@ pub fn main(args: &ServeArgs) -> u8 {
         Ok(world) => world,
         Err(code) => return code,
     };
-    if !(args.drain_s.is_finite() && args.drain_s >= 0.0) {
-        errln!("error: --drain-s must be a number of seconds, 0 or more");
-        return super::EXIT_ERROR;
-    }
+    let addr = SocketAddr::new(args.bind, args.port);
+    // Bound before the log is touched: a taken port leaves an earlier log as it was.
+    let bound = match serve::bind(addr).and_then(|b| b.addr().map(|a| (b, a))) {
+        Ok(bound) => bound,
+        Err(e) => {
+            errln!("error: cannot listen on {addr}: {}", super::io_reason(&e));
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                errln!(
+                    "  hint: another program holds that port: pick another with --port, or --port 0 for any free one"
+                );
+            }
+            return super::EXIT_ERROR;
+        }
+    };
     let log: Option<Box<dyn Write + Send>> = match &args.request_log {
         None => None,
+        Some(path) if path.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
         Some(path) => match std::fs::File::create(path) {
             Ok(file) => Some(Box::new(file)),
             Err(e) => {
                 errln!(
                     "error: cannot write the request log {}: {}",
-                    path.display(),
+                    crate::text::escape(&path.display().to_string()),
                     super::io_reason(&e)
                 );
                 return super::EXIT_ERROR;
@@ -93,7 +115,6 @@ pub fn main(args: &ServeArgs) -> u8 {
     };
     let seed = args.seed.unwrap_or_else(|| world.seed());
     let config = Config {
-        addr: SocketAddr::new(args.bind, args.port),
         time_scale: args.time_scale,
         api_key: args.api_key.clone(),
         max_connections: args.max_connections as usize,
@@ -105,25 +126,33 @@ pub fn main(args: &ServeArgs) -> u8 {
     let name = crate::text::escape(world.name()).into_owned();
     let ids: Vec<String> = world.endpoints().iter().map(|e| e.id.clone()).collect();
     let scale = args.time_scale;
-    let ready = |addr: SocketAddr| {
+    let (bound, addr) = bound;
+    {
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "http://{addr}");
         let _ = stdout.flush();
+    }
+    errln!(
+        "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with Ctrl-C",
+        ids.join(", ")
+    );
+    if !addr.ip().is_loopback() {
         errln!(
-            "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with Ctrl-C",
-            ids.join(", ")
+            "warning: listening on {}, reachable from other machines",
+            addr.ip()
         );
-        if !addr.ip().is_loopback() {
-            errln!(
-                "warning: listening on {}, reachable from other machines",
-                addr.ip()
-            );
-        }
-    };
-    match serve::serve(world, config, ready) {
-        Ok(()) => {
+    }
+    match serve::serve(world, bound, config) {
+        Ok(serve::Served { log_error: None }) => {
             errln!("simbench: stopped");
             super::EXIT_OK
+        }
+        Ok(serve::Served { log_error: Some(e) }) => {
+            errln!(
+                "error: stopped; the request log lost entries: {}",
+                super::io_reason(&e)
+            );
+            super::EXIT_ERROR
         }
         Err(e) => {
             errln!("error: cannot serve: {}", super::io_reason(&e));

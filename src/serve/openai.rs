@@ -311,18 +311,18 @@ pub fn stream_error(error: &ApiError) -> String {
 
 /// A duration as OpenAI's `x-ratelimit-reset-*` headers write it: `20ms`, `1.5s`, `6m0s`.
 pub fn duration(seconds: f64) -> String {
-    let s = seconds.max(0.0);
-    if s < 1.0 {
-        return format!("{}ms", (s * 1000.0).ceil() as u64);
+    // Whole milliseconds, rounded up (a client that waits this long finds the room back),
+    // then split: "450ms", "6s", "6m0s", "23h59m59.441s", as Go prints a duration.
+    let ms = (seconds.max(0.0) * 1000.0).ceil().min(u64::MAX as f64) as u64;
+    if ms < 1000 {
+        return format!("{ms}ms");
     }
-    let minutes = (s / 60.0).floor();
-    let rest = s - minutes * 60.0;
-    let rest = (rest * 1000.0).ceil() / 1000.0;
-    let rest = format!("{rest}");
-    if minutes >= 1.0 {
-        format!("{minutes}m{rest}s")
-    } else {
-        format!("{rest}s")
+    let secs = format!("{}", (ms % 60_000) as f64 / 1000.0);
+    let minutes = ms / 60_000;
+    match (minutes / 60, minutes % 60) {
+        (0, 0) => format!("{secs}s"),
+        (0, m) => format!("{m}m{secs}s"),
+        (h, m) => format!("{h}h{m}m{secs}s"),
     }
 }
 
@@ -493,7 +493,11 @@ mod tests {
         assert_eq!(duration(1.5), "1.5s");
         assert_eq!(duration(360.0), "6m0s");
         assert_eq!(duration(-1.0), "0ms");
-        for s in [0.02, 1.5, 61.25, 360.0] {
+        // Seconds rounded up into a whole minute carry into it (this once read "1m60s").
+        assert_eq!(duration(119.9999), "2m0s");
+        assert_eq!(duration(86_399.441), "23h59m59.441s");
+        assert_eq!(duration(3600.0), "1h0m0s");
+        for s in [0.02, 1.5, 61.25, 360.0, 3_725.5, 86_400.0] {
             assert_eq!(crate::fit::har::parse_duration(&duration(s)), Some(s));
         }
     }

@@ -797,3 +797,136 @@ fn overloaded_outages_and_failures_are_served_as_the_world_says() {
         );
     }
 }
+
+/// The edges a demanding client meets: the key guards every route (the models too); a known
+/// path asked with the wrong method is a 405 whose `Allow` names the right one; a model is
+/// found by its id; a body that never comes ends in a 408 (a 413 when declared past the bound)
+/// instead of holding the connection; of two limits in one unit the
+/// headers carry the one that binds (a minute's tokens, not a day's).
+#[test]
+fn serve_guards_every_route_and_answers_at_its_edges() {
+    let server = Server::start(&[
+        "--api-key",
+        "sk-test",
+        "--time-scale",
+        "50",
+        "scenarios/llm_daily_quota.toml",
+    ]);
+    let addr = server.addr.clone();
+    let key = [("Authorization", "Bearer sk-test")];
+    assert_eq!(request(&addr, "GET", "/v1/models", &[], "").status, 401);
+    assert_eq!(
+        request(&addr, "POST", "/nope/v1/chat/completions", &[], CHAT).status,
+        401
+    );
+    let models = request(&addr, "GET", "/v1/models", &key, "");
+    assert_eq!(models.status, 200);
+    let id = models.json()["data"][0]["id"].as_str().unwrap().to_owned();
+    let one = request(&addr, "GET", &format!("/v1/models/{id}"), &key, "");
+    assert_eq!(
+        (one.status, one.json()["id"].as_str()),
+        (200, Some(id.as_str()))
+    );
+    assert_eq!(
+        request(&addr, "GET", "/v1/models/nope", &key, "").status,
+        404
+    );
+    for (method, path, allow) in [
+        ("POST", "/v1/models", "GET"),
+        ("GET", "/v1/chat/completions", "POST"),
+    ] {
+        let answer = request(&addr, method, path, &key, "");
+        assert_eq!(answer.status, 405, "{method} {path}");
+        assert_eq!(answer.header("allow"), Some(allow), "{method} {path}");
+    }
+    // A body that stops coming holds the connection only for the body's time: then a 408 and
+    // the connection closed; 413 when what was declared is past the bound anyway.
+    let head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-test\r\n";
+    let stalled: Vec<_> = [("100", 408), ("99999999999", 413)]
+        .into_iter()
+        .map(|(length, status)| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(&addr).expect("connect");
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(60)))
+                    .unwrap();
+                write!(stream, "{head}Content-Length: {length}\r\n\r\n{{").unwrap();
+                let mut raw = Vec::new();
+                let _ = stream.read_to_end(&mut raw);
+                let answer = parse_answer(&raw);
+                assert_eq!(answer.status, status, "{length}: {}", answer.body);
+                assert_eq!(answer.header("connection"), Some("close"));
+            })
+        })
+        .collect();
+    for thread in stalled {
+        thread.join().expect("a stalled body is answered");
+    }
+    // 200,000 tokens a minute and 45,000,000 a day: the minute's, with the least left, binds.
+    let chat = request(&addr, "POST", "/v1/chat/completions", &key, CHAT);
+    assert_eq!(chat.status, 200, "{}", chat.body);
+    assert_eq!(chat.header("x-ratelimit-limit-tokens"), Some("200000"));
+    assert!(server.stop().success());
+}
+
+/// Refusals before serving leave the files as they were: a taken port names the address and
+/// the way out, and the request log named is not truncated; a drain time past a day is refused.
+#[test]
+fn serve_refuses_a_taken_port_before_touching_the_log() {
+    let dir = scratch_dir("serve-port");
+    let log = dir.join("keep.jsonl");
+    std::fs::write(&log, "{\"kept\":true}\n").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = crate::support::simbench(&[
+        "serve",
+        "--port",
+        &port,
+        "--request-log",
+        log.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--port 0"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"kept\":true}\n");
+    for drain in ["1e20", "inf", "-1"] {
+        let out = crate::support::simbench(&["serve", "--drain-s", drain]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{drain}: {stderr}");
+        assert!(stderr.contains("is not a drain time"), "{drain}: {stderr}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A request log that cannot be written (a full disk) is not lost in silence: the server goes
+/// on answering, and the command fails when it stops.
+#[test]
+fn serve_fails_when_its_request_log_lost_entries() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let server = Server::start(&[
+        "--time-scale",
+        "50",
+        "--request-log",
+        "/dev/full",
+        "tests/data/worlds/serve_tight.toml",
+    ]);
+    let addr = server.addr.clone();
+    assert_eq!(
+        request(&addr, "POST", "/v1/chat/completions", &[], CHAT).status,
+        200
+    );
+    assert_eq!(
+        request(&addr, "POST", "/v1/chat/completions", &[], CHAT).status,
+        200
+    );
+    let exit = server.stop();
+    assert_eq!(exit.code(), Some(2), "{exit:?}");
+}
