@@ -21,8 +21,10 @@
 //!
 //! The budgets hold in the token-bucket sense: over any interval of `d` seconds the requests
 //! sent ask at most `budget + budget · d / 60` (the allowance held at its start plus the refill).
-//! The one exception is a request whose estimate exceeds the whole token budget: the script
-//! would wait for it for ever; here it waits for a full allowance and overdraws it.
+//! The exceptions are where the script would wait for ever: a request whose estimate exceeds
+//! the whole token budget waits for a full allowance and overdraws it, and a request budget
+//! below one a minute lets the allowance fill to one request (so one goes out every
+//! `60 / requests_per_minute` seconds).
 //!
 //! The script posts to one URL, so the strategy uses one endpoint like `sdk_retry` (see
 //! [`single_endpoint`]). In a world without `[tokens]` every estimate is 0 and only the request
@@ -115,6 +117,14 @@ impl BudgetPacer {
         }
     }
 
+    /// What the request allowance holds at most: the budget, or one request when the budget
+    /// is below one a minute (an allowance capped below 1 could never send one; the script
+    /// itself would wait for ever). The pace stays the budget's: one request every
+    /// `60 / requests_per_minute` seconds.
+    fn request_cap(&self) -> f64 {
+        self.requests_per_minute.max(1.0)
+    }
+
     /// A request's token charge: its estimate, or the whole budget if it asks more (it could
     /// never fit otherwise).
     fn charge(&self, call: &CallState) -> f64 {
@@ -133,7 +143,7 @@ impl Allowances {
         let elapsed = now - self.at;
         if elapsed > 0.0 {
             self.requests = (self.requests + elapsed * pacer.requests_per_minute / MINUTE_S)
-                .min(pacer.requests_per_minute);
+                .min(pacer.request_cap());
             self.tokens = (self.tokens + elapsed * pacer.tokens_per_minute / MINUTE_S)
                 .min(pacer.tokens_per_minute);
             self.at = now;
@@ -231,6 +241,40 @@ mod tests {
             attempts_used,
             elapsed_s: 0.0,
         }
+    }
+
+    fn pacer_of(requests_per_minute: f64) -> BudgetPacer {
+        BudgetPacer {
+            requests_per_minute,
+            tokens_per_minute: 1e9,
+            pause_s: 15.0,
+            retries: Retries { max_attempts: 5 },
+            state: RefCell::new(State {
+                booked: Allowances::EMPTY,
+                sent: Allowances::EMPTY,
+                paused_until: f64::NEG_INFINITY,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_request_budget_below_one_a_minute_still_sends_at_its_pace() {
+        // Half a request a minute: the allowance starts at 0.5 and fills to one request (never
+        // capped below it, where no request could ever go), one every 120 s.
+        let pacer = pacer_of(0.5);
+        let mut allowances = pacer.full();
+        assert_eq!(allowances.time_to(&pacer, 0.0), 60.0);
+        allowances.refill(&pacer, 60.0);
+        assert_eq!(allowances.requests, 1.0);
+        assert_eq!(allowances.book(&pacer, 0.0), 0.0);
+        assert_eq!(allowances.time_to(&pacer, 0.0), 120.0);
+        allowances.refill(&pacer, 10_000.0);
+        assert_eq!(allowances.requests, 1.0);
+        // A budget of one or more is capped at itself, as the script caps it.
+        let whole = pacer_of(30.0);
+        let mut allowances = whole.full();
+        allowances.refill(&whole, 1_000.0);
+        assert_eq!(allowances.requests, 30.0);
     }
 
     #[test]

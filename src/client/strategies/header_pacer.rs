@@ -12,7 +12,9 @@
 //!   will, rounded up to whole milliseconds.
 //! - A 429 keeps every call off the endpoint until its Retry-After has passed.
 //! - Until an answer has shown a limit's refill rate (an answer from a full limit shows none),
-//!   that limit does not pace: the first requests go out at once.
+//!   that limit does not pace: the first requests go out at once. An answer whose limit is
+//!   less than one unit (request or token) short of whole shows none either: the headers count
+//!   whole units and round the reset to whole milliseconds, so such a deficit gives no rate.
 //!
 //! Retries follow the world's `[retry]`. The client talks to one endpoint, like `sdk_retry`
 //! (see [`single_endpoint`]); on an endpoint without published limits it is `single_endpoint`
@@ -104,7 +106,10 @@ impl State {
         for (estimate, header) in self.limits.iter_mut().zip(headers) {
             estimate.level = header.remaining;
             estimate.at = at;
-            if header.reset_s > 0.0 && header.remaining < header.limit {
+            // A header counts whole units (requests, tokens) and whole milliseconds: a deficit
+            // below one unit says nothing of the rate (0.00001 of a request back in the 1 ms a
+            // reset rounds up to would read as one request in 27 hours).
+            if header.reset_s > 0.0 && header.limit - header.remaining >= 1.0 {
                 estimate.rate = Some((header.limit - header.remaining) / header.reset_s);
             }
         }
@@ -197,5 +202,17 @@ mod tests {
         estimate.level -= 70_000.0;
         assert_eq!(estimate.rate, None);
         assert_eq!(estimate.time_to(1000.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn a_deficit_below_one_unit_shows_no_rate() {
+        let mut state = State::default();
+        state.read(&[header(0.0, 60.0)], 0.0);
+        // A 429 while the limit is a hair short of whole, its reset rounded up to 1 ms: no rate
+        // of 2e-11 tokens a second (which would sleep for centuries), the last one kept.
+        state.read(&[header(59_999.999_999_99, 0.001)], 1.0);
+        assert_eq!(state.limits[0].rate, Some(1000.0));
+        state.read(&[header(59_999.0, 0.001)], 2.0);
+        assert_eq!(state.limits[0].rate, Some(1000.0));
     }
 }
