@@ -86,6 +86,8 @@ pub struct LevelStats {
     pub invalid: Vec<(u64, String)>,
     /// `(seed, reason)` of every run a budget stopped (a stalled run keeps its metrics).
     pub unfinished: Vec<(u64, String)>,
+    /// `(seed, reason)` of every run that stalled: it counts with what it did until then.
+    pub stalled: Vec<(u64, String)>,
     /// The knee rule's readings.
     pub readings: Readings,
 }
@@ -215,6 +217,11 @@ fn level_stats(level: &LevelRuns<'_>) -> LevelStats {
                     None
                 }
             })
+            .collect(),
+        stalled: level
+            .runs
+            .iter()
+            .filter_map(|r| r.stall().map(|(_, reason)| (r.seed, reason.to_owned())))
             .collect(),
         readings: finished
             .iter()

@@ -108,11 +108,14 @@ fn parse_concurrency(text: &str) -> Result<Levels, String> {
     })
 }
 
+/// The highest rate a world's `load.rate_per_s` may have (the schema's bound).
+const MAX_RATE: f64 = 1e9;
+
 fn parse_rates(text: &str) -> Result<Levels, String> {
     parse_levels(text, |item| match item.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(r) if r.is_finite() && r > 0.0 && r <= MAX_RATE => Ok(r),
         _ => Err(format!(
-            "rates are positive numbers of jobs per second; got `{item}`"
+            "rates are positive numbers of jobs per second up to {MAX_RATE} (as `load.rate_per_s`); got `{item}`"
         )),
     })
 }
@@ -222,15 +225,15 @@ pub fn main(args: &SweepArgs) -> u8 {
     if !args.exec.quiet {
         let shown: Vec<String> = levels.iter().map(|&l| knob.spell(l)).collect();
         errln!(
-            "simbench: sweep of `{}` on `{}`: {} {} × {} seeds ({} jobs; rng {}; {} threads)",
+            "simbench: sweep of `{}` on `{}`: {} {} × {} ({}; rng {}; {})",
             crate::text::escape(algorithm(args)),
             crate::text::escape(base.name()),
             knob.name(),
             shown.join(", "),
-            seeds.len(),
-            base.jobs(),
+            crate::text::plural(seeds.len(), "seed"),
+            crate::text::plural(base.jobs() as usize, "job"),
             rng_name(args.exec.rng),
-            threads
+            crate::text::plural(threads, "thread")
         );
     }
     let origin = now();
@@ -292,6 +295,14 @@ pub fn main(args: &SweepArgs) -> u8 {
         applies: CATALOGUE.iter().map(|m| m.applies_to(&base)).collect(),
         wall_s: clock(),
     };
+    // Said even with --quiet, as `run` says it: the knee is judged on what they did.
+    let stalled: usize = analysis.levels.iter().map(|l| l.stalled.len()).sum();
+    if stalled > 0 {
+        let total: usize = analysis.levels.iter().map(|l| l.runs).sum();
+        errln!(
+            "warning: {stalled} of {total} runs stalled; each counts with what it did until the stall (the notes say where)"
+        );
+    }
     emit(&view, args, plan)
 }
 
@@ -512,5 +523,6 @@ mod tests {
         assert!(err(parse_concurrency("4,4")).contains("must increase"));
         assert!(err(parse_concurrency("2,,4")).contains("empty item"));
         assert!(err(parse_rates("1,inf")).contains("got `inf`"));
+        assert!(err(parse_rates("0.5,1e300")).contains("up to 1000000000"));
     }
 }

@@ -160,6 +160,11 @@ fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
     let mut history: Vec<Level> = Vec::new();
     for metric in objective.levels() {
         let series: Vec<BTreeMap<u64, f64>> = pool.iter().map(|c| c.series(metric)).collect();
+        // A tie-break no run defines (a job latency where no job finished) cannot tell the tied
+        // apart: the verdict stops at the level before, rather than rank them on nothing.
+        if !history.is_empty() && series.iter().all(BTreeMap::is_empty) {
+            break;
+        }
         let order = best_first(metric, &series);
         let leader = order[0];
         let compare = |other: usize| comparison(metric, &series[leader], &series[other], objective);
@@ -651,6 +656,32 @@ mod tests {
             ..Objective::default()
         };
         assert_eq!(judge(&none, &runs).outcome, Outcome::Nothing);
+    }
+
+    #[test]
+    fn a_tie_break_no_run_defines_is_not_ranked_on() {
+        // Every strategy finished no job: they tie on jobs_done, and no run has a job latency,
+        // so the verdict stops at jobs_done instead of naming a "lowest" p99 of nothing.
+        let none = |jobs: f64| {
+            let mut v = metrics::compute(&mut Tally::default(), &[]);
+            v.set(Metric::JobsDone, jobs);
+            v
+        };
+        let runs: Vec<(String, Vec<MetricValues>)> = ["a", "b", "c"]
+            .iter()
+            .map(|name| (name.to_string(), vec![none(0.0), none(0.0), none(0.0)]))
+            .collect();
+        assert!(
+            runs[0].1[0]
+                .value(Metric::SuccessfulJobLatencyP99Ms)
+                .is_none()
+        );
+        let d = judge(&Objective::default(), &runs);
+        let Outcome::Undecided { levels } = &d.outcome else {
+            panic!("undecided: {:?}", d.outcome)
+        };
+        assert_eq!(levels.len(), 1);
+        assert!(!d.headline().contains("p99"), "{}", d.headline());
     }
 
     #[test]

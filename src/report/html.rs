@@ -132,7 +132,12 @@ fn metric_table(out: &mut String, report: &Report) {
     out.push_str("<th class=\"name\">verdict</th></tr></thead><tbody>");
     for row in shown(report) {
         let info = row.info;
-        let mark = if info.gated { " †" } else { "" };
+        let mark = match (info.gated, info.latency) {
+            (true, true) => " †‡",
+            (true, false) => " †",
+            (false, true) => " ‡",
+            (false, false) => "",
+        };
         let _ = write!(
             out,
             "<tr><td class=\"name\">{}{mark}</td><td>{}</td><td>{}</td>",

@@ -65,7 +65,9 @@ pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
     error_class_table(&mut out, report);
     out.push_str("#### Notes\n\n");
     for line in notes(report, "**bold**").iter().skip(1) {
-        out.push_str(&format!("- {}\n", line.trim_start()));
+        // An indented note belongs to the one above it (a strategy's seeds, its metrics).
+        let nested = if line.starts_with(' ') { "  " } else { "" };
+        out.push_str(&format!("{nested}- {}\n", line.trim_start()));
     }
     out.push_str("- Each cell: mean ± stdev, then min – max over the finished runs.\n");
     out
@@ -90,11 +92,12 @@ fn metric_table(out: &mut String, report: &Report, choice: &MetricChoice) {
     for row in chosen_rows(report, choice) {
         let info = row.info;
         let mut cells = vec![
-            if info.gated {
-                format!("{} †", info.name)
-            } else {
-                info.name.to_string()
-            },
+            format!(
+                "{}{}{}",
+                info.name,
+                if info.gated { " †" } else { "" },
+                if info.latency { "‡" } else { "" }
+            ),
             info.unit.to_string(),
             match info.direction {
                 Direction::Higher => "higher".into(),

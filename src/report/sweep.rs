@@ -47,7 +47,9 @@ impl Knob {
     pub fn spell(self, level: f64) -> String {
         match self {
             Knob::Concurrency => format!("{level:.0}"),
-            Knob::Rate => format!("{level}"),
+            // Plain decimals where they stay short; an exponent past them (1e-300 has 300 zeros).
+            Knob::Rate if (1e-4..1e15).contains(&level) => format!("{level}"),
+            Knob::Rate => format!("{level:e}"),
         }
     }
 
@@ -158,6 +160,11 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
     lines.retain(|l| !l.trim().is_empty());
     let knee = view.analysis.knee.level;
     let explanation = match view.best_level() {
+        Some(level) if level == knee && view.analysis.knee.finding == Finding::NoKnee => format!(
+            "  the fallback level ({}) is also the best operating point for the objective, but \
+             it is not a measured knee: rerun with lower levels to find one.",
+            view.spell(knee)
+        ),
         Some(level) if level == knee => {
             "  the knee is also the best operating point: the load that keeps the measurement \
              honest is the load the objective prefers."
@@ -245,6 +252,9 @@ fn valid_cell(level: &LevelStats) -> String {
     if !level.unfinished.is_empty() {
         text.push_str(&format!(" ({} unfinished)", level.unfinished.len()));
     }
+    if !level.stalled.is_empty() {
+        text.push_str(&format!(" ({} stalled)", level.stalled.len()));
+    }
     text
 }
 
@@ -327,6 +337,14 @@ fn notes(view: &SweepView<'_>) -> Vec<String> {
                 view.spell(i)
             ));
         }
+        if let Some((seed, first)) = level.stalled.first() {
+            lines.push(format!(
+                "stalled at {}: {} of {} runs, each counted with what it did until the stall — seed {seed}: {first}",
+                view.spell(i),
+                level.stalled.len(),
+                level.runs
+            ));
+        }
     }
     lines
 }
@@ -354,7 +372,7 @@ pub fn reasons(view: &SweepView<'_>) -> Vec<String> {
             },
             format!(
                 "recommended {noun}: {value} — beyond it, the step to {higher} fails ({failed}): {}.",
-                costs(step)
+                costs(step, &view.analysis.levels[s + 1])
             ),
         ],
         Finding::LastLevel => vec![
@@ -398,8 +416,16 @@ pub fn reasons(view: &SweepView<'_>) -> Vec<String> {
     lines
 }
 
-/// What the extra load of a failing step bought instead of (or along with) throughput.
-fn costs(step: &Step) -> String {
+/// What the extra load of a failing step bought instead of (or along with) throughput; when no
+/// run at the higher level finished, that nothing was measured there.
+fn costs(step: &Step, higher: &LevelStats) -> String {
+    if step.rise.is_none() && step.refusal.is_none() && step.service.is_none() {
+        if let Some((seed, reason)) = higher.unfinished.first() {
+            return format!(
+                "no run finished there, so nothing was measured (seed {seed}: {reason})"
+            );
+        }
+    }
     let mut prices = Vec::new();
     if !step.refusal.is_some_and(|c| c.passed) {
         prices.push("refusals and timeouts above the baseline");
