@@ -620,13 +620,15 @@ fn compare(
             SeedCount::Auto { max } => format!("seeds auto (at most {max})"),
         };
         errln!(
-            "simbench: {} × {seeds} on `{}` ({} jobs × {} steps × {} calls, {} workers; rng {}; {})",
+            "simbench: {} × {seeds} on `{}` ({}; rng {}; {})",
             plural(algorithms.len(), "algorithm"),
             crate::text::escape(world.name()),
-            world.jobs(),
-            world.steps_per_job(),
-            world.calls_per_step(),
-            world.concurrency(),
+            crate::report::format::world_size(
+                world.jobs(),
+                world.steps_per_job(),
+                world.calls_per_step(),
+                world.concurrency()
+            ),
             args.exec.rng.name(),
             plural(threads.min(largest.max(1) as usize), "thread"),
         );
@@ -1099,14 +1101,16 @@ fn describe_files(out: &mut String, files: &[Entry]) {
 fn describe_world(out: &mut String, prefix: &str, world: &World) {
     use crate::text::escape;
     out.push_str(&format!(
-        "  {prefix}{} ({} jobs × {} steps × {} calls, {} workers, {} s horizon, {} endpoints)\n",
+        "  {prefix}{} ({}, {} s horizon, {})\n",
         escape(world.name()),
-        world.jobs(),
-        world.steps_per_job(),
-        world.calls_per_step(),
-        world.concurrency(),
+        crate::report::format::world_size(
+            world.jobs(),
+            world.steps_per_job(),
+            world.calls_per_step(),
+            world.concurrency()
+        ),
         world.horizon_s(),
-        world.endpoints().len()
+        plural(world.endpoints().len(), "endpoint")
     ));
     for line in wrap(world.summary(), 92) {
         out.push_str(&format!("      {}\n", escape(&line)));

@@ -77,6 +77,17 @@ pub fn seeds(seeds: &[u64]) -> String {
 }
 
 /// `1 seed` / `3 seeds`.
+/// `3000 jobs × 3 steps × 2 calls, 12 workers`: a world's size, each count with its noun.
+pub fn world_size(jobs: u32, steps: u32, calls: u32, workers: u32) -> String {
+    format!(
+        "{} × {} × {}, {}",
+        count(jobs as usize, "job"),
+        count(steps as usize, "step"),
+        count(calls as usize, "call"),
+        count(workers as usize, "worker")
+    )
+}
+
 pub fn count(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")

@@ -68,13 +68,10 @@ pub fn render(report: &Report) -> String {
 fn facts(report: &Report) -> String {
     let w = &report.world;
     format!(
-        "{} {} · {} jobs × {} steps × {} calls, {} workers · horizon {} s simulated · rng {} · world {}",
+        "{} {} · {} · horizon {} s simulated · rng {} · world {}",
         count(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
-        w.jobs,
-        w.steps_per_job,
-        w.calls_per_step,
-        w.concurrency,
+        super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
         fixed(w.horizon_s, 0),
         report.sweep.rng,
         w.hash

@@ -48,13 +48,10 @@ pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
         crate::text::escape_lines(&w.summary)
     ));
     out.push_str(&format!(
-        "{} {} · {} jobs × {} steps × {} calls, {} workers · horizon {} s simulated · wall {} s · world `{}`\n\n",
+        "{} {} · {} · horizon {} s simulated · wall {} s · world `{}`\n\n",
         count(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
-        w.jobs,
-        w.steps_per_job,
-        w.calls_per_step,
-        w.concurrency,
+        super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
         fixed(w.horizon_s, 0),
         fixed(report.sweep.wall_s, 1),
         w.hash

@@ -382,14 +382,11 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
     let w = &report.world;
     let mut lines = vec![
         format!(
-            "{} · {} {} · {} jobs × {} steps × {} calls, {} workers · horizon {} s · wall {} s · world {}",
+            "{} · {} {} · {} · horizon {} s · wall {} s · world {}",
             w.name,
             count(report.sweep.seeds.len(), "seed"),
             seeds(&report.sweep.seeds),
-            w.jobs,
-            w.steps_per_job,
-            w.calls_per_step,
-            w.concurrency,
+            super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
             fixed(w.horizon_s, 0),
             fixed(report.sweep.wall_s, 1),
             w.hash
