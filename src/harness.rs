@@ -29,6 +29,7 @@ use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Re
 use crate::recorder::{Observed, Recorder, Snapshot, Timeseries};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
+use crate::text::plural;
 use crate::tokens::{CallSize, LimitHeader};
 use crate::world::{Load, Think, World};
 use queue::{Event, EventQueue};
@@ -118,10 +119,12 @@ impl Outcome {
                 jobs_done,
                 cause,
             } => Some(format!(
-                "stalled at t = {at_s:.3} s after {jobs_done} jobs done: {cause}"
+                "stalled at t = {at_s:.3} s after {} done: {cause}",
+                plural(*jobs_done as usize, "job")
             )),
             Outcome::Timeout { at_s, jobs_done } => Some(format!(
-                "wall-clock budget exhausted at t = {at_s:.3} s after {jobs_done} jobs done"
+                "wall-clock budget exhausted at t = {at_s:.3} s after {} done",
+                plural(*jobs_done as usize, "job")
             )),
             Outcome::OutOfMemory {
                 at_s,
@@ -129,15 +132,17 @@ impl Outcome {
                 held,
                 limit,
             } => Some(format!(
-                "memory budget exhausted at t = {at_s:.3} s after {jobs_done} jobs done: the run \
+                "memory budget exhausted at t = {at_s:.3} s after {} done: the run \
                  held {} MB, its share of the budget is {} MB",
+                plural(*jobs_done as usize, "job"),
                 held.div_ceil(1 << 20),
                 limit / (1 << 20)
             )),
             Outcome::Livelock { at_s, jobs_done } => Some(format!(
-                "livelock at t = {at_s:.3} s after {jobs_done} jobs done: {LIVELOCK_EVENTS} \
+                "livelock at t = {at_s:.3} s after {} done: {LIVELOCK_EVENTS} \
                  events at this instant started no attempt, took no lease and ended no job, so \
-                 simulated time cannot advance (a client polling at zero delay)"
+                 simulated time cannot advance (a client polling at zero delay)",
+                plural(*jobs_done as usize, "job")
             )),
         }
     }

@@ -55,6 +55,9 @@ pub struct Level {
     pub tied: Vec<String>,
     /// The leader against the first of `tied`.
     pub closest: Comparison,
+    /// How many candidates define the metric on some seed: 0 when no run does, and the
+    /// level then ranked nobody.
+    pub defined_by: usize,
 }
 
 /// What the verdict says.
@@ -189,6 +192,7 @@ fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
             leader: pool[leader].name.to_string(),
             tied: tied.iter().map(|&i| pool[i].name.to_string()).collect(),
             closest: compare(closest),
+            defined_by: series.iter().filter(|s| !s.is_empty()).count(),
         });
         pool = std::iter::once(leader)
             .chain(tied)
@@ -398,44 +402,64 @@ fn some_names(names: &[String]) -> String {
 }
 
 fn undecided(levels: &[Level], confidence: &str) -> String {
-    let n = levels.first().map_or(0, |l| l.closest.difference.n);
-    if n < 2 {
-        let leader = levels.first().map_or("", |l| l.leader.as_str());
+    let name = |l: &Level| l.closest.metric.info().name;
+    // Only the objective can be undefined everywhere and still be a level: a tie-break no run
+    // defines ends the verdict before it (see `outcome`).
+    if let [only] = levels
+        && only.defined_by == 0
+    {
         return format!(
-            "no decision: {leader} leads, but {} gives no confidence interval; run more seeds \
-             (e.g. --seeds 10)",
-            super::format::count(n, "common seed")
+            "no decision: no run defines {} (the objective) or a tie-break, so nothing ranks \
+             the strategies; the notes on undefined metrics say why",
+            name(only)
         );
     }
+    let n = levels
+        .iter()
+        .find(|l| l.defined_by > 0)
+        .map_or(0, |l| l.closest.difference.n);
     let parts: Vec<String> = levels
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let name = l.closest.metric.info().name;
-            let lead = if i == 0 {
-                format!("{} leads {name}", l.leader)
+            if l.defined_by == 0 {
+                return format!("no run defines {}", name(l));
+            }
+            // After a level that ranked nobody, the candidates are still all of them.
+            let lead = if i == 0 || levels[i - 1].defined_by == 0 {
+                format!("{} leads {}", l.leader, name(l))
             } else {
                 format!(
-                    "of those, {} has {} {name}",
+                    "of those, {} has {} {}",
                     l.leader,
-                    aim(l.closest.metric)
+                    aim(l.closest.metric),
+                    name(l)
                 )
             };
-            // A later level's pair may share fewer than two seeds that define its metric.
+            let common = l.closest.difference.n;
+            if common < 2 {
+                return format!(
+                    "{lead}, but {} with {} {} no confidence interval",
+                    crate::text::plural(common, "common seed"),
+                    l.tied[0],
+                    if common == 1 { "gives" } else { "give" }
+                );
+            }
             let (mean, interval) = signed_parts(&l.closest, confidence);
-            let interval = interval.unwrap_or_else(|| {
-                format!(
-                    "{} with it",
-                    super::format::count(l.closest.difference.n, "seed")
-                )
-            });
             format!(
-                "{lead} but cannot be separated from {} ({mean} over {}, {interval})",
+                "{lead} but cannot be separated from {} ({mean} over {}, {})",
                 some_names(&l.tied),
                 l.tied[0],
+                interval.unwrap_or_else(|| crate::text::plural(common, "seed") + " with it")
             )
         })
         .collect();
+    if n < 2 {
+        return format!(
+            "no decision: {}; run more seeds (e.g. --seeds 10)",
+            parts.join("; ")
+        );
+    }
     format!(
         "no decision on {n} seeds: {}; run more seeds",
         parts.join("; ")
@@ -682,6 +706,49 @@ mod tests {
         };
         assert_eq!(levels.len(), 1);
         assert!(!d.headline().contains("p99"), "{}", d.headline());
+    }
+
+    #[test]
+    fn an_objective_no_run_defines_is_said_so() {
+        let jobs_only = |jobs: f64| {
+            let mut v = metrics::compute(&mut Tally::default(), &[]);
+            v.set(Metric::JobsDone, jobs);
+            v
+        };
+        let runs: Vec<(String, Vec<MetricValues>)> = [("a", 1.0), ("b", 0.0)]
+            .iter()
+            .map(|&(name, j)| (name.to_string(), vec![jobs_only(j), jobs_only(j + 1.0)]))
+            .collect();
+        let latency = |tie_break: Vec<Metric>| Objective {
+            metric: Metric::SuccessfulJobLatencyP99Ms,
+            tie_break,
+            ..Objective::default()
+        };
+        let d = judge(&latency(vec![]), &runs);
+        assert_eq!(
+            d.headline(),
+            "no decision: no run defines successful_job_latency_p99_ms (the objective) or a \
+             tie-break, so nothing ranks the strategies; the notes on undefined metrics say why"
+        );
+        // The tie-break still ranks all of them: a leads jobs_done by exactly 1 on both seeds.
+        let d = judge(&latency(vec![Metric::JobsDone]), &runs);
+        let Outcome::Decided { pick, tied, .. } = &d.outcome else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!((pick.as_str(), tied.len()), ("a", 1));
+        let noisy: Vec<(String, Vec<MetricValues>)> = [("a", [3.0, 1.0]), ("b", [1.0, 2.0])]
+            .iter()
+            .map(|(name, j)| (name.to_string(), j.map(jobs_only).to_vec()))
+            .collect();
+        let d = judge(&latency(vec![Metric::JobsDone]), &noisy);
+        assert!(
+            d.headline().starts_with(
+                "no decision on 2 seeds: no run defines successful_job_latency_p99_ms; a leads \
+                 jobs_done but cannot be separated from b (+0.5 over b, 95 % CI"
+            ),
+            "{}",
+            d.headline()
+        );
     }
 
     #[test]

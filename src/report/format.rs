@@ -3,6 +3,8 @@
 //! Owns how a value is spelled (precision per unit, thousands separators, percentages, seed
 //! ranges) so the terminal, markdown and CSV outputs agree. Never decides what to show.
 
+use crate::text::plural;
+
 /// Decimals for a unit (reference §8.7): 2 for times, 1 for counts, 4 for rates and ratios.
 pub fn decimals(unit: &str) -> usize {
     match unit {
@@ -76,24 +78,15 @@ pub fn seeds(seeds: &[u64]) -> String {
     }
 }
 
-/// `1 seed` / `3 seeds`.
 /// `3000 jobs × 3 steps × 2 calls, 12 workers`: a world's size, each count with its noun.
 pub fn world_size(jobs: u32, steps: u32, calls: u32, workers: u32) -> String {
     format!(
         "{} × {} × {}, {}",
-        count(jobs as usize, "job"),
-        count(steps as usize, "step"),
-        count(calls as usize, "call"),
-        count(workers as usize, "worker")
+        plural(jobs as usize, "job"),
+        plural(steps as usize, "step"),
+        plural(calls as usize, "call"),
+        plural(workers as usize, "worker")
     )
-}
-
-pub fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use std::fmt::Write;
 
-use super::format::{count, decimals, fixed, seeds, thousands};
+use super::format::{decimals, fixed, seeds, thousands};
 use super::stats::{Summary, t_quantile};
 use super::svg::{Axis, Chart, Stroke, colour, escape};
 use super::sweep::SweepView;
@@ -24,6 +24,7 @@ use super::{Column, IncidentSpan, Report, Row, Run};
 use crate::client::pool::State;
 use crate::metrics::{CATALOGUE, Direction, Metric, MetricInfo};
 use crate::recorder::{Timeseries, Window};
+use crate::text::plural;
 
 /// Most points a time-series line keeps; longer series have adjacent windows summed.
 const MAX_POINTS: usize = 300;
@@ -69,7 +70,7 @@ fn facts(report: &Report) -> String {
     let w = &report.world;
     format!(
         "{} {} · {} · horizon {} s simulated · rng {} · world {}",
-        count(report.sweep.seeds.len(), "seed"),
+        plural(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
         super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
         fixed(w.horizon_s, 0),
@@ -553,7 +554,7 @@ fn in_flight_panel(
     format!(
         "<figure class=\"series\" data-panel=\"in_flight\">{}<figcaption>{caption} Dashed: capacity (cycle and incidents applied); dotted rules: breaker trips ({}).</figcaption></figure>",
         chart.finish(),
-        count(dead, "endpoint death")
+        plural(dead, "endpoint death")
     )
 }
 
@@ -598,7 +599,7 @@ fn series_chart(
     }
     let mut caption = Vec::new();
     if shaded > 0 {
-        caption.push(format!("{} shaded.", count(shaded, "incident")));
+        caption.push(format!("{} shaded.", plural(shaded, "incident")));
     }
     if !zero.is_empty() {
         caption.push(format!("Zero throughout: {}.", zero.join(", ")));
@@ -656,7 +657,7 @@ pub fn render_sweep(view: &SweepView<'_>) -> String {
         escape(view.scenario),
         view.knob.name(),
         escape(view.algorithm),
-        count(view.seeds.len(), "seed"),
+        plural(view.seeds.len(), "seed"),
         seeds(view.seeds),
         view.jobs,
         view.levels.len(),

@@ -3,10 +3,11 @@
 //!
 //! Owns the layout of the file teams paste into reviews. Returns a `String`; never writes it.
 
-use super::format::{count, decimals, fixed, seeds, thousands};
+use super::format::{decimals, fixed, seeds, thousands};
 use super::terminal::{MetricChoice, chosen_rows, column_title, notes, verdict_text};
 use super::{Column, Report, Row};
 use crate::metrics::Direction;
+use crate::text::plural;
 
 /// Renders the markdown report.
 /// The verdict paragraph: the decision in bold, then the objective and what others break.
@@ -49,7 +50,7 @@ pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
     ));
     out.push_str(&format!(
         "{} {} · {} · horizon {} s simulated · wall {} s · world `{}`\n\n",
-        count(report.sweep.seeds.len(), "seed"),
+        plural(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
         super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
         fixed(w.horizon_s, 0),

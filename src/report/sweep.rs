@@ -21,9 +21,10 @@ use crate::knee::{
 use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::report::csv::{field as csv_field, outcome_cells};
 use crate::report::decision::{Decision, Outcome as DecisionOutcome};
-use crate::report::format::{self, count, fixed, round6, thousands};
+use crate::report::format::{self, fixed, round6, thousands};
 use crate::report::json::Ordered;
 use crate::report::{Outcome, Run};
+use crate::text::plural;
 
 /// What a sweep varies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -897,7 +898,7 @@ pub fn write_csv(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
 
 /// `3 seeds 20260917…20260919`, or the list when it has gaps.
 fn seed_list(seeds: &[u64]) -> String {
-    format!("{} {}", count(seeds.len(), "seed"), format::seeds(seeds))
+    format!("{} {}", plural(seeds.len(), "seed"), format::seeds(seeds))
 }
 
 #[cfg(test)]

@@ -8,10 +8,11 @@ use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns, Rows};
 use tabled::settings::{Alignment, Color, Style};
 
-use super::format::{count, decimals, fixed, percent, seeds, whole_percent};
+use super::format::{decimals, fixed, percent, seeds, whole_percent};
 use super::rank::{COMPLETION_FLOOR, Kind, SIGNIFICANCE_K, TIE_TOLERANCE, Verdict};
 use super::{Column, Report, Row};
 use crate::metrics::{Direction, Metric, MetricInfo};
+use crate::text::plural;
 
 /// How to render the table.
 #[derive(Clone, Debug, Default)]
@@ -384,7 +385,7 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
         format!(
             "{} · {} {} · {} · horizon {} s · wall {} s · world {}",
             w.name,
-            count(report.sweep.seeds.len(), "seed"),
+            plural(report.sweep.seeds.len(), "seed"),
             seeds(&report.sweep.seeds),
             super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
             fixed(w.horizon_s, 0),
