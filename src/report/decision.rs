@@ -311,7 +311,10 @@ impl Decision {
                 if !tied.is_empty() {
                     let parts: Vec<String> = tied
                         .iter()
-                        .map(|c| format!("{} {}", c.metric.info().name, difference(c, &level)))
+                        .map(|c| match c.difference.n {
+                            0 => format!("{} (no seed where both define it)", c.metric.info().name),
+                            _ => format!("{} {}", c.metric.info().name, difference(c, &level)),
+                        })
                         .collect();
                     text.push_str(&format!("; before that they tie on {}", parts.join(", ")));
                 }
@@ -736,6 +739,14 @@ mod tests {
             panic!("decided: {:?}", d.outcome)
         };
         assert_eq!((pick.as_str(), tied.len()), ("a", 1));
+        assert!(
+            d.headline().ends_with(
+                "; before that they tie on successful_job_latency_p99_ms (no seed where both \
+                 define it)"
+            ),
+            "{}",
+            d.headline()
+        );
         let noisy: Vec<(String, Vec<MetricValues>)> = [("a", [3.0, 1.0]), ("b", [1.0, 2.0])]
             .iter()
             .map(|(name, j)| (name.to_string(), j.map(jobs_only).to_vec()))
