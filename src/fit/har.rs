@@ -120,6 +120,17 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
         check_entry(&entry).map_err(|(field, message)| at(har_field(field), message))?;
         entries.push(entry);
     }
+    let mut starts: Vec<(f64, usize)> = entries.iter().map(|e| e.start_s).zip(0..).collect();
+    if let Some((i, message)) = super::input::implausible_times(&mut starts) {
+        let (line, column) = locate(text, i, "startedDateTime").unzip();
+        return Err(LogError {
+            file: file.to_owned(),
+            line,
+            column,
+            field: Some(format!("log.entries[{i}].startedDateTime")),
+            message,
+        });
+    }
     Ok(entries)
 }
 

@@ -236,10 +236,10 @@ fn strongest(samples: &[(f64, f64, usize)], logs: usize) -> Option<Shift> {
         return None;
     }
     let z2 = |a: usize, b: usize| {
-        let k = (b - a) as f64;
         if b <= a || b - a == n {
             return 0.0;
         }
+        let k = (b - a) as f64;
         let d = prefix[b] - prefix[a] - k * mean;
         d * d / (var * k * (1.0 - k / n as f64))
     };

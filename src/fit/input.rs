@@ -397,6 +397,7 @@ pub fn read_jsonl(
     sink: &mut dyn FnMut(Entry),
 ) -> Result<usize, LogError> {
     let mut count = 0;
+    let mut starts: Vec<(f64, (usize, Option<usize>))> = Vec::new();
     for (i, line) in reader.lines().enumerate() {
         let located = |column: Option<usize>, field: Option<String>, message: String| LogError {
             file: file.to_owned(),
@@ -438,8 +439,19 @@ pub fn read_jsonl(
             let column = line.find(&format!("\"{field}\"")).map(|c| c + 1);
             located(column, Some(field.to_owned()), message)
         })?;
+        let column = line.find("\"start_s\"").map(|c| c + 1);
+        starts.push((entry.start_s, (i + 1, column)));
         sink(entry);
         count += 1;
+    }
+    if let Some(((line, column), message)) = implausible_times(&mut starts) {
+        return Err(LogError {
+            file: file.to_owned(),
+            line: Some(line),
+            column,
+            field: Some("start_s".into()),
+            message,
+        });
     }
     Ok(count)
 }
@@ -537,6 +549,74 @@ fn short(x: f64) -> String {
 /// The longest request a log may hold \[s\]: the longest latency a world describes
 /// (`latency.mean_s`, `median_s`, … are at most 10^6 s).
 pub const MAX_DURATION_S: f64 = 1e6;
+
+/// The longest silence between two requests of one log \[s\]: longer than any latency a world
+/// describes, so a request that far from every other is on another clock, in other units or
+/// from another run.
+pub const MAX_GAP_S: f64 = MAX_DURATION_S;
+
+/// The longest stretch one log may cover \[s\] (116 days): the fit bins a log's failures every
+/// two seconds over its whole stretch, so the bound is also its memory's.
+pub const MAX_SPAN_S: f64 = 1e7;
+
+/// A request whose send time cannot belong to the log's run, given every request's send time
+/// and where its reader found it: the place of the one to blame and why. Past a silence of
+/// more than [`MAX_GAP_S`], the request on the smaller side of it (the later side on a tie);
+/// past [`MAX_SPAN_S`] from the first request, the first request beyond it.
+pub(crate) fn implausible_times<P: Copy>(starts: &mut [(f64, P)]) -> Option<(P, String)> {
+    starts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = starts.len();
+    let widest = (1..n).max_by(|&a, &b| {
+        let gap = |i: usize| starts[i].0 - starts[i - 1].0;
+        gap(a).total_cmp(&gap(b)).then(b.cmp(&a))
+    })?;
+    let gap = starts[widest].0 - starts[widest - 1].0;
+    const HINT: &str = "one log holds one run: are all the times seconds on one clock (not \
+                        milliseconds, not a mix of clocks)? Put runs in files of their own";
+    if gap > MAX_GAP_S {
+        let (blamed, other, side) = if widest < n - widest {
+            (widest - 1, widest, "before")
+        } else {
+            (widest, widest - 1, "after")
+        };
+        let message = format!(
+            "this request is sent at {}, {} {side} the nearest other in the file (at {}): \
+             more than 10^6 s (11.6 days) of silence; {HINT}",
+            short(starts[blamed].0),
+            span_text(gap),
+            short(starts[other].0)
+        );
+        return Some((starts[blamed].1, message));
+    }
+    let first = starts[0].0;
+    let beyond = starts.iter().position(|s| s.0 - first > MAX_SPAN_S)?;
+    let message = format!(
+        "this request is sent at {}, {} after the file's first (at {}), and a fit reads at most \
+         10^7 s (116 days) of one log; {HINT}, or fit a shorter stretch",
+        short(starts[beyond].0),
+        span_text(starts[beyond].0 - first),
+        short(first)
+    );
+    Some((starts[beyond].1, message))
+}
+
+/// `2.000e9 s (63.4 years)`, `1500000 s (17.4 days)`: a long stretch with a unit one can
+/// picture.
+fn span_text(s: f64) -> String {
+    const DAY: f64 = 86_400.0;
+    const YEAR: f64 = 365.25 * DAY;
+    let seconds = if s >= 1e9 {
+        format!("{s:.3e}")
+    } else {
+        format!("{s:.0}")
+    };
+    let pictured = match s / YEAR {
+        years if years >= 1e4 => format!("{years:.2e} years"),
+        years if years >= 1.0 => format!("{years:.1} years"),
+        _ => format!("{:.1} days", s / DAY),
+    };
+    format!("{seconds} s ({pictured})")
+}
 
 /// What serde cannot check: finite, ordered times and counts that make sense.
 pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {

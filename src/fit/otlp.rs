@@ -196,6 +196,9 @@ fn locate(text: &str, span: usize, field: &str) -> Option<(usize, usize)> {
 /// located.
 pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     let mut entries = Vec::new();
+    // Each entry's send time and span, to name one whose time cannot be the run's.
+    let mut places: Vec<(f64, usize)> = Vec::new();
+    let mut spans_at: Vec<(usize, usize, usize, String)> = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Export>();
     // Spans of every export so far: the n-th span of the file is where the n-th
     // `startTimeUnixNano` key is, which locates a problem by line and column.
@@ -244,8 +247,22 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
             };
             let entry = entry(span, start_s, end_s);
             check_entry(&entry).map_err(|(field, message)| at(field, message))?;
+            places.push((entry.start_s, entries.len()));
+            spans_at.push((exports + 1, i, first + i, span.name.clone()));
             entries.push(entry);
         }
+    }
+    if let Some((k, message)) = super::input::implausible_times(&mut places) {
+        let (export, i, global, name) = &spans_at[k];
+        let field = otlp_field("startTimeUnixNano");
+        let (line, column) = locate(text, *global, field).unzip();
+        return Err(LogError {
+            file: file.to_owned(),
+            line,
+            column,
+            field: Some(format!("export {export} span {i} ({name}): {field}")),
+            message,
+        });
     }
     Ok(entries)
 }
