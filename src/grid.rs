@@ -693,7 +693,7 @@ impl Assembly {
     /// One message naming the parts and cells at fault (the lowest such cell): a cell outside
     /// the plan or in two parts (or twice in one), a run that is not its cell's or that does
     /// not read back, cells no part holds.
-    pub fn finish(self, expected: &[(&str, u64)]) -> Result<Vec<Run>, String> {
+    pub fn finish(self, expected: &[(&str, u64, usize)]) -> Result<Vec<Run>, String> {
         let Assembly {
             names,
             mut runs,
@@ -704,7 +704,7 @@ impl Assembly {
         runs.sort_unstable_by_key(|r| (r.cell, r.part));
         for (i, stored) in runs.iter().enumerate() {
             let (cell, name) = (stored.cell, &names[stored.part as usize]);
-            let Some(&(algorithm, seed)) = expected.get(cell) else {
+            let Some(&(algorithm, seed, endpoints)) = expected.get(cell) else {
                 return Err(format!(
                     "{name}: cell {cell} is outside the plan's {} cells",
                     expected.len()
@@ -719,8 +719,17 @@ impl Assembly {
                     "{name}: cell {cell} holds `{named}` on seed {named_seed}, where the plan runs `{algorithm}` on seed {seed}"
                 ));
             }
-            if let Err(u) = &stored.run {
-                return Err(format!("{name}: cell {cell}: {}", u.error));
+            let run = stored
+                .run
+                .as_ref()
+                .map_err(|u| format!("{name}: cell {cell}: {}", u.error))?;
+            if run.endpoint_admitted.len() != endpoints {
+                return Err(format!(
+                    "{name}: cell {cell} ({algorithm}, seed {seed}) counts admitted requests of {} \
+                     where its world has {}: the part was edited or written from another world",
+                    crate::text::plural(run.endpoint_admitted.len(), "endpoint"),
+                    endpoints
+                ));
             }
             if let Some(before) = i.checked_sub(1).map(|b| &runs[b])
                 && before.cell == cell
@@ -1014,7 +1023,7 @@ mod tests {
     fn assemble(
         parts: Vec<(String, Part<ReadRuns>)>,
         plan: &str,
-        expected: &[(&str, u64)],
+        expected: &[(&str, u64, usize)],
     ) -> Result<Vec<Run>, String> {
         let mut assembly = Assembly::new(plan, expected.len());
         for (name, part) in parts {
@@ -1025,7 +1034,7 @@ mod tests {
 
     #[test]
     fn assembling_refuses_other_plans_duplicates_and_gaps() {
-        let expected = [("a", 1), ("a", 2), ("b", 1), ("b", 2)];
+        let expected = [("a", 1, 2), ("a", 2, 2), ("b", 1, 2), ("b", 2, 2)];
         let stored = |k: usize| PartRun::of(k, &run(expected[k].0, expected[k].1, k as f64));
         let one = part(Shard::new(1, 2).unwrap(), vec![stored(0), stored(2)]);
         let two = part(Shard::new(2, 2).unwrap(), vec![stored(1), stored(3)]);
@@ -1050,9 +1059,9 @@ mod tests {
                 .collect()
         };
         let runs = assemble(read(&parts), "p", &expected).unwrap();
-        let order: Vec<(&str, u64)> = runs
+        let order: Vec<(&str, u64, usize)> = runs
             .iter()
-            .map(|r| (r.algorithm.as_str(), r.seed))
+            .map(|r| (r.algorithm.as_str(), r.seed, r.endpoint_admitted.len()))
             .collect();
         assert_eq!(order, expected);
         let mut reversed = [parts[1].clone(), parts[0].clone()];
@@ -1075,8 +1084,17 @@ mod tests {
             ..two.clone()
         };
         assert!(err(&[parts[0].clone(), ("q".into(), other)]).contains("plan q"));
-        let mut wrong = two;
+        let mut wrong = two.clone();
         wrong.runs[0].seed = 9;
         assert!(err(&[parts[0].clone(), ("w".into(), wrong)]).contains("seed 9"));
+        for admitted in [vec![], vec![1, 2, 3]] {
+            let mut edited = two.clone();
+            edited.runs[1].endpoint_admitted = admitted;
+            let message = err(&[parts[0].clone(), ("e".into(), edited)]);
+            assert!(
+                message.contains("e: cell 3 (b, seed 2) counts"),
+                "{message}"
+            );
+        }
     }
 }

@@ -530,10 +530,10 @@ pub fn merge(args: &MergeArgs) -> u8 {
     if let Err(message) = merge_fits(&built, total, first.1.shard, args.memory_budget) {
         return usage_error(&message);
     }
-    let expected: Vec<(&str, u64)> = (0..total)
+    let expected: Vec<(&str, u64, usize)> = (0..total)
         .map(|k| {
-            let (_, a, s) = built.cell(k);
-            (a, s)
+            let (world, a, s) = built.cell(k);
+            (a, s, world.endpoints().len())
         })
         .collect();
     // Each part's runs join the plan's buffer as soon as the part is read.
