@@ -278,11 +278,12 @@ fn separated(metric: Metric, difference: &Paired) -> bool {
 }
 
 impl Decision {
-    /// The strategy the verdict picks, or leads with when it cannot decide.
+    /// The strategy the verdict picks, or leads with when it cannot decide: the leader of the
+    /// last level reached, which the tie-breaks before it narrowed to.
     pub fn leader(&self) -> Option<&str> {
         match &self.outcome {
             Outcome::Decided { pick, .. } | Outcome::Alone { pick } => Some(pick),
-            Outcome::Undecided { levels } => levels.first().map(|l| l.leader.as_str()),
+            Outcome::Undecided { levels } => levels.last().map(|l| l.leader.as_str()),
             Outcome::Nothing => None,
         }
     }

@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::decision::{self, Decision};
+use super::decision::{self, Decision, Outcome};
 use super::format::round6;
 use super::json::{self, JsonVerdict, Ordered};
 use super::rank::{Contestant, Verdict};
@@ -390,7 +390,9 @@ struct JsonWorld<'a> {
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 struct JsonBest<'a> {
-    /// The leading cell's point (key → value), when some cell ran.
+    /// The leading cell's point (key → value), when some cell ran: the pick when the verdict
+    /// decides, else (`verdict.decision` is `no_decision`) the leader after the tie-breaks, a
+    /// mean ahead but not separated.
     #[serde(skip_serializing_if = "Option::is_none")]
     point: Option<Ordered<&'a str, serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -584,8 +586,13 @@ pub fn terminal(report: &GridReport) -> String {
                         .collect();
                     format!(" (the same runs at {})", at.join("; "))
                 };
+                // Without a decision the leader is a mean ahead, not a winner.
+                let title = match w.best.outcome {
+                    Outcome::Undecided { .. } => "best cell: not decided; leading",
+                    _ => "best cell",
+                };
                 out.push_str(&format!(
-                    "best cell: {} @ {}{same}: {metric} {} over {} seeds{interval}\n  {}\n",
+                    "{title}: {} @ {}{same}: {metric} {} over {} seeds{interval}\n  {}\n",
                     l.algorithm,
                     grid::label(&report.axes, &report.points[l.point]),
                     short(l.summary.mean),
