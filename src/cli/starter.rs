@@ -50,10 +50,17 @@ pub fn init(args: &InitArgs) -> u8 {
         .clone()
         .unwrap_or_else(|| PathBuf::from("world.toml"));
     match write_starter(&path) {
-        Ok(schema_written) => {
+        Ok(schema) => {
             errln!("wrote {}", path.display());
-            if schema_written {
-                errln!("wrote {}", schema_path(&path).display());
+            let beside = schema_path(&path);
+            match schema {
+                Schema::Written => errln!("wrote {}", beside.display()),
+                Schema::Same => {}
+                Schema::Differs => errln!(
+                    "warning: kept {0}, which is not this simbench's schema: editors check the \
+                     world against it (`simbench schema > {0}` replaces it)",
+                    beside.display()
+                ),
             }
             errln!(
                 "next: simbench validate {0} && simbench run {0}",
@@ -72,15 +79,37 @@ fn schema_path(world: &Path) -> PathBuf {
     world.with_file_name("scenario.schema.json")
 }
 
-/// Writes the world (refusing an existing file) and the schema unless one is already there;
-/// returns whether the schema was written.
-fn write_starter(path: &Path) -> Result<bool, String> {
+/// What became of the schema beside the world.
+enum Schema {
+    /// It was not there and is now.
+    Written,
+    /// This simbench's schema was already there.
+    Same,
+    /// Another file was there and is kept.
+    Differs,
+}
+
+/// Writes the world (refusing an existing file) and the schema unless a file is already
+/// there; a world whose schema cannot be written is removed again, so a rerun starts clean.
+fn write_starter(path: &Path) -> Result<Schema, String> {
     let reason =
         |e: std::io::Error| format!("cannot write {}: {}", path.display(), super::io_reason(&e));
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(reason)?;
     }
-    let world = starter_text();
+    let schema = schema_path(path);
+    let text = crate::schema::scenario_schema_text();
+    // A link to nowhere is there too: writing through it would fail after the world.
+    let existing = match std::fs::symlink_metadata(&schema) {
+        Ok(_) => Some(std::fs::read_to_string(&schema).map_err(|e| {
+            format!(
+                "cannot read {} (the schema beside the world): {}",
+                schema.display(),
+                super::io_reason(&e)
+            )
+        })?),
+        Err(_) => None,
+    };
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -92,31 +121,40 @@ fn write_starter(path: &Path) -> Result<bool, String> {
             ),
             _ => reason(e),
         })?;
-    std::io::Write::write_all(&mut file, world.as_bytes()).map_err(reason)?;
-    let schema = schema_path(path);
-    if schema.exists() {
-        return Ok(false);
+    let written = std::io::Write::write_all(&mut file, starter_text().as_bytes())
+        .map_err(reason)
+        .and_then(|()| match &existing {
+            Some(old) if *old == text => Ok(Schema::Same),
+            Some(_) => Ok(Schema::Differs),
+            None => std::fs::write(&schema, &text)
+                .map(|()| Schema::Written)
+                .map_err(|e| {
+                    format!(
+                        "cannot write {}: {}; nothing was written",
+                        schema.display(),
+                        super::io_reason(&e)
+                    )
+                }),
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
     }
-    std::fs::write(&schema, crate::schema::scenario_schema_text()).map_err(|e| {
-        format!(
-            "cannot write {}: {}",
-            schema.display(),
-            super::io_reason(&e)
-        )
-    })?;
-    Ok(true)
+    written
 }
 
 /// The annotated built-in world, renamed, with its `#:schema` line pointing beside it and an
 /// `[objective]` to edit.
 fn starter_text() -> String {
-    let body = BUILTIN_BURSTY_TOML
-        .replacen(
-            "#:schema ../schema/scenario.schema.json",
-            "#:schema scenario.schema.json\n# A starter world written by `simbench init`: the built-in bursty world with every\n# value written out. Edit it to describe your provider; `simbench validate` checks it.",
-            1,
-        )
-        .replacen("name = \"bursty_provider\"", "name = \"my_world\"", 1);
+    // The built-in file's own header speaks of the file in the repository; the copy gets its own.
+    let rest: String = BUILTIN_BURSTY_TOML
+        .lines()
+        .skip_while(|line| line.starts_with('#'))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let body = format!(
+        "#:schema scenario.schema.json\n# A starter world written by `simbench init`: the built-in bursty world (the\n# reference's `bursty_provider`, pyattacker 0.3.3) with every value written out. Edit it to\n# describe your provider: `simbench validate FILE` checks it, `simbench run FILE` runs it.\n{}",
+        rest.replacen("name = \"bursty_provider\"", "name = \"my_world\"", 1)
+    );
     format!(
         "{body}\n# What the verdict optimises (these are the defaults): the most jobs done, then the\n# lowest p99 of completed jobs. Add limits such as\n# constraints = [{{ metric = \"refusal_rate\", max = 0.05 }}]\n[objective]\nmetric = \"jobs_done\"\ntie_break = [\"successful_job_latency_p99_ms\"]\nconfidence = 0.95\n"
     )

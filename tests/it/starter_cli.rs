@@ -19,6 +19,10 @@ fn init_writes_a_starter_world_that_validates_and_runs_and_never_overwrites() {
         "{written}"
     );
     assert!(written.contains("[objective]"), "{written}");
+    assert!(
+        !written.contains("compiled into the binary"),
+        "the copy's header speaks of the copy: {written}"
+    );
     let schema = std::fs::read_to_string(dir.join("new/scenario.schema.json")).unwrap();
     assert_eq!(
         schema,
@@ -46,6 +50,33 @@ fn init_writes_a_starter_world_that_validates_and_runs_and_never_overwrites() {
         written,
         "left as it was"
     );
+}
+
+/// Another schema beside the world is kept with a warning; one that cannot be read (a link to
+/// nowhere) stops `init` before it writes the world.
+#[test]
+fn init_keeps_another_schema_and_writes_nothing_when_it_cannot_read_one() {
+    let dir = scratch_dir("init_schema");
+    std::fs::write(dir.join("scenario.schema.json"), "{}").unwrap();
+    let path = dir.join("a.toml").to_string_lossy().into_owned();
+    let out = simbench(&["init", &path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("warning: kept"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("scenario.schema.json")).unwrap(),
+        "{}"
+    );
+    let linked = dir.join("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), linked.join("scenario.schema.json")).unwrap();
+    let path = linked.join("b.toml");
+    let out = simbench(&["init", &path.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!path.exists(), "no half-written starter");
 }
 
 #[test]
