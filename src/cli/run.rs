@@ -340,7 +340,12 @@ pub fn main(args: &RunArgs) -> u8 {
     };
     let table = |report: &Report| table(report, &choice);
     let baseline = match args.baseline.as_deref().map(read_baseline).transpose() {
-        Ok(baseline) => baseline,
+        Ok(baseline) => {
+            if let Some(path) = &args.baseline {
+                inputs.record(path, super::output::Role::Baseline);
+            }
+            baseline
+        }
         Err(message) => {
             errln!("error: {message}");
             return super::EXIT_ERROR;

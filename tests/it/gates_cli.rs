@@ -89,6 +89,16 @@ fn gates_a_baseline_flags_a_planted_regression_and_passes_a_rerun() {
         "100",
     ]);
     assert_eq!(code, Some(0));
+    // The report may not replace the baseline it is judged against: a regression would pass
+    // the next time.
+    let before = std::fs::read(&base).unwrap();
+    let (code, err) = run(&["--baseline", &base, "--json", &base]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("is the baseline this run is compared against"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&base).unwrap(), before, "left as it was");
     let (code, err) = run(&["--baseline", "Cargo.toml"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("is not JSON"), "{err}");

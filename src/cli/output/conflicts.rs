@@ -30,6 +30,9 @@ pub(crate) enum Role {
     Data,
     /// A sweep's part that `simbench merge` reads.
     Part,
+    /// The report `simbench run --baseline` compares against: overwritten by a regressed run,
+    /// the next comparison would pass.
+    Baseline,
 }
 
 impl Inputs {
@@ -64,6 +67,10 @@ pub(super) fn check(outputs: &[(&'static str, &Path)], inputs: &Inputs) -> Resul
                     Role::Log => "a log being read".to_owned(),
                     Role::Data => format!("a data file the scenario reads ({})", input.display()),
                     Role::Part => "a part being merged".to_owned(),
+                    Role::Baseline => "the baseline this run is compared against (write the \
+                                       new report elsewhere and replace the baseline once the \
+                                       gates pass)"
+                        .to_owned(),
                 };
                 return Err(format!(
                     "{flag} {} is {what}; refusing to overwrite it (nothing was written)",
