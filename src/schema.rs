@@ -231,10 +231,20 @@ pub(crate) fn known_keys(path: &[Seg]) -> Vec<&'static str> {
         .unwrap_or_default()
 }
 
-/// The first sentence of a description.
+/// The first sentence of a description: up to the first full stop that ends one, not one of
+/// an abbreviation (`e.g.`) or inside brackets or code.
 pub(crate) fn first_sentence(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.find(". ") {
+    let ends = flat.match_indices(". ").map(|(i, _)| i).find(|&i| {
+        let before = &flat[..i];
+        let abbreviation = ["e.g", "i.e", "etc", "vs", "cf"]
+            .iter()
+            .any(|a| before.ends_with(a));
+        let open = before.matches(['(', '[']).count() > before.matches([')', ']']).count();
+        let code = before.matches('`').count() % 2 == 1;
+        !(abbreviation || open || code)
+    });
+    match ends {
         Some(end) => flat[..=end].to_owned(),
         None => flat,
     }
@@ -967,6 +977,19 @@ fn allowed_cell(path: &[Seg], schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_sentence_is_not_cut_at_an_abbreviation_or_inside_brackets() {
+        assert_eq!(
+            first_sentence("One limit, e.g. `{ unit = \"requests\" }`. More."),
+            "One limit, e.g. `{ unit = \"requests\" }`."
+        );
+        assert_eq!(
+            first_sentence("Assertions (e.g. `a.b > 1`; see the docs. Really). Then."),
+            "Assertions (e.g. `a.b > 1`; see the docs. Really)."
+        );
+        assert_eq!(first_sentence("No stop at all"), "No stop at all");
+    }
 
     #[test]
     fn the_embedded_schema_is_the_generated_one() {
