@@ -158,9 +158,43 @@ pub(crate) fn io_reason(err: &std::io::Error) -> String {
     }
 }
 
+/// Parses the command line; clap's own help and usage errors take their colour from
+/// `--color` too, which clap cannot know before it has parsed it.
+fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    if let Some(choice) = colour_flag(&args) {
+        command = command.color(match choice {
+            console::ColourArg::Auto => clap::ColorChoice::Auto,
+            console::ColourArg::Always => clap::ColorChoice::Always,
+            console::ColourArg::Never => clap::ColorChoice::Never,
+        });
+    }
+    let mut matches = command.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
+}
+
+/// The last `--color VALUE` or `--color=VALUE` before a `--`, when its value is one.
+fn colour_flag(args: &[std::ffi::OsString]) -> Option<console::ColourArg> {
+    use clap::ValueEnum;
+    let mut found = None;
+    let mut words = args.iter().skip(1).filter_map(|a| a.to_str());
+    while let Some(word) = words.next() {
+        let value = match word {
+            "--" => break,
+            "--color" => words.next(),
+            _ => word.strip_prefix("--color="),
+        };
+        if let Some(choice) = value.and_then(|v| console::ColourArg::from_str(v, false).ok()) {
+            found = Some(choice);
+        }
+    }
+    found
+}
+
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(err) => {
             // `--help` and `--version` print to standard output, which is checked like any other.

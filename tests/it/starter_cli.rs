@@ -174,6 +174,18 @@ fn colour_follows_the_flag_then_no_color_clicolor_force_and_term() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains('\x1b'), "{}", text(&out.stderr));
+    // And clap's own usage errors and help, before or after the command.
+    let forced = [("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")];
+    for args in [
+        &["--color", "never", "run", "--bogus"][..],
+        &["run", "--bogus", "--color=never"],
+    ] {
+        let out = simbench_with(args, &forced);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(!text(&out.stderr).contains('\x1b'), "{args:?}");
+    }
+    let help = simbench_with(&["--color", "always", "--help"], &[("NO_COLOR", "")]);
+    assert!(text(&help.stdout).contains('\x1b'));
 }
 
 #[test]
