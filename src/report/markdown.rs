@@ -71,11 +71,18 @@ pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
     out
 }
 
+/// `| a | b |` and a line break; a `|` inside a cell (an endpoint id may hold one) is escaped so
+/// it does not start another column.
+fn table_row(cells: &[String]) -> String {
+    let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
 fn table_header(out: &mut String, first: &[&str], columns: &[Column], last: &[&str]) {
     let mut cells: Vec<String> = first.iter().map(|s| s.to_string()).collect();
     cells.extend(columns.iter().map(|c| format!("`{}`", column_title(c))));
     cells.extend(last.iter().map(|s| s.to_string()));
-    out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    out.push_str(&table_row(&cells));
     out.push_str(&"|---".repeat(cells.len()));
     out.push_str("|\n");
 }
@@ -105,7 +112,7 @@ fn metric_table(out: &mut String, report: &Report, choice: &MetricChoice) {
         ];
         cells.extend(report.columns.iter().map(|c| cell(row, c)));
         cells.push(verdict(row));
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        out.push_str(&table_row(&cells));
     }
     out.push('\n');
 }
@@ -159,13 +166,13 @@ fn endpoint_table(out: &mut String, report: &Report) {
             .iter()
             .map(|e| format!("`{}`", crate::text::escape(e))),
     );
-    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&table_row(&header));
     out.push_str(&"|---".repeat(header.len()));
     out.push_str("|\n");
     for column in &report.columns {
         let mut cells = vec![format!("`{}`", crate::text::escape(&column.algorithm))];
         cells.extend(column.endpoint_admitted.iter().map(|&n| thousands(n, 1)));
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        out.push_str(&table_row(&cells));
     }
     out.push('\n');
 }
@@ -185,7 +192,7 @@ fn error_class_table(out: &mut String, report: &Report) {
     }
     let mut header: Vec<String> = vec!["algorithm".into()];
     header.extend(classes.iter().map(|c| format!("`{c}`")));
-    out.push_str(&format!("| {} |\n", header.join(" | ")));
+    out.push_str(&table_row(&header));
     out.push_str(&"|---".repeat(header.len()));
     out.push_str("|\n");
     for column in &report.columns {
@@ -195,7 +202,7 @@ fn error_class_table(out: &mut String, report: &Report) {
                 .iter()
                 .map(|c| thousands(column.error_classes.get(*c).copied().unwrap_or(0.0), 1)),
         );
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        out.push_str(&table_row(&cells));
     }
     out.push('\n');
 }
