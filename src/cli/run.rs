@@ -331,7 +331,7 @@ pub fn main(args: &RunArgs) -> u8 {
         Ok(world) => world,
         Err(code) => return code,
     };
-    let choice = match metric_choice(args) {
+    let choice = match metric_choice(args).and_then(|c| applicable(c, &world)) {
         Ok(choice) => choice,
         Err(message) => {
             errln!("error: {message}");
@@ -543,6 +543,28 @@ fn metric_choice(args: &RunArgs) -> Result<MetricChoice, String> {
         return Err("--metrics names no metric".into());
     }
     Ok(MetricChoice::Only(metrics))
+}
+
+/// Drops the `--metrics` names the world does not measure, saying so (one list of metrics may
+/// serve many worlds, so this is no error unless nothing is left).
+fn applicable(choice: MetricChoice, world: &World) -> Result<MetricChoice, String> {
+    let MetricChoice::Only(metrics) = choice else {
+        return Ok(choice);
+    };
+    let (kept, dropped): (Vec<Metric>, Vec<Metric>) = metrics
+        .into_iter()
+        .partition(|m| m.info().needs.is_none_or(|f| world.has(f)));
+    for info in dropped.iter().map(|m| m.info()) {
+        let why = info.needs.map(|f| f.absence()).unwrap_or_default();
+        errln!(
+            "warning: --metrics: `{}` does not apply to this world ({why}), so it is not shown",
+            info.name
+        );
+    }
+    if kept.is_empty() {
+        return Err("--metrics names no metric this world measures".into());
+    }
+    Ok(MetricChoice::Only(kept))
 }
 
 /// Characters per line of the table: `COLUMNS` when set, else the terminal's width when

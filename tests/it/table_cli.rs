@@ -55,7 +55,7 @@ fn table_is_compact_by_default_and_whole_on_request() {
 
 #[test]
 fn table_shows_the_chosen_metrics_and_refuses_unknown_ones() {
-    let (text, _, _) = out(
+    let (text, err, _) = out(
         &[
             &RUN[..],
             &["300", "--metrics", "cost,retry_rate, jobs_done"],
@@ -63,8 +63,14 @@ fn table_shows_the_chosen_metrics_and_refuses_unknown_ones() {
         .concat(),
         &[],
     );
-    // Catalogue order; `cost` does not apply to this world, and the notes say so elsewhere.
+    // Catalogue order; `cost` does not apply to this world, and a warning says so.
     assert_eq!(rows(&text), ["jobs_done", "retry_rate"]);
+    assert!(
+        err.contains(
+            "warning: --metrics: `cost` does not apply to this world (no endpoint has a price)"
+        ),
+        "{err}"
+    );
     let (_, err, code) = out(
         &[&RUN[..], &["300", "--metrics", "refusal_rat"]].concat(),
         &[],
