@@ -161,9 +161,9 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
 
 fn preamble(doc: &mut Doc, log: &Log, name: &str) {
     doc.preamble(format!(
-        "Fitted by `simbench fit` {} from {} requests in {} ({}).",
+        "Fitted by `simbench fit` {} from {} in {} ({}).",
         env!("CARGO_PKG_VERSION"),
-        log.len(),
+        plural(log.len(), "request"),
         plural(log.segments.len(), "log"),
         log.segments
             .iter()
@@ -199,8 +199,8 @@ fn top_level(doc: &mut Doc, log: &Log, name: &str, load: &load::LoadFit) {
     doc.fitted(
         "summary",
         string(&format!(
-            "Fitted from {} requests to {}.",
-            log.len(),
+            "Fitted from {} to {}.",
+            plural(log.len(), "request"),
             plural(log.endpoints.len(), "endpoint")
         )),
         "",

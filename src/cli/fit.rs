@@ -28,7 +28,7 @@ pub struct FitArgs {
     #[arg(short, long, value_name = "PATH", default_value = "-")]
     pub output: PathBuf,
     /// The world's `name` [default: "fitted"].
-    #[arg(long, default_value = "fitted")]
+    #[arg(long, default_value = "fitted", value_parser = world_name)]
     pub name: String,
     /// Print the fit quality of every parameter and what could not be identified; with a
     /// PATH, write it there instead (`-`, or no PATH, prints it).
@@ -148,9 +148,9 @@ pub fn main(args: &FitArgs) -> u8 {
         }
         let assumed = fitted.report.iter().filter(|l| !l.identified).count();
         format!(
-            "fitted {} from {} requests in {}; {} of {} values not identified (--report lists them)\n",
+            "fitted {} from {} in {}; {} of {} values not identified (--report lists them)\n",
             plural(log.endpoints.len(), "endpoint"),
-            log.len(),
+            plural(log.len(), "request"),
             plural(log.segments.len(), "log"),
             assumed,
             fitted.report.len()
@@ -197,6 +197,17 @@ fn check_fitted(toml: &str, output: &std::path::Path) -> Result<(), String> {
 
 /// Reads every log into one [`Log`], one segment per file.
 /// Errors carry their exit code: 2 for a file that cannot be read, 1 for a bad log.
+/// `--name`: a world's name, one line of visible text.
+fn world_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("a world's name cannot be empty".into());
+    }
+    if text.chars().any(char::is_control) {
+        return Err("a world's name is one line without control characters".into());
+    }
+    Ok(text.to_owned())
+}
+
 /// "FILE:LINE:COLUMN: is not UTF-8 text", at the first byte that is not.
 fn not_utf8(name: &str, bytes: &[u8], error: std::str::Utf8Error) -> String {
     let good = &bytes[..error.valid_up_to()];

@@ -230,7 +230,11 @@ pub fn outcome_of(status: Option<u16>, retry_after: bool) -> (EntryOutcome, Opti
 pub fn endpoint_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    // Host names are case-insensitive: `API.x.test` and `api.x.test` are one endpoint.
+    let host = host
+        .rsplit_once('@')
+        .map_or(host, |(_, h)| h)
+        .to_ascii_lowercase();
     let deployment = path
         .split('/')
         .skip_while(|s| *s != "deployments")
@@ -321,6 +325,11 @@ mod tests {
         assert_eq!(
             endpoint_of("https://api.openai.com/v1/chat/completions"),
             "api.openai.com"
+        );
+        assert_eq!(
+            endpoint_of("HTTPS://API.OpenAI.com/v1"),
+            endpoint_of("https://api.openai.com/v1"),
+            "host names are case-insensitive"
         );
         assert_eq!(
             endpoint_of(

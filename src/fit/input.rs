@@ -550,6 +550,15 @@ fn short(x: f64) -> String {
 /// (`latency.mean_s`, `median_s`, … are at most 10^6 s).
 pub const MAX_DURATION_S: f64 = 1e6;
 
+/// The longest endpoint name a log may hold, in characters.
+pub const MAX_ENDPOINT_CHARS: usize = 256;
+
+/// The most tokens one request may count: a world's token sizes stop there.
+pub const MAX_TOKENS: f64 = 1e8;
+
+/// The longest Retry-After or limit reset a log may hold \[s\]: a world's waits stop there.
+pub const MAX_WAIT_S: f64 = 1e9;
+
 /// The longest silence between two requests of one log \[s\]: longer than any latency a world
 /// describes, so a request that far from every other is on another clock, in other units or
 /// from another run.
@@ -691,11 +700,77 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
             return Err((name, format!("{x} must be a finite number >= 0")));
         }
     }
+    if e.endpoint.chars().count() > MAX_ENDPOINT_CHARS {
+        return Err((
+            "endpoint",
+            format!(
+                "is {} characters long; an endpoint's name (a host, a deployment) has at most \
+                 {MAX_ENDPOINT_CHARS}",
+                e.endpoint.chars().count()
+            ),
+        ));
+    }
+    // Past what a world can hold, a value would fail only in the fitted world, far from here.
+    let tokens = [
+        ("input_tokens", e.input_tokens),
+        ("output_tokens", e.output_tokens),
+        ("max_tokens", e.max_tokens),
+    ];
+    for (name, value) in tokens {
+        if let Some(x) = value.filter(|x| *x > MAX_TOKENS) {
+            return Err((
+                name,
+                format!(
+                    "{} tokens in one request is more than a world describes (10^8); are these \
+                     tokens, not bytes or a running total?",
+                    short(x)
+                ),
+            ));
+        }
+    }
+    if let Some(x) = e.retry_after_s.filter(|x| *x > MAX_WAIT_S) {
+        return Err((
+            "retry_after_s",
+            format!(
+                "a Retry-After of {} s is longer than a world describes (10^9 s); is it in \
+                 seconds?",
+                short(x)
+            ),
+        ));
+    }
     for h in &e.ratelimit {
-        for x in [h.limit, h.remaining, h.reset_s] {
+        let fields = [
+            ("limit", h.limit),
+            ("remaining", h.remaining),
+            ("reset_s", h.reset_s),
+        ];
+        for (name, x) in fields {
             if !(x.is_finite() && x >= 0.0) {
-                return Err(("ratelimit", format!("{x} must be a finite number >= 0")));
+                return Err((
+                    "ratelimit",
+                    format!("its `{name}` {x} must be a finite number >= 0"),
+                ));
             }
+        }
+        if h.remaining > h.limit {
+            return Err((
+                "ratelimit",
+                format!(
+                    "its `remaining` {} is above its `limit` {}: a header says how much of the \
+                     limit is left",
+                    h.remaining, h.limit
+                ),
+            ));
+        }
+        if h.reset_s > MAX_WAIT_S {
+            return Err((
+                "ratelimit",
+                format!(
+                    "its `reset_s` {} is longer than a world describes (10^9 s); is it in \
+                     seconds, not a Unix time?",
+                    short(h.reset_s)
+                ),
+            ));
         }
     }
     if e.attempt == Some(0) {

@@ -18,8 +18,15 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
     }
     let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
     let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
     if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
+        || !(1..=days_in_month).contains(&day)
         || hour > 23
         || minute > 59
         || second > 60
@@ -81,6 +88,10 @@ mod tests {
         for bad in [
             "",
             "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
             "2026-12-01 00:00",
             "2026-12-01T00:00:00",
             "yesterday",
