@@ -454,6 +454,19 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
         doc.fitted("horizon_s", float(horizon, 6), "the last job start");
     }
     match load.model {
+        // Without job ids a retry's wait looks like an open loop's gap: the loop is assumed.
+        LoadModel::Closed { handoff_share, .. } if !load.has_jobs && handoff_share < 0.3 => doc
+            .assumed(
+                "concurrency",
+                load.most_jobs.max(1).to_string(),
+                format!(
+                    "the most requests at once, as a closed loop's workers; only {}% of \
+                     requests start within a tenth of a mean request's time after an end, which \
+                     reads as an open loop, but without job ids a retry's wait looks the same: \
+                     add `job` ids to the log to tell",
+                    float(handoff_share * 100.0, 3)
+                ),
+            ),
         LoadModel::Closed { handoff_share, .. } => doc.fitted(
             "concurrency",
             load.most_jobs.max(1).to_string(),
