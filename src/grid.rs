@@ -750,9 +750,13 @@ impl Assembly {
                 .iter()
                 .map(|&k| (k as u64 % u64::from(count)) as u32 + 1)
                 .collect();
+            let (which, run) = match shards.len() {
+                1 => ("shard", "run it"),
+                _ => ("shards", "run them"),
+            };
             let shards: Vec<String> = shards.iter().map(u32::to_string).collect();
             return Err(format!(
-                "{} of {} cells are in no part (the first: cell {}); with {count} shards they belong to shard {} of {count}: run it and merge again",
+                "{} of {} cells are in no part (the first: cell {}); with {count} shards they belong to {which} {} of {count}: {run} and merge again",
                 missing.len(),
                 expected.len(),
                 missing[0],

@@ -54,9 +54,9 @@ pub fn check_shape(text: &str) -> Result<(), String> {
 pub(crate) const AXIS_ORIGIN: &str = "--grid ";
 
 /// Applies `ov` to `root`, recording its text in `sources`. `axes` holds the settings earlier
-/// grid axes of this load set (origin and resolved path, an entry's id read as its index); an
-/// axis that sets one of them, a table holding one, or a key inside one is refused, as is an
-/// axis over `seed`.
+/// overrides and grid axes of this load set (origin and resolved path, an entry's id read as its
+/// index); an axis that sets one of them, a table holding one, or a key inside one is refused,
+/// as is an axis over `seed`.
 ///
 /// # Errors
 /// The finding that makes the override unusable: a malformed argument, a key that is not TOML,
@@ -133,18 +133,29 @@ pub(crate) fn apply(
                     ov.origin
                 ),
             };
-            return Err(fail(
-                key_span,
-                message,
-                "set by another axis too",
-                Some(format!(
-                    "one axis per setting (the later one would overwrite {other}, and the grid \
-                     would report values no run used): give all the values in one --grid"
-                )),
-            ));
+            let (label, help) = if other.starts_with(AXIS_ORIGIN) {
+                (
+                    "set by another axis too",
+                    format!(
+                        "one axis per setting (the later one would overwrite {other}, and the \
+                         grid would report values no run used): give all the values in one --grid"
+                    ),
+                )
+            } else {
+                (
+                    "set by an override too",
+                    format!(
+                        "the axis would overwrite {other} at every point, so {other} would \
+                         change nothing: drop it, or make its value one of the axis's"
+                    ),
+                )
+            };
+            return Err(fail(key_span, message, label, Some(help)));
         }
-        axes.push((ov.origin.clone(), path));
     }
+    // Every setting is kept: a later axis may not overwrite an override (`--set`, `--jobs`)
+    // either, though a later override may (the last one wins).
+    axes.push((ov.origin.clone(), path));
     Ok(())
 }
 

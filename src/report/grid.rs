@@ -592,11 +592,11 @@ pub fn terminal(report: &GridReport) -> String {
                     _ => "best cell",
                 };
                 out.push_str(&format!(
-                    "{title}: {} @ {}{same}: {metric} {} over {} seeds{interval}\n  {}\n",
+                    "{title}: {} @ {}{same}: {metric} {} over {}{interval}\n  {}\n",
                     l.algorithm,
                     grid::label(&report.axes, &report.points[l.point]),
                     short(l.summary.mean),
-                    l.summary.n,
+                    plural(l.summary.n, "seed"),
                     w.best.headline()
                 ));
             }
