@@ -952,7 +952,8 @@ pub(super) fn now() -> Instant {
 /// Arguments of `simbench list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A folder of scenario files (`*.toml`) or one file to describe [default: the built-in world].
+    /// A folder of scenario files (`*.toml`) or one file to describe [default: the built-in
+    /// world]. A folder lists what it can; one file that is not a valid world exits 1.
     pub scenarios: Option<PathBuf>,
 }
 
@@ -1004,8 +1005,13 @@ pub fn list(args: &ListArgs) -> u8 {
         Some(path) => match scenario_files(path) {
             Ok(files) => {
                 out.push_str(&format!("\nscenarios in {}:\n", path.display()));
-                describe_files(&mut out, &files);
-                super::EXIT_OK
+                let described = describe_files(&mut out, &files);
+                // A folder lists what it can; a file named on its own must be a world.
+                if described == files.len() || path.is_dir() {
+                    super::EXIT_OK
+                } else {
+                    super::EXIT_INVALID
+                }
             }
             Err(reason) => {
                 errln!("error: cannot list {}: {reason}", path.display());
@@ -1088,10 +1094,12 @@ fn is_link_loop(path: &Path) -> bool {
     true
 }
 
-fn describe_files(out: &mut String, files: &[Entry]) {
+/// Describes each file, or says why it is skipped; returns how many were described.
+fn describe_files(out: &mut String, files: &[Entry]) -> usize {
     if files.is_empty() {
         out.push_str("  (no *.toml files)\n");
     }
+    let mut described = 0;
     for (file, skipped) in files {
         let shown = file.file_name().map_or_else(
             || file.display().to_string(),
@@ -1107,7 +1115,10 @@ fn describe_files(out: &mut String, files: &[Entry]) {
                 let reason = super::io_reason(&err);
                 out.push_str(&format!("  {shown}: unreadable, skipped: {reason}\n"));
             }
-            Ok(world) => describe_world(out, &format!("{shown}: "), &world),
+            Ok(world) => {
+                describe_world(out, &format!("{shown}: "), &world);
+                described += 1;
+            }
             Err(LoadError::Invalid(errors)) => {
                 let findings = errors.findings();
                 let first = findings
@@ -1121,6 +1132,7 @@ fn describe_files(out: &mut String, files: &[Entry]) {
             }
         }
     }
+    described
 }
 
 /// A world in `simbench list`; its name, summary, reasons and variants come from the file and are

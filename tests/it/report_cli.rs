@@ -232,6 +232,10 @@ fn report_cli_list_shows_algorithms_metrics_and_a_folder() {
     assert!(broken < good, "sorted by file name");
     assert!(text.contains("unsuited: failover: single pool"));
     assert!(!text.contains("notes.txt"));
+    // Named on its own, an invalid world is an invalid input, as for `validate` and `run`.
+    let broken = dir.join("a-broken.toml");
+    let out = simbench(&["list", broken.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
 
     let out = simbench(&["list", "/no/such/folder"]);
     assert_eq!(out.status.code(), Some(2));
