@@ -45,8 +45,8 @@ struct Cli {
 enum Command {
     /// Check scenario files against the schema and the semantic rules.
     Validate(validate::ValidateArgs),
-    /// Print the JSON Schema of scenario files (`simbench schema`), of the JSON report
-    /// (`simbench schema report`) or of the sweep's JSON (`simbench schema sweep`).
+    /// Print the JSON Schema of scenario files (`simbench schema`) or of another document:
+    /// `report`, `sweep`, `grid`, `request-log`.
     Schema(schema::SchemaArgs),
     /// Run algorithms on a world over several seeds.
     Run(Box<run::RunArgs>),
