@@ -221,8 +221,26 @@ fn not_utf8(name: &str, bytes: &[u8], error: std::str::Utf8Error) -> String {
     )
 }
 
+/// Reads every log, in the order of their names: the fit is the same whatever order the
+/// command line gives them in (a search over several logs can land on another of two close
+/// optima otherwise). One file named twice is refused: it would count as two runs.
 fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
     let mut log = Log::default();
+    let mut paths: Vec<&PathBuf> = paths.iter().collect();
+    paths.sort();
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for path in &paths {
+        let identity = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Some((_, first)) = seen.iter().find(|(id, _)| *id == identity) {
+            let why = format!(
+                "the log {} is given twice (also as {}): each file is one run",
+                path.display(),
+                first.display()
+            );
+            return Err((super::EXIT_ERROR, why));
+        }
+        seen.push((identity, path));
+    }
     for path in paths {
         let name = path.display().to_string();
         let unreadable = |e: std::io::Error| {

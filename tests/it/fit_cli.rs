@@ -460,6 +460,12 @@ fn fit_cli_keeps_the_clients_cycle_where_the_logs_cannot_tell_it() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--client"), "{err}");
+    // One file is one run: named twice, it would count as two.
+    let log = log.to_str().unwrap();
+    let out = simbench(&["fit", log, log]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is given twice"), "{err}");
 }
 
 /// A prior the logs contradict does not stand: bursty's logs show its 120 s cycle over many
