@@ -20,8 +20,8 @@ use super::output::{Inputs, Plan, Request, Role};
 /// Arguments of `simbench fit`.
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// Request logs to learn from (JSON Lines, docs/request-log.md); one per run, so times of
-    /// different files are never mixed.
+    /// Request logs to learn from (JSON Lines, docs/request-log.md; `-` reads standard input);
+    /// one per run, so times of different files are never mixed.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<PathBuf>,
     /// Where the fitted world goes (`-` for standard output).
@@ -247,7 +247,13 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
             let why = format!("cannot read the log {name}: {}", super::io_reason(&e));
             (super::EXIT_ERROR, why)
         };
-        let file = std::fs::File::open(path).map_err(unreadable)?;
+        // `-` is standard input, as `-o -` is standard output.
+        let opened = if path.as_os_str() == "-" {
+            std::path::Path::new("/dev/stdin")
+        } else {
+            path.as_path()
+        };
+        let file = std::fs::File::open(opened).map_err(unreadable)?;
         if file.metadata().is_ok_and(|m| m.is_dir()) {
             let why = format!("cannot read the log {name}: it is a folder, not a file");
             return Err((super::EXIT_ERROR, why));

@@ -466,6 +466,27 @@ fn fit_cli_keeps_the_clients_cycle_where_the_logs_cannot_tell_it() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is given twice"), "{err}");
+    // `-` reads the log from standard input: the same world but for the file's name.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(["fit", "-", "-o", "-", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(log).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &bytes));
+    let piped = child.wait_with_output().unwrap();
+    assert!(piped.status.success());
+    let from_file = simbench(&["fit", log, "-o", "-", "--quiet"]);
+    let body = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(body(&piped.stdout), body(&from_file.stdout));
 }
 
 /// A prior the logs contradict does not stand: bursty's logs show its 120 s cycle over many
