@@ -14,6 +14,7 @@ pub(crate) mod doc;
 mod merge;
 mod parse;
 mod set;
+mod syntax;
 
 use std::path::{Path, PathBuf};
 

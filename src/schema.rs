@@ -386,6 +386,13 @@ pub(crate) fn to_json(root: &Node, problems: &mut Vec<Problem>) -> Instance {
     }
 }
 
+/// Whether a float literal's digits before its exponent are all zero: a non-zero literal that
+/// parses to 0 underflowed.
+fn zero_digits(text: &str) -> bool {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    !mantissa.contains(|c: char| ('1'..='9').contains(&c))
+}
+
 /// How TOML writes an integer of `radix`, as the parser's own display does.
 fn radix_prefix(radix: u32) -> &'static str {
     match radix {
@@ -491,6 +498,18 @@ impl Convert<'_> {
                 "not a finite number",
                 format!(
                     "TOML allows nan and inf, but every number in a scenario must be finite{}",
+                    self.range_suffix()
+                ),
+            ),
+            Some(x) if x == 0.0 && !zero_digits(text) => self.reject(
+                format!(
+                    "`{}` = {text} is too small for a 64-bit float: it would read as 0",
+                    self.here()
+                ),
+                "below the smallest float",
+                format!(
+                    "numbers nearer 0 than about 5e-324 cannot be stored; write 0 if that is \
+                     what you mean{}",
                     self.range_suffix()
                 ),
             ),

@@ -6,12 +6,12 @@
 //! parser's view of the rest of the file is unreliable, so only the first error is shown. This
 //! module never reads files and never validates values.
 
-use toml::Spanned;
 use toml::de::DeTable;
 
 use super::MAX_FILE_BYTES;
 use super::doc::{self, Node};
-use crate::diagnostics::{Finding, Source, finding, line_column};
+use super::syntax::syntax_finding;
+use crate::diagnostics::{Finding, Source, finding};
 
 /// Checks and parses `bytes`, named `name` in diagnostics, and appends it to `sources`.
 pub(crate) fn parse(
@@ -81,97 +81,4 @@ fn check_bytes<'b>(origin: &str, bytes: &'b [u8]) -> Result<&'b str, Box<(Source
         );
         Box::new((source, f))
     })
-}
-
-/// The first syntax error, in file order. The recovering parser's later errors are often
-/// consequences of the first (an unclosed bracket swallows the next lines), so they are counted,
-/// not shown.
-fn syntax_finding(
-    root: &Spanned<DeTable<'_>>,
-    source: &Source,
-    mut errors: Vec<toml::de::Error>,
-) -> Finding {
-    let text = source.text.as_str();
-    errors.sort_by_key(|e| e.span().map_or(0, |s| s.start));
-    let more = errors.len().saturating_sub(1);
-    let Some(first) = errors.first() else {
-        let message = "TOML syntax error".to_owned();
-        return finding(source, 0..0, &[], message, "here".into(), None);
-    };
-    let span = first.span().unwrap_or(0..0);
-    let mut message = format!("TOML syntax error: {}", first.message());
-    let mut help = None;
-    let word = text.get(span.clone()).unwrap_or_default();
-    let bare_word = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-        && word.starts_with(|c: char| c.is_alphabetic())
-        && !matches!(word, "true" | "false" | "nan" | "inf");
-    if bare_word
-        && text
-            .get(..span.start)
-            .is_some_and(|t| t.trim_end().ends_with('='))
-    {
-        // The parser reads an unquoted word as a failed boolean; say what the user meant.
-        message = "TOML syntax error: string values must be quoted".to_owned();
-        help = Some(format!("write `\"{word}\"`"));
-    }
-    if first.message() == "duplicate key" {
-        let key = text.get(span.clone()).unwrap_or_default().trim_matches('"');
-        message = format!("TOML syntax error: duplicate key `{key}`");
-        help = Some(match earlier_key(root, key, span.start) {
-            Some(at) => format!(
-                "`{key}` is already defined on line {}; a key can be set only once per table \
-                 (use [[...]] for a list of tables)",
-                line_column(text, at).0
-            ),
-            None => {
-                "a key can be set only once per table (use [[...]] for a list of tables)".to_owned()
-            }
-        });
-    }
-    if more > 0 {
-        let note = format!(
-            "{more} more syntax error{} after this one not shown; fix this one first",
-            if more == 1 { "" } else { "s" }
-        );
-        help = Some(match help {
-            Some(h) => format!("{h}\n{note}"),
-            None => note,
-        });
-    }
-    finding(source, span, &[], message, "here".into(), help)
-}
-
-/// The start of the closest definition of `key` before `before`, anywhere in the tree.
-fn earlier_key(root: &Spanned<DeTable<'_>>, key: &str, before: usize) -> Option<usize> {
-    fn walk(table: &DeTable<'_>, key: &str, before: usize, best: &mut Option<usize>) {
-        for (k, v) in table.iter() {
-            let start = k.span().start;
-            if k.get_ref().as_ref() == key && start < before {
-                *best = Some(best.map_or(start, |b: usize| b.max(start)));
-            }
-            walk_value(v.get_ref(), key, before, best);
-        }
-    }
-    fn walk_value(
-        value: &toml::de::DeValue<'_>,
-        key: &str,
-        before: usize,
-        best: &mut Option<usize>,
-    ) {
-        match value {
-            toml::de::DeValue::Table(t) => walk(t, key, before, best),
-            toml::de::DeValue::Array(a) => {
-                for item in a.iter() {
-                    walk_value(item.get_ref(), key, before, best);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut best = None;
-    walk(root.get_ref(), key, before, &mut best);
-    best
 }

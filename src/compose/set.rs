@@ -91,11 +91,16 @@ pub(crate) fn apply(
         return Err(fail(at.span.clone(), message, "not overridable", help));
     }
     let value = parse_value(&ov.text, eq + 1, id).map_err(|(span, message)| {
+        let path: Vec<Seg> = keys.iter().map(|(k, _)| Seg::Key(k.clone())).collect();
+        let value = &ov.text[eq + 1..];
+        let at = span.start.saturating_sub(eq + 1)..span.end.saturating_sub(eq + 1);
+        let (message, help) = super::syntax::override_value(&message, value, at, &path)
+            .unwrap_or_else(|| (message, VALUE_HELP.to_owned()));
         fail(
             span,
             format!("the value of an override must be a TOML value: {message}"),
             "not a TOML value",
-            Some(VALUE_HELP.into()),
+            Some(help),
         )
     })?;
     let path = set(root, &keys, value)

@@ -394,6 +394,45 @@ fn scenario_invalid_files_match_their_diagnostics() {
     );
 }
 
+/// A syntax error names the key it is in, however deep, and says how to fix it: the parser's
+/// own message names neither.
+#[test]
+fn scenario_syntax_errors_name_their_key_and_a_fix() {
+    let cases = [
+        (
+            "syntax_missing_value",
+            "load.jobs",
+            "write a value after `=`",
+        ),
+        (
+            "syntax_number_with_unit",
+            "endpoints[1].latency.median_s",
+            "write `0.25` for 250ms",
+        ),
+        (
+            "syntax_missing_comma",
+            "incidents[0].endpoints[0]",
+            "commas",
+        ),
+        ("syntax_unclosed_string", "summary", "close the string"),
+        ("syntax_unclosed_header", "endpoints[0]", "`]]`"),
+        ("syntax_unquoted_string", "name", "write `\"tiny\"`"),
+        (
+            "float_underflow",
+            "cycle.phase_s",
+            "write 0 if that is what you mean",
+        ),
+    ];
+    for (file, key, fix) in cases {
+        let path = root().join(format!("tests/data/invalid/{file}.toml"));
+        let errors = load_file(&path).expect_err("invalid");
+        let first = &errors.findings()[0];
+        assert_eq!(first.key_path, key, "{file}");
+        let help = first.help.as_deref().unwrap_or_default();
+        assert!(help.contains(fix), "{file}: {help}");
+    }
+}
+
 /// A file over the size limit, generated rather than committed.
 #[test]
 fn scenario_oversized_file_is_rejected_before_parsing() {

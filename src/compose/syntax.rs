@@ -1,0 +1,785 @@
+//! What a TOML syntax error means to someone writing a scenario: the key it is in and how to fix
+//! it.
+//!
+//! The parser's messages describe the grammar ("string values must be quoted, expected literal
+//! string" covers a missing value, a unit after a number and a missing comma alike) and it
+//! builds no tree past the error, so this module reads the text up to the error itself:
+//! [`place`] follows headers, keys, arrays and inline tables to name the key the error sits in
+//! (`endpoints[1].latency`), and [`explain`] turns the parser's description and the offending
+//! text into a message and a hint. It only reads text; it never decides whether a file is valid.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::DeTable;
+
+use crate::diagnostics::{Finding, Seg, Source, finding, key_path, line_column};
+use crate::text::plural;
+
+/// The first syntax error, in file order, located and explained. The recovering parser's later
+/// errors are often consequences of the first (an unclosed bracket swallows the next lines), so
+/// they are counted, not shown.
+pub(super) fn syntax_finding(
+    root: &Spanned<DeTable<'_>>,
+    source: &Source,
+    mut errors: Vec<toml::de::Error>,
+) -> Finding {
+    let text = source.text.as_str();
+    errors.sort_by_key(|e| e.span().map_or(0, |s| s.start));
+    let more = errors.len().saturating_sub(1);
+    let Some(first) = errors.first() else {
+        let message = "TOML syntax error".to_owned();
+        return finding(source, 0..0, &[], message, "here".into(), None);
+    };
+    let span = first.span().unwrap_or(0..0);
+    let place = place(text, span.start);
+    let (what, mut help) = explain(first.message(), text, &span, &place, root);
+    let message = match place.path.len() {
+        0 => format!("TOML syntax error: {what}"),
+        // Past a few levels the path says no more than "deep": a pathological nesting
+        // would fill the screen.
+        n if n > MAX_SHOWN_DEPTH => format!(
+            "TOML syntax error in `{}…` ({n} levels deep): {what}",
+            key_path(&place.path[..MAX_SHOWN_DEPTH])
+        ),
+        _ => format!("TOML syntax error in `{}`: {what}", key_path(&place.path)),
+    };
+    if more > 0 {
+        let note = format!(
+            "{} after this one not shown; fix this one first",
+            plural(more, "more syntax error")
+        );
+        help = format!("{help}\n{note}");
+    }
+    finding(
+        source,
+        span,
+        &place.path,
+        message,
+        "here".into(),
+        Some(help),
+    )
+}
+
+/// The most levels of a key path a message shows.
+const MAX_SHOWN_DEPTH: usize = 12;
+
+/// The bracket the error is inside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Inside {
+    /// A `key = value` line of a table.
+    Line,
+    /// A `[table]` or `[[array]]` header.
+    Header,
+    Array,
+    InlineTable,
+}
+
+/// Where in the scenario an offset of the text is.
+#[derive(Debug, PartialEq, Eq)]
+struct Place {
+    /// The key the offset is in, as far as the text up to it tells.
+    path: Vec<Seg>,
+    inside: Inside,
+}
+
+/// What the reader expects next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Key,
+    Value,
+    /// After a value: a comma, a closing bracket or the end of the line.
+    After,
+}
+
+/// Reads `text` up to byte `offset` the way TOML nests it and says where `offset` is. Text that
+/// does not parse is stepped over: the place is a best reading, and only the part before the
+/// error (which the parser accepted) decides it.
+fn place(text: &str, offset: usize) -> Place {
+    let b = &text.as_bytes()[..offset.min(text.len())];
+    let mut tables: BTreeMap<String, usize> = BTreeMap::new();
+    let mut table: Vec<Seg> = Vec::new();
+    let mut path: Vec<Seg> = Vec::new();
+    // Open arrays (with the index of the current item) and inline tables, with the path's
+    // length where each opened.
+    let mut open: Vec<(Inside, usize, usize)> = Vec::new();
+    let mut expect = Expect::Key;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'#' => i = line_end(b, i),
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'\n' => {
+                if open.is_empty() {
+                    path.clone_from(&table);
+                    expect = Expect::Key;
+                }
+                i += 1;
+            }
+            b'[' if open.is_empty() && expect == Expect::Key => {
+                let array = b.get(i + 1) == Some(&b'[');
+                let (names, end) = keys(b, i + if array { 2 } else { 1 });
+                if end >= b.len() {
+                    return Place {
+                        path: names.into_iter().map(Seg::Key).collect(),
+                        inside: Inside::Header,
+                    };
+                }
+                table = header(&mut tables, names, array);
+                path.clone_from(&table);
+                i = line_end(b, end);
+                if i >= b.len() {
+                    return Place {
+                        path,
+                        inside: Inside::Header,
+                    };
+                }
+            }
+            b'}' if expect != Expect::Value
+                && open.last().is_some_and(|o| o.0 == Inside::InlineTable) =>
+            {
+                close(&mut open, &mut path);
+                expect = Expect::After;
+                i += 1;
+            }
+            _ if expect == Expect::Key => {
+                let (names, end) = keys(b, i);
+                path.extend(names.into_iter().map(Seg::Key));
+                if end >= b.len() || b[end] != b'=' {
+                    break;
+                }
+                expect = Expect::Value;
+                i = end + 1;
+            }
+            b'[' if expect == Expect::Value => {
+                open.push((Inside::Array, path.len(), 0));
+                path.push(Seg::Index(0));
+                i += 1;
+            }
+            b'{' if expect == Expect::Value => {
+                open.push((Inside::InlineTable, path.len(), 0));
+                expect = Expect::Key;
+                i += 1;
+            }
+            b']' if open.last().is_some_and(|o| o.0 == Inside::Array) => {
+                close(&mut open, &mut path);
+                expect = Expect::After;
+                i += 1;
+            }
+            b',' if expect == Expect::After => {
+                if let Some((inside, len, index)) = open.last_mut() {
+                    path.truncate(*len);
+                    if *inside == Inside::Array {
+                        *index += 1;
+                        path.push(Seg::Index(*index));
+                        expect = Expect::Value;
+                    } else {
+                        expect = Expect::Key;
+                    }
+                }
+                i += 1;
+            }
+            b'"' | b'\'' if expect == Expect::Value => {
+                i = string_end(b, i);
+                expect = Expect::After;
+            }
+            _ if expect == Expect::Value => {
+                while i < b.len() && !b" \t\r\n,]}#".contains(&b[i]) {
+                    i += 1;
+                }
+                expect = Expect::After;
+            }
+            _ => i += 1,
+        }
+    }
+    let inside = open.last().map_or(Inside::Line, |o| o.0);
+    Place { path, inside }
+}
+
+/// Closes the innermost open bracket.
+fn close(open: &mut Vec<(Inside, usize, usize)>, path: &mut Vec<Seg>) {
+    if let Some((_, len, _)) = open.pop() {
+        path.truncate(len);
+    }
+}
+
+/// The path a header names, with the index of each array of tables on it; a `[[header]]` adds
+/// an element to its own array.
+fn header(tables: &mut BTreeMap<String, usize>, names: Vec<String>, array: bool) -> Vec<Seg> {
+    let last = names.len().saturating_sub(1);
+    let mut path = Vec::new();
+    for (k, name) in names.into_iter().enumerate() {
+        path.push(Seg::Key(name));
+        let id = key_path(&path);
+        let count = match array && k == last {
+            true => {
+                let n = tables.entry(id).or_insert(0);
+                *n += 1;
+                Some(*n)
+            }
+            false => tables.get(&id).copied(),
+        };
+        if let Some(n) = count {
+            path.push(Seg::Index(n - 1));
+        }
+    }
+    path
+}
+
+/// A dotted key from byte `i`: its parts (quotes removed) and the offset after it and the
+/// spaces that follow.
+fn keys(b: &[u8], mut i: usize) -> (Vec<String>, usize) {
+    let mut names = Vec::new();
+    loop {
+        i = skip_blanks(b, i);
+        let start = i;
+        let name = match b.get(i) {
+            Some(&q @ (b'"' | b'\'')) => {
+                i = string_end(b, i);
+                let inner = &b[start + 1..i.saturating_sub(1).max(start + 1)];
+                let text = String::from_utf8_lossy(inner).into_owned();
+                match q {
+                    b'"' => text.replace("\\\"", "\"").replace("\\\\", "\\"),
+                    _ => text,
+                }
+            }
+            _ => {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b"_-".contains(&b[i])) {
+                    i += 1;
+                }
+                String::from_utf8_lossy(&b[start..i]).into_owned()
+            }
+        };
+        if i > start {
+            names.push(name);
+        }
+        i = skip_blanks(b, i);
+        if b.get(i) != Some(&b'.') || i == start {
+            return (names, i);
+        }
+        i += 1;
+    }
+}
+
+fn skip_blanks(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// The offset of the end of the line holding `i` (its `\n`, or the end).
+fn line_end(b: &[u8], i: usize) -> usize {
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |n| i + n)
+}
+
+/// The offset after the string that opens at `i`: basic or literal, one line or several; an
+/// unclosed one runs to the end of its line (one line) or of the text.
+fn string_end(b: &[u8], i: usize) -> usize {
+    let q = b[i];
+    let multi = b.get(i..i + 3) == Some(&[q, q, q][..]);
+    let mut j = i + if multi { 3 } else { 1 };
+    while j < b.len() {
+        match b[j] {
+            b'\\' if q == b'"' => j += 2,
+            b'\n' if !multi => return j,
+            c if c == q && (!multi || b.get(j..j + 3) == Some(&[q, q, q][..])) => {
+                let mut end = j + if multi { 3 } else { 1 };
+                // A multi-line string may end in up to two more quotes of its own.
+                while multi && end < b.len() && b[end] == q && end < j + 5 {
+                    end += 1;
+                }
+                return end;
+            }
+            _ => j += 1,
+        }
+    }
+    b.len()
+}
+
+/// The message and the hint for the parser's `message` about `span` at `place`.
+fn explain(
+    message: &str,
+    text: &str,
+    span: &Range<usize>,
+    place: &Place,
+    root: &Spanned<DeTable<'_>>,
+) -> (String, String) {
+    let word = text.get(span.clone()).unwrap_or_default();
+    let kind = message.split(", expected").next().unwrap_or(message);
+    let keep = || message.to_owned();
+    // The parser reads a word as a failed boolean, a failed `nan`, …: say what the user meant.
+    let after_equals = text
+        .get(..span.start)
+        .is_some_and(|t| t.trim_end().ends_with('='));
+    if kind == "string values must be quoted" || unquoted(word, after_equals, place) {
+        return unreadable_value(word, after_equals, place);
+    }
+    if word.starts_with(|c: char| c.is_control() && c != '\n') {
+        return (
+            keep(),
+            "delete the control character; in a string, write it as an escape such as `\\u001b` \
+             if you mean it"
+                .to_owned(),
+        );
+    }
+    if kind == "duplicate key" {
+        let key = word.trim_matches('"');
+        let help = "a key can be set only once per table (use [[...]] for a list of tables)";
+        let help = match earlier_key(root, key, span.start) {
+            Some(at) => format!(
+                "`{key}` is already defined on line {}; {help}",
+                line_column(text, at).0
+            ),
+            None => help.to_owned(),
+        };
+        return (format!("duplicate key `{key}`"), help);
+    }
+    if kind.starts_with("cannot extend value of type") {
+        let key = place.path.last().map(|s| key_path(std::slice::from_ref(s)));
+        let key = key.unwrap_or_else(|| word.to_owned());
+        return (
+            keep(),
+            format!(
+                "`{key}` already holds a value; a dotted key can only add keys to a table \
+                 (write the table as `[{key}]` or `{key} = {{ … }}`)"
+            ),
+        );
+    }
+    if matches!(kind, "unquoted keys cannot be empty") && place.inside == Inside::Header {
+        return (
+            keep(),
+            "write the table's name between the brackets, e.g. `[load]`".to_owned(),
+        );
+    }
+    if kind == "unexpected key or value" && place.inside == Inside::Header {
+        return (
+            keep(),
+            "a header is the table's name in brackets, alone on its line (a comment may follow)"
+                .to_owned(),
+        );
+    }
+    let help = HINTS
+        .iter()
+        .find(|(prefix, _)| kind.starts_with(prefix))
+        .map_or(FALLBACK, |(_, hint)| hint);
+    (keep(), (*help).to_owned())
+}
+
+/// The parser's catch-all for text it cannot read as a value: nothing at all, a number with a
+/// unit, two values where one belongs, or words without quotes.
+fn unreadable_value(word: &str, after_equals: bool, place: &Place) -> (String, String) {
+    let word = word.trim();
+    if word.is_empty() {
+        return (
+            "missing value".to_owned(),
+            format!("write a value after `=`: {VALUES}, or delete the line"),
+        );
+    }
+    let first = word.split_whitespace().next().unwrap_or(word);
+    if first.len() < word.len() && is_value(first) {
+        let (what, help) = match place.inside {
+            Inside::Array => (
+                "missing comma between array items",
+                "separate the items with commas, e.g. `[0.5, 0.9]`",
+            ),
+            Inside::InlineTable => (
+                "missing comma between the keys of an inline table",
+                "separate the keys with commas, e.g. `{ median_s = 0.2, sigma = 0.5 }`",
+            ),
+            _ => (
+                "more than one value",
+                "a line holds one `key = value`; start a comment with `#`",
+            ),
+        };
+        return (format!("{what} (`{word}`)"), help.to_owned());
+    }
+    if let Some((number, unit)) = with_unit(word) {
+        return (
+            format!("`{word}` has a unit; TOML numbers have none"),
+            unit_hint(number, unit, place),
+        );
+    }
+    if unquoted(word, after_equals, place) {
+        return (
+            "string values must be quoted".to_owned(),
+            format!("write `\"{word}\"`"),
+        );
+    }
+    (
+        format!("`{word}` is not a value"),
+        format!("a value is {VALUES}"),
+    )
+}
+
+/// The message and hint for the value of a `--set key=value` that the parser refused with
+/// `message` at `span` of `value`, or `None` where the parser's message says it best. `path` is
+/// the key as written.
+pub(super) fn override_value(
+    message: &str,
+    value: &str,
+    span: Range<usize>,
+    path: &[Seg],
+) -> Option<(String, String)> {
+    let kind = message.split(", expected").next().unwrap_or(message);
+    const KEY: &str = "v = ";
+    let mut place = place(&format!("{KEY}{value}"), span.start + KEY.len());
+    place.path.splice(..1, path.iter().cloned());
+    let word = value.get(span).unwrap_or(value).trim();
+    let first = word.split_whitespace().next().unwrap_or(word);
+    let several = first.len() < word.len() && is_value(first);
+    if several && place.inside == Inside::Line {
+        let rest = word[first.len()..].trim_start();
+        return Some(match rest.strip_prefix('#') {
+            Some(_) => (
+                "a comment after the value".to_owned(),
+                format!("drop `{rest}`: an override takes no comment"),
+            ),
+            None => (
+                format!("more than one value (`{word}`)"),
+                "an override sets one value: write an array with commas, e.g. `[0.5, 0.9]`, or \
+                 put text in quotes"
+                    .to_owned(),
+            ),
+        });
+    }
+    if kind == "string values must be quoted" || unquoted(word, true, &place) {
+        return Some(unreadable_value(word, true, &place));
+    }
+    HINTS
+        .iter()
+        .filter(|(prefix, _)| !matches!(*prefix, "unexpected key or value" | "unexpected content"))
+        .find(|(prefix, _)| kind.starts_with(prefix))
+        .map(|(_, hint)| (message.to_owned(), (*hint).to_owned()))
+}
+
+/// Whether `word` is words where a value belongs: text the user forgot to quote.
+fn unquoted(word: &str, after_equals: bool, place: &Place) -> bool {
+    let word = word.trim();
+    let words = word
+        .chars()
+        .all(|c| c.is_alphanumeric() || " _-.".contains(c))
+        && word.starts_with(char::is_alphabetic)
+        && !is_value(word.split_whitespace().next().unwrap_or(word));
+    words && (after_equals || matches!(place.inside, Inside::Array))
+}
+
+/// The kinds of TOML value, for hints.
+const VALUES: &str =
+    "a number, a string in quotes, `true` or `false`, an array `[…]` or a table `{…}`";
+
+/// Whether `word` alone reads as a TOML scalar.
+fn is_value(word: &str) -> bool {
+    let digits = word.replace('_', "");
+    matches!(word, "true" | "false" | "inf" | "nan" | "+inf" | "-inf")
+        || digits.parse::<f64>().is_ok()
+        || word.len() >= 2 && (word.starts_with('"') || word.starts_with('\''))
+}
+
+/// A number directly followed by letters, such as `30s` or `1.5ms`: the number and the letters.
+fn with_unit(word: &str) -> Option<(f64, &str)> {
+    let split = word.find(|c: char| c.is_alphabetic() && c != 'e' && c != 'E')?;
+    let (number, unit) = word.split_at(split);
+    let number = number.replace('_', "").parse::<f64>().ok()?;
+    unit.chars()
+        .all(char::is_alphabetic)
+        .then_some((number, unit))
+}
+
+/// How to write a number with a unit: a duration in seconds where the key is in seconds.
+fn unit_hint(number: f64, unit: &str, place: &Place) -> String {
+    let seconds = match unit {
+        "ms" => Some(1e-3),
+        "s" | "sec" => Some(1.0),
+        "m" | "min" => Some(60.0),
+        "h" | "hr" => Some(3600.0),
+        "d" => Some(86_400.0),
+        "us" | "µs" => Some(1e-6),
+        _ => None,
+    };
+    let key = match place.path.iter().rev().find_map(|s| match s {
+        Seg::Key(k) => Some(k.as_str()),
+        Seg::Index(_) => None,
+    }) {
+        Some(k) => k,
+        None => return "write the number alone, in the key's unit; quote it if it is text".into(),
+    };
+    let described = crate::schema::field(&place.path).and_then(|f| f.description);
+    let in_seconds = key.ends_with("_s")
+        || described.is_some_and(|d| d.contains("seconds") || d.contains("(s)"));
+    match seconds {
+        Some(factor) if in_seconds => format!(
+            "`{key}` is in seconds: write `{}` for {number}{unit}",
+            crate::diagnostics::show_number(number * factor)
+        ),
+        _ => match crate::schema::range_text(&place.path) {
+            Some(range) => {
+                format!("write the number alone, without a unit; allowed range: {range}")
+            }
+            None => "write the number alone, without a unit; quote it if it is text".to_owned(),
+        },
+    }
+}
+
+/// Hints by the start of the parser's description.
+const HINTS: &[(&str, &str)] = &[
+    ("unclosed table", "close the header with `]`, e.g. `[load]`"),
+    (
+        "unclosed array table",
+        "close the header with `]]`, e.g. `[[endpoints]]`",
+    ),
+    (
+        "unclosed array",
+        "close the array with `]`; its items are separated by commas and may span lines",
+    ),
+    (
+        "unclosed inline table",
+        "close the table with `}`; its keys are separated by commas, e.g. `{ median_s = 0.2, sigma = 0.5 }`",
+    ),
+    (
+        "invalid basic string",
+        "close the string with `\"` before the end of the line; text over several lines goes between `\"\"\"` and `\"\"\"`",
+    ),
+    (
+        "invalid literal string",
+        "close the string with `'` before the end of the line; text over several lines goes between `'''` and `'''`",
+    ),
+    (
+        "invalid multi-line basic string",
+        "close the string with `\"\"\"`",
+    ),
+    (
+        "invalid multi-line literal string",
+        "close the string with `'''`",
+    ),
+    ("missing escaped value", ESCAPES),
+    ("too few unicode value digits", ESCAPES),
+    ("invalid escape", ESCAPES),
+    ("invalid unicode", ESCAPES),
+    (
+        "invalid fraction",
+        "write digits after the decimal point, e.g. `1.0` or `0.5`",
+    ),
+    (
+        "invalid mantissa",
+        "write a digit before the decimal point, e.g. `0.5`",
+    ),
+    (
+        "invalid exponent",
+        "write digits after the `e`, e.g. `1e-3`",
+    ),
+    (
+        "unexpected leading zero",
+        "write the number without leading zeros, e.g. `7` or `0.7`",
+    ),
+    (
+        "`_` may only go between digits",
+        "an underscore may only stand between two digits, e.g. `1_000_000`",
+    ),
+    ("integers with a radix cannot be signed", PLAIN_NUMBER),
+    ("radix must be lowercase", PLAIN_NUMBER),
+    ("redundant numeric sign", PLAIN_NUMBER),
+    ("redundant integer number prefix", PLAIN_NUMBER),
+    ("unexpected sign", PLAIN_NUMBER),
+    (
+        "unquoted keys cannot be empty",
+        "write a key before `=`, e.g. `jobs = 100`",
+    ),
+    (
+        "invalid unquoted key",
+        "a key without quotes uses letters, digits, `-` and `_`; quote any other, e.g. `\"my key\" = 1`",
+    ),
+    (
+        "key with no value",
+        "write `=` and a value after the key, e.g. `jobs = 100`; a key with spaces must be quoted",
+    ),
+    (
+        "missing assignment",
+        "write `=` and a value after the key, e.g. `jobs = 100`; a key with spaces must be quoted",
+    ),
+    ("missing value", "write a value after `=`"),
+    ("extra `=`", "write one `=` between the key and its value"),
+    (
+        "extra assignment",
+        "write one `=` per key; in an inline table separate the keys with commas, e.g. `{ median_s = 0.2, sigma = 0.5 }`",
+    ),
+    (
+        "unexpected `=` in array",
+        "an array holds values; to hold keys, make each item a table, e.g. `[{ id = \"a\" }]`",
+    ),
+    (
+        "unexpected key or value",
+        "a line holds one `key = value`; start a comment with `#`",
+    ),
+    (
+        "unexpected content",
+        "a line holds one `key = value`; start a comment with `#`",
+    ),
+    ("extra comma", "remove the extra comma"),
+    (
+        "missing comma between array",
+        "separate the items with commas, e.g. `[0.5, 0.9]`",
+    ),
+    (
+        "missing comma between key-value",
+        "separate the keys with commas, e.g. `{ median_s = 0.2, sigma = 0.5 }`",
+    ),
+    (
+        "invalid comment character",
+        "delete the control character: comments hold printable text",
+    ),
+    (
+        "carriage return must be followed by newline",
+        "save the file with LF (or CRLF) line endings",
+    ),
+    (
+        "keys cannot be multi-line",
+        "write the key as a one-line string, e.g. `\"my key\"`",
+    ),
+    ("invalid date", DATES),
+    ("invalid time", DATES),
+    ("invalid offset", DATES),
+    ("invalid hour", DATES),
+    ("invalid minute", DATES),
+    ("invalid second", DATES),
+    (
+        "cannot recurse further",
+        "brackets nest far deeper than any scenario does; check that each one is closed",
+    ),
+];
+
+const ESCAPES: &str = "in a \"…\" string a backslash starts an escape such as `\\n` or `\\u00e9`: \
+                       write `\\\\` for a backslash, or use single quotes, which keep backslashes";
+const PLAIN_NUMBER: &str =
+    "write a decimal number such as `-1` or `255`, or an unsigned `0x`, `0o` or `0b` number";
+const DATES: &str = "no scenario key holds a date or time; if this is text, put it in quotes";
+const FALLBACK: &str = "TOML's syntax is described at https://toml.io/en/v1.0.0";
+
+/// The start of the closest definition of `key` before `before`, anywhere in the tree.
+fn earlier_key(root: &Spanned<DeTable<'_>>, key: &str, before: usize) -> Option<usize> {
+    fn walk(table: &DeTable<'_>, key: &str, before: usize, best: &mut Option<usize>) {
+        for (k, v) in table.iter() {
+            let start = k.span().start;
+            if k.get_ref().as_ref() == key && start < before {
+                *best = Some(best.map_or(start, |b: usize| b.max(start)));
+            }
+            walk_value(v.get_ref(), key, before, best);
+        }
+    }
+    fn walk_value(
+        value: &toml::de::DeValue<'_>,
+        key: &str,
+        before: usize,
+        best: &mut Option<usize>,
+    ) {
+        match value {
+            toml::de::DeValue::Table(t) => walk(t, key, before, best),
+            toml::de::DeValue::Array(a) => {
+                for item in a.iter() {
+                    walk_value(item.get_ref(), key, before, best);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut best = None;
+    walk(root.get_ref(), key, before, &mut best);
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str, marker: &str) -> (String, Inside) {
+        let offset = text.find(marker).expect("marker");
+        let text = text.replacen(marker, "", 1);
+        let p = place(&text, offset);
+        (key_path(&p.path), p.inside)
+    }
+
+    #[test]
+    fn places_follow_headers_keys_arrays_and_inline_tables() {
+        assert_eq!(at("jobs = @", "@"), ("jobs".into(), Inside::Line));
+        assert_eq!(
+            at("[load]\njobs = 5 @5", "@"),
+            ("load.jobs".into(), Inside::Line)
+        );
+        let endpoints = "name = \"x\"\n[[endpoints]]\nid = \"a\"\n[[endpoints]]\nid = \"b\"\n\
+                         latency = { median_s = 0.2, sigma = @ }";
+        assert_eq!(
+            at(endpoints, "@"),
+            ("endpoints[1].latency.sigma".into(), Inside::InlineTable)
+        );
+        let arrays = "quantiles = [0.5, # c\n 0.9, @]";
+        assert_eq!(at(arrays, "@"), ("quantiles[2]".into(), Inside::Array));
+        let inline =
+            "endpoints = [\n { id = \"a\" },\n { id = \"b\", latency = { x = 1 } },\n { id @";
+        assert_eq!(
+            at(inline, "@"),
+            ("endpoints[2].id".into(), Inside::InlineTable)
+        );
+        assert_eq!(at("[load]\n[a]@]", "@"), ("a".into(), Inside::Header));
+        assert_eq!(at("[[endpoi@", "@"), ("endpoi".into(), Inside::Header));
+    }
+
+    #[test]
+    fn strings_comments_and_quoted_keys_do_not_confuse_the_place() {
+        let text = "a = \"x = [ { # \\\" \"\nb.\"c d\" = '''\n[x]\n''' # [y]\n[z]\nk = @";
+        assert_eq!(at(text, "@"), ("z.k".into(), Inside::Line));
+        let nested = "[[a]]\n[[a.b]]\n[[a]]\n[[a.b]]\n[[a.b]]\nk = @";
+        assert_eq!(at(nested, "@"), ("a[1].b[1].k".into(), Inside::Line));
+        let dotted = "[load]\nthink.spread = { x = [1, { y = @";
+        assert_eq!(
+            at(dotted, "@"),
+            ("load.think.spread.x[1].y".into(), Inside::InlineTable)
+        );
+    }
+
+    #[test]
+    fn numbers_with_units_become_seconds_where_the_key_is_in_seconds() {
+        let place = Place {
+            path: vec![Seg::Key("load".into()), Seg::Key("horizon_s".into())],
+            inside: Inside::Line,
+        };
+        let (message, help) = unreadable_value("10m", true, &place);
+        assert_eq!(message, "`10m` has a unit; TOML numbers have none");
+        assert_eq!(help, "`horizon_s` is in seconds: write `600` for 10m");
+        assert_eq!(with_unit("1e3"), None);
+        let jobs = [Seg::Key("jobs".into())];
+        let (message, help) =
+            override_value("string values must be quoted", "3k", 0..2, &jobs).expect("a unit");
+        assert_eq!(message, "`3k` has a unit; TOML numbers have none");
+        assert!(
+            help.ends_with("allowed range: 1 <= jobs <= 10000000"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn overrides_get_hints_for_what_a_shell_user_types() {
+        let key = [Seg::Key("retry".into()), Seg::Key("max_attempts".into())];
+        let hint = |value: &str, span: Range<usize>| {
+            override_value("string values must be quoted", value, span, &key)
+        };
+        let comment = hint("5 # three is too few", 0..20).expect("a hint");
+        assert_eq!(comment.0, "a comment after the value");
+        let array = hint("[1 2]", 1..4).expect("a hint");
+        assert_eq!(array.0, "missing comma between array items (`1 2`)");
+        let words = hint("hello world", 0..11).expect("a hint");
+        assert_eq!(words.1, "write `\"hello world\"`");
+        let zero = override_value(
+            "unexpected leading zero, expected nothing",
+            "07",
+            0..1,
+            &key,
+        );
+        assert!(zero.expect("a hint").1.contains("without leading zeros"));
+        assert_eq!(override_value("unexpected content", "1]", 1..2, &key), None);
+        assert_eq!(with_unit("2.5ms"), Some((2.5, "ms")));
+    }
+}
