@@ -19,11 +19,108 @@ use serde_json::{Map, Value, json};
 
 /// The JSON Schema (draft 2020-12) of a scenario file, generated from the scenario types.
 pub fn scenario_schema() -> Value {
+    let mut schema = generated();
+    layered(&mut schema);
+    schema
+}
+
+/// The schema as schemars writes it from the types, tidied for TOML.
+fn generated() -> Value {
     let schema = SchemaSettings::draft2020_12()
         .with_transform(RecursiveTransform(tidy))
         .into_generator()
         .into_root_schema_for::<Scenario>();
     serde_json::to_value(schema).expect("a generated schema is JSON")
+}
+
+/// A file that `extends` a base is a layer over it: any key the base sets may be left out. So
+/// the keys a merge can fill (`name`, `summary` and `endpoints`; an endpoint's keys beside its
+/// `id`, since endpoints merge by id; the keys of any table, since tables merge key by key) are
+/// required only of a file without `extends`, in the schema's `else` branch. Arrays other than
+/// `endpoints` are replaced whole, so their items keep their requirements. Editors then accept
+/// a layer, and the loader, which validates the merged document without its `extends`, still
+/// requires everything.
+fn layered(schema: &mut Value) -> Relaxed {
+    let mut seen = Relaxed::new();
+    if let Some(strict) = relax(schema, "", &[], &mut seen) {
+        if let Some(root) = schema.as_object_mut() {
+            root.insert("if".into(), json!({ "required": ["extends"] }));
+            root.insert("else".into(), strict);
+        }
+    }
+    seen
+}
+
+/// The tables [`relax`] has visited, by the pointer of their definition: what moved out of
+/// each (a definition used twice, as `tokens.input` and `tokens.output` use one, is relaxed
+/// once) and how often the walk reached it.
+type Relaxed = std::collections::BTreeMap<String, (Option<Value>, usize)>;
+
+/// Moves the requirements of the table at `pointer` (but `keep`) and of the tables merged into
+/// it into the returned tree, the shape of the `else` branch; `None` if nothing moved.
+fn relax(schema: &mut Value, pointer: &str, keep: &[&str], seen: &mut Relaxed) -> Option<Value> {
+    let target = definition(schema, pointer)?;
+    if let Some((strict, visits)) = seen.get_mut(&target) {
+        *visits += 1;
+        return strict.clone();
+    }
+    seen.insert(target.clone(), (None, 1));
+    let node = schema.pointer_mut(&target)?.as_object_mut()?;
+    let mut strict = Map::new();
+    if let Some(Value::Array(required)) = node.get_mut("required") {
+        let (kept, moved): (Vec<Value>, Vec<Value>) = required
+            .drain(..)
+            .partition(|r| r.as_str().is_some_and(|r| keep.contains(&r)));
+        *required = kept;
+        if required.is_empty() {
+            node.remove("required");
+        }
+        if !moved.is_empty() {
+            strict.insert("required".into(), Value::Array(moved));
+        }
+    }
+    let names: Vec<String> = node
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut properties = Map::new();
+    for name in names {
+        let at = format!(
+            "{target}/properties/{}",
+            name.replace('~', "~0").replace('/', "~1")
+        );
+        let inner = match (target.as_str(), name.as_str()) {
+            ("", "endpoints") => relax(schema, &format!("{at}/items"), &["id"], seen)
+                .map(|items| json!({ "items": items })),
+            _ => relax(schema, &at, &[], seen),
+        };
+        if let Some(inner) = inner {
+            properties.insert(name, inner);
+        }
+    }
+    if !properties.is_empty() {
+        strict.insert("properties".into(), Value::Object(properties));
+    }
+    let strict = (!strict.is_empty()).then_some(Value::Object(strict));
+    if let Some(entry) = seen.get_mut(&target) {
+        entry.0.clone_from(&strict);
+    }
+    strict
+}
+
+/// The pointer of the table schema at `pointer`, its `$ref`s followed; `None` if it is not a
+/// table (an array, a scalar, a choice of shapes).
+fn definition(schema: &Value, pointer: &str) -> Option<String> {
+    let mut at = pointer.to_owned();
+    for _ in 0..16 {
+        let node = schema.pointer(&at)?;
+        match node.get("$ref").and_then(Value::as_str) {
+            Some(r) => at = r.strip_prefix('#')?.to_owned(),
+            None => return node.get("properties").is_some().then_some(at),
+        }
+    }
+    None
 }
 
 /// The schema as `simbench schema` prints it and `schema/scenario.schema.json` stores it.
@@ -379,7 +476,12 @@ pub(crate) fn to_json(root: &Node, problems: &mut Vec<Problem>) -> Instance {
         reported: Vec::new(),
         path: Vec::new(),
     };
-    let json = ctx.value(&root.value);
+    let mut json = ctx.value(&root.value);
+    // The chain is followed and merged: the document is whole, and is checked as a file without
+    // `extends`, of which the schema requires every key a base could have supplied.
+    if let Value::Object(top) = &mut json {
+        top.remove("extends");
+    }
     Instance {
         json,
         reported: ctx.reported,
@@ -880,11 +982,14 @@ fn table_section(out: &mut String, title: &str, path: &[Seg], node: &Value) {
     let Some(props) = node.get("properties").and_then(Value::as_object) else {
         return;
     };
-    let required: Vec<&str> = node
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    // A file without `extends` must also write what the `else` branch requires here (see
+    // [`layered`]): the table documents a whole file.
+    let mut required = strings(node.get("required"));
+    let strict = path.iter().try_fold(&SCHEMA["else"], |n, seg| match seg {
+        Seg::Key(k) => n.get("properties")?.get(k),
+        Seg::Index(_) => n.get("items"),
+    });
+    required.extend(strings(strict.and_then(|n| n.get("required"))));
     out.push_str(&format!("### {title}\n\n"));
     if let Some(d) = node.get("description").and_then(Value::as_str) {
         if !path.is_empty() {
@@ -938,6 +1043,13 @@ fn table_section(out: &mut String, title: &str, path: &[Seg], node: &Value) {
     for (title, at, child) in children {
         table_section(out, &title, &at, child);
     }
+}
+
+/// The strings of a JSON array (a `required` list), or none.
+fn strings(list: Option<&Value>) -> Vec<&str> {
+    list.and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 fn type_cell(schema: &Value) -> String {
@@ -1008,6 +1120,34 @@ mod tests {
             "Assertions (e.g. `a.b > 1`; see the docs. Really)."
         );
         assert_eq!(first_sentence("No stop at all"), "No stop at all");
+    }
+
+    /// A definition relaxed for layers must be used only where a merge fills it: reached by the
+    /// walk as often as it is referenced at all.
+    #[test]
+    fn layers_relax_only_definitions_that_merges_fill() {
+        let mut schema = generated();
+        let text = schema.to_string();
+        let seen = layered(&mut schema);
+        let committed = schema.clone();
+        assert!(
+            layered(&mut schema).values().all(|(s, _)| s.is_none()),
+            "relaxed twice"
+        );
+        let mut relaxed = 0;
+        for (target, (strict, visits)) in &seen {
+            if strict.is_some() && target.starts_with("/$defs/") {
+                relaxed += 1;
+                let reference = format!("\"$ref\":\"#{target}\"");
+                assert_eq!(text.matches(&reference).count(), *visits, "{target}");
+            }
+        }
+        assert!(relaxed >= 4, "{seen:?}");
+        assert_eq!(committed["$defs"]["Endpoint"]["required"], json!(["id"]));
+        assert_eq!(
+            committed["$defs"]["Incident"]["required"],
+            json!(["kind", "start_s"])
+        );
     }
 
     #[test]

@@ -508,6 +508,81 @@ fn scenario_schema_file_is_fresh() {
     );
 }
 
+/// What an editor does with a file's `#:schema` line: every shipped and valid file, as written
+/// (a layer that `extends` a base included, before any merge), against the committed schema.
+#[test]
+fn scenario_files_as_written_satisfy_the_schema_editors_read() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schema/scenario.schema.json")).expect("schema"),
+    )
+    .expect("JSON");
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .expect("a valid schema");
+    let as_json = |text: &str| toml::from_str::<serde_json::Value>(text).expect("TOML");
+    let mut files = files_with_extension(&root().join("scenarios"), "toml");
+    files.extend(files_with_extension(
+        &root().join("tests/data/valid"),
+        "toml",
+    ));
+    let mut layers = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("file");
+        let doc = as_json(&text);
+        layers += usize::from(doc.get("extends").is_some());
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+    }
+    assert!(layers >= 2, "only {layers} files extend a base");
+    // A file without `extends` must still be whole: no endpoint without capacity, no world
+    // without a name, no half of a price.
+    for (text, missing) in [
+        (
+            "summary = \"s\"\n[[endpoints]]\nid = \"a\"\ncapacity = 1\nlatency = {}\n",
+            "name",
+        ),
+        (
+            "name = \"n\"\nsummary = \"s\"\n[[endpoints]]\nid = \"a\"\nlatency = {}\n",
+            "capacity",
+        ),
+        (
+            "name = \"n\"\nsummary = \"s\"\n[[endpoints]]\nid = \"a\"\ncapacity = 1\n\
+             latency = {}\nprice = { input_per_mtok = 1.0 }\n",
+            "output_per_mtok",
+        ),
+    ] {
+        let errors: Vec<String> = validator
+            .iter_errors(&as_json(text))
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.contains(missing)),
+            "{missing}: {errors:?}"
+        );
+    }
+    // A layer may leave out what its base supplies, but an endpoint it adds still needs an id,
+    // and a replaced array's items stay whole.
+    let layer = "extends = \"bursty.toml\"\n[[endpoints]]\nid = \"eu-1\"\ncapacity = 2\n";
+    assert_eq!(validator.iter_errors(&as_json(layer)).count(), 0);
+    for (text, missing) in [
+        ("extends = \"b.toml\"\n[[endpoints]]\ncapacity = 2\n", "id"),
+        (
+            "extends = \"b.toml\"\n[[incidents]]\nkind = \"outage\"\n",
+            "start_s",
+        ),
+    ] {
+        let errors: Vec<String> = validator
+            .iter_errors(&as_json(text))
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.contains(missing)),
+            "{missing}: {errors:?}"
+        );
+    }
+}
+
 #[test]
 fn scenario_schema_describes_every_key() {
     fn walk(node: &serde_json::Value, at: &str, missing: &mut Vec<String>) {
