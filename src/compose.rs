@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub use csv::MAX_CSV_BYTES;
 use doc::{At, Node, Value};
 pub(crate) use set::bare_word;
-pub use set::{Override, check_shape};
+pub use set::{Override, check_shape, key_parts};
 
 use crate::diagnostics::{Finding, Seg, Source, finding, line_column};
 

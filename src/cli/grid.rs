@@ -191,6 +191,11 @@ impl Built {
             built.at.push(worlds);
             built.algorithms.push(algorithms);
         }
+        if from.is_none() {
+            for warning in idle_axes(&built.spec.axes, &built.algorithms) {
+                errln!("warning: {warning}");
+            }
+        }
         built.hash = text.hash();
         Ok(built)
     }
@@ -675,6 +680,36 @@ fn resolve_shard(arg: Option<ShardArg>) -> Result<Shard, String> {
         Some(ShardArg::Given(shard)) => Ok(shard),
         Some(ShardArg::Auto(count)) => Shard::from_env(count, |name| std::env::var(name).ok()),
     }
+}
+
+/// The axes that change no run: each tunes an algorithm (`algorithms.NAME.…`) that no world of
+/// the sweep runs. They still run (the report folds their points into one contestant), but they
+/// multiply the work for nothing, which is worth a warning.
+fn idle_axes(axes: &[Axis], algorithms: &[Vec<String>]) -> Vec<String> {
+    axes.iter()
+        .filter_map(|axis| {
+            let parts = crate::compose::key_parts(&axis.key)?;
+            let [first, name, ..] = parts.as_slice() else {
+                return None;
+            };
+            let run = algorithms.iter().any(|list| list.contains(name));
+            if first != "algorithms" || run {
+                return None;
+            }
+            let mut names: Vec<&str> = algorithms.iter().flatten().map(String::as_str).collect();
+            names.sort_unstable();
+            names.dedup();
+            Some(format!(
+                "--grid {}: `{}` is not among the algorithms this sweep runs ({}), so its {} \
+             give the same runs; add `{}` to --algorithms, or drop the axis",
+                crate::text::escape(&axis.key),
+                crate::text::escape(name),
+                names.join(", "),
+                plural(axis.values.len(), "value"),
+                crate::text::escape(name),
+            ))
+        })
+        .collect()
 }
 
 fn too_many_cells() -> String {

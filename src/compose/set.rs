@@ -178,6 +178,14 @@ fn split(text: &str) -> Option<usize> {
     None
 }
 
+/// The parts of a dotted key as TOML reads it (`algorithms."my-v".step` has three), or `None`
+/// if it is not one.
+pub fn key_parts(key: &str) -> Option<Vec<String>> {
+    parse_key(key, 0)
+        .ok()
+        .map(|parts| parts.into_iter().map(|(name, _)| name).collect())
+}
+
 /// The segments of a dotted key with their spans, by parsing `key = 0` as TOML and walking the
 /// nested tables it makes. On failure, the span to blame.
 fn parse_key(key: &str, source: SourceId) -> Result<Vec<(String, At)>, Range<usize>> {

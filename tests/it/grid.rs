@@ -713,6 +713,28 @@ fn an_axis_an_algorithm_ignores_is_one_contestant() {
         report["worlds"][0]["best"].clone()
     };
     let ignored = best("0.5,0.7,0.9", "backoff,wait");
+    let out = simbench(&[
+        "sweep",
+        "scenarios/aimd_tuning.toml",
+        "--grid",
+        "algorithms.aimd.factor=0.5,0.7",
+        "--algorithms",
+        "backoff,wait",
+        "--seeds",
+        "1",
+        "--set",
+        "jobs=50",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "warning: --grid algorithms.aimd.factor: `aimd` is not among the algorithms this \
+             sweep runs (backoff, wait), so its 2 values give the same runs"
+        ),
+        "{stderr}"
+    );
     assert_eq!(ignored["point"]["algorithms.aimd.factor"], 0.5);
     let same: Vec<&Value> = ignored["same_runs_at"].as_array().unwrap().iter().collect();
     assert_eq!(same.len(), 2, "{ignored}");
