@@ -50,7 +50,10 @@ impl Axis {
         let values = split_values(list)?;
         let meant: Vec<Option<toml::Value>> = values.iter().map(|v| meaning(v)).collect();
         for (i, v) in values.iter().enumerate() {
-            let same = |j: usize| values[j] == *v || (meant[i].is_some() && meant[j] == meant[i]);
+            let same = |j: usize| {
+                values[j] == *v
+                    || matches!((&meant[i], &meant[j]), (Some(a), Some(b)) if same_value(a, b))
+            };
             if let Some(j) = (0..i).find(|&j| same(j)) {
                 return Err(if values[j] == *v {
                     format!("the value `{v}` is given twice")
@@ -73,6 +76,25 @@ fn meaning(text: &str) -> Option<toml::Value> {
         Ok(mut table) => table.remove("v"),
         Err(_) if crate::compose::bare_word(text) => Some(toml::Value::String(text.to_owned())),
         Err(_) => None,
+    }
+}
+
+/// Whether two TOML values mean the same setting: equal, with an integer equal to a float of
+/// the same number (`600` and `600.0` set a duration alike), at any depth.
+fn same_value(a: &toml::Value, b: &toml::Value) -> bool {
+    use toml::Value as V;
+    let exact = |i: i64, f: f64| f.fract() == 0.0 && (i as f64) == f && f as i64 == i;
+    match (a, b) {
+        (V::Integer(i), V::Float(f)) | (V::Float(f), V::Integer(i)) => exact(*i, *f),
+        (V::Array(x), V::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q))
+        }
+        (V::Table(x), V::Table(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| same_value(p, q)))
+        }
+        _ => a == b,
     }
 }
 
@@ -798,9 +820,20 @@ mod tests {
         assert!(err("k=1],2").contains("unmatched"));
         assert!(err("k=3,3").contains("twice"));
         assert!(err("k=3,+3").contains("`3` and `+3` are the same"));
+        assert!(err("horizon_s=600,6e2").contains("`600` and `6e2` are the same"));
+        assert!(err("k={ a = 1 },{ a = 1.0 }").contains("are the same"));
+        assert_eq!(Axis::parse("k=1,1.5").unwrap().values, ["1", "1.5"]);
+        assert_eq!(
+            Axis::parse("k=9007199254740993,9007199254740992.0")
+                .unwrap()
+                .values
+                .len(),
+            2
+        );
         assert!(err("k=full,\"full\"").contains("are the same"));
         assert!(err("k={ a = 1, b = 2 },{b=2,a=1}").contains("are the same"));
-        assert!(Axis::parse("k=3,3.0").is_ok());
+        // A float key reads both as the same number; an integer key refuses `3.0` anyway.
+        assert!(err("k=3,3.0").contains("are the same"));
     }
 
     #[test]
