@@ -27,6 +27,13 @@ pub(super) fn classify(path: &Path) -> Result<Kind, String> {
     if path.file_name().is_none() {
         return Err("not a file name".into());
     }
+    // `Path` drops a trailing `/`, but the system does not: `out/` names a folder.
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(format!(
+            "the path ends in `/`, so it names a folder; name a file in it, e.g. `{}report.json`",
+            crate::text::escape(&path.display().to_string())
+        ));
+    }
     let (target, special) = follow_links(path).map_err(|e| reason(&e))?;
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(super::super::io_reason(&io::Error::from(
@@ -114,5 +121,10 @@ mod tests {
         assert_eq!(classify(&new), Ok(Kind::Replace(new.clone())));
         assert!(classify(&dir).unwrap_err().contains("folder"));
         assert!(classify(Path::new("..")).is_err());
+        let slash = classify(Path::new("no-such-folder/")).unwrap_err();
+        assert!(
+            slash.contains("ends in `/`") && slash.contains("`no-such-folder/report.json`"),
+            "{slash}"
+        );
     }
 }
