@@ -535,6 +535,16 @@ fn scenario_files_as_written_satisfy_the_schema_editors_read() {
         assert!(errors.is_empty(), "{}: {errors:?}", file.display());
     }
     assert!(layers >= 2, "only {layers} files extend a base");
+    let refused = |text: &str, missing: &str| {
+        let errors: Vec<String> = validator
+            .iter_errors(&as_json(text))
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.contains(missing)),
+            "{missing}: {errors:?}"
+        );
+    };
     // A file without `extends` must still be whole: no endpoint without capacity, no world
     // without a name, no half of a price.
     for (text, missing) in [
@@ -552,14 +562,7 @@ fn scenario_files_as_written_satisfy_the_schema_editors_read() {
             "output_per_mtok",
         ),
     ] {
-        let errors: Vec<String> = validator
-            .iter_errors(&as_json(text))
-            .map(|e| e.to_string())
-            .collect();
-        assert!(
-            errors.iter().any(|e| e.contains(missing)),
-            "{missing}: {errors:?}"
-        );
+        refused(text, missing);
     }
     // A layer may leave out what its base supplies, but an endpoint it adds still needs an id,
     // and a replaced array's items stay whole.
@@ -572,14 +575,7 @@ fn scenario_files_as_written_satisfy_the_schema_editors_read() {
             "start_s",
         ),
     ] {
-        let errors: Vec<String> = validator
-            .iter_errors(&as_json(text))
-            .map(|e| e.to_string())
-            .collect();
-        assert!(
-            errors.iter().any(|e| e.contains(missing)),
-            "{missing}: {errors:?}"
-        );
+        refused(text, missing);
     }
 }
 
