@@ -511,6 +511,85 @@ pub struct Spec {
     pub rng: String,
 }
 
+impl Spec {
+    /// The first input in which `self` (part `name`'s) differs from `other` (part `other_name`'s),
+    /// as a sentence naming both values; `None` when the specs are equal.
+    pub fn difference(&self, name: &str, other: &Spec, other_name: &str) -> Option<String> {
+        if self == other {
+            return None;
+        }
+        let (mine, theirs) = (self.described(), other.described());
+        let found = mine.iter().zip(&theirs).find(|(a, b)| a.1 != b.1);
+        let Some(((what, mine), (_, theirs))) = found else {
+            return Some(format!(
+                "{name} and {other_name} come from different sweeps (their command lines differ)"
+            ));
+        };
+        let mut line = format!(
+            "{name} and {other_name} come from different sweeps: their {what} differ ({mine} in {name}, {theirs} in {other_name})"
+        );
+        if *what == "world files" && self.same_files_named_apart(other) {
+            line.push_str(
+                "; the same files named two ways still make two plans: run every shard with the same command line",
+            );
+        }
+        Some(line)
+    }
+
+    /// Each input as the command line gave it, named, in the order [`Spec::difference`] compares.
+    fn described(&self) -> [(&'static str, String); 6] {
+        let listed = |items: Vec<String>, none: &str| {
+            if items.is_empty() {
+                none.to_owned()
+            } else {
+                items.join(", ")
+            }
+        };
+        let worlds = self.worlds.iter().map(|w| {
+            w.as_deref()
+                .map_or("the built-in world".into(), |f| format!("`{f}`"))
+        });
+        let overrides = self.overrides.iter().map(|(origin, text)| {
+            let flag = origin.split(" #").next().unwrap_or(origin);
+            format!("`{flag} {text}`")
+        });
+        let axes = self
+            .axes
+            .iter()
+            .map(|a| format!("`{}={}`", a.key, a.values.join(",")));
+        let algorithms = self.algorithms.as_ref().map_or_else(
+            || "each world's default comparison".to_owned(),
+            |a| format!("`{}`", a.join(",")),
+        );
+        [
+            ("world files", listed(worlds.collect(), "none")),
+            ("overrides", listed(overrides.collect(), "none")),
+            ("grid axes", listed(axes.collect(), "none")),
+            ("algorithms", algorithms),
+            ("seeds per cell", self.seeds.to_string()),
+            ("random numbers", format!("`{}`", self.rng)),
+        ]
+    }
+
+    /// Whether the world files differ only in how their paths are written (`./x.toml`, `x.toml`).
+    fn same_files_named_apart(&self, other: &Spec) -> bool {
+        let clean = |w: &Option<String>| {
+            w.as_deref().map(|f| {
+                std::path::Path::new(f)
+                    .components()
+                    .filter(|c| !matches!(c, std::path::Component::CurDir))
+                    .collect::<std::path::PathBuf>()
+            })
+        };
+        self.worlds.len() == other.worlds.len()
+            && self
+                .worlds
+                .iter()
+                .zip(&other.worlds)
+                .all(|(a, b)| clean(a) == clean(b))
+    }
+}
+
 /// One run in a part.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1133,5 +1212,43 @@ mod tests {
                 "{message}"
             );
         }
+    }
+
+    #[test]
+    fn specs_apart_name_their_first_difference_with_both_values() {
+        let a = part(Shard::ALL, vec![]).spec;
+        assert_eq!(a.difference("x", &a, "y"), None);
+        let mut b = a.clone();
+        b.seeds = 3;
+        b.rng = "reference".into();
+        let line = b.difference("b.json", &a, "a.json").unwrap();
+        assert!(
+            line.ends_with("their seeds per cell differ (3 in b.json, 2 in a.json)"),
+            "{line}"
+        );
+        let named = |w: &str| Spec {
+            worlds: vec![Some(w.into())],
+            ..a.clone()
+        };
+        let line = named("./w.toml")
+            .difference("b", &named("w.toml"), "a")
+            .unwrap();
+        assert!(line.contains("(`./w.toml` in b, `w.toml` in a); the same files named two ways"));
+        let line = named("v.toml")
+            .difference("b", &named("w.toml"), "a")
+            .unwrap();
+        assert!(!line.contains("named two ways"), "{line}");
+        let mut c = a.clone();
+        c.overrides = vec![("--set #1".into(), "jobs=5".into())];
+        let line = c.difference("c", &a, "a").unwrap();
+        assert!(line.contains("(`--set jobs=5` in c, none in a)"), "{line}");
+        // Inputs that differ only where no description shows still are not one sweep.
+        let mut d = c.clone();
+        d.overrides[0].0 = "--set #2".into();
+        assert!(
+            d.difference("d", &c, "c")
+                .unwrap()
+                .ends_with("(their command lines differ)")
+        );
     }
 }

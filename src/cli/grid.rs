@@ -544,7 +544,13 @@ pub fn merge(args: &MergeArgs) -> u8 {
     // Each part's runs join the plan's buffer as soon as the part is read.
     let mut assembly = grid::Assembly::new(&built.hash, expected.len());
     let (first_name, first) = first;
-    let (spec, shard) = (first.spec.clone(), first.shard);
+    let (spec, shard, first_plan) = (first.spec.clone(), first.shard, first.plan.clone());
+    if first.plan != built.hash {
+        return usage_error(&format!(
+            "{first_name} was run on other world files than the ones here now (its plan is {first_plan}, these files make {}): a world file, a base it extends or a trace it replays changed since the shards ran; merge with the files the shards read, or run the shards again",
+            built.hash
+        ));
+    }
     // Which part brought each shard: one given twice is refused even when it holds no cell.
     let mut shards = vec![(first.shard.index, first_name.clone())];
     if let Err(message) = assembly.add(first_name.clone(), first) {
@@ -556,9 +562,13 @@ pub fn merge(args: &MergeArgs) -> u8 {
             Err(message) => return usage_error(&message),
         };
 
-        if part.spec != spec {
+        if let Some(message) = part.spec.difference(&name, &spec, &first_name) {
+            return usage_error(&message);
+        }
+        if part.plan != first_plan {
             return usage_error(&format!(
-                "{name} and {first_name} come from different sweeps (their worlds, grid, overrides, algorithms, seeds or random numbers differ)"
+                "{name} and {first_name} ran the same command on different world files (plans {} and {}): a world file, a base it extends or a trace it replays changed between the shards; run every shard on the same files",
+                part.plan, first_plan
             ));
         }
         if part.shard.count != shard.count {

@@ -229,7 +229,20 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
         s(&other),
     ]);
     run_ok(&args);
-    refused(merge(&[&parts[0], &parts[1], &other]), "different sweeps");
+    refused(
+        merge(&[&parts[0], &parts[1], &other]),
+        "their overrides differ (`--set jobs=400`, `--set jobs=401` in ",
+    );
+    // The same world named another way is another command line, and is named as such.
+    let dotted = path(&dir, "dotted.json");
+    let named = format!("./{}", WORLDS[0]);
+    let mut args = grid_args(&[named.as_str()]);
+    args.extend(["--quiet", "--shard", "2/3", "--part", s(&dotted)]);
+    run_ok(&args);
+    refused(
+        merge(&[&parts[0], &dotted, &parts[2]]),
+        "the same files named two ways still make two plans",
+    );
     // A world edited between the shards and the merge.
     let edited = scratch_dir("grid-edited");
     let world = path(&edited, "edited.toml");
@@ -237,7 +250,16 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     let edited_parts = shards(&edited, &[s(&world)], 2);
     let text = std::fs::read_to_string(&world).unwrap();
     std::fs::write(&world, text.replacen("trough = 0.35", "trough = 0.36", 1)).unwrap();
-    refused(merge(&[&edited_parts[0], &edited_parts[1]]), "not of plan");
+    refused(
+        merge(&[&edited_parts[0], &edited_parts[1]]),
+        "part1.json was run on other world files than the ones here now",
+    );
+    // ... and between one shard and the next.
+    let after = shards(&scratch_dir("grid-edited-after"), &[s(&world)], 2);
+    refused(
+        merge(&[&after[0], &edited_parts[1]]),
+        "ran the same command on different world files",
+    );
     // Not a part at all, or a part cut short.
     let broken = path(&dir, "broken.json");
     let whole = std::fs::read_to_string(&parts[0]).unwrap();
