@@ -285,8 +285,8 @@ impl Shard {
     /// put in the environment). `var` reads a variable.
     ///
     /// # Errors
-    /// When neither scheduler's variables are set, or they are not numbers, or they disagree
-    /// with `count`.
+    /// When neither scheduler's variables are set, or both are, or they are not numbers, or
+    /// they disagree with `count`.
     pub fn from_env(
         count: Option<u32>,
         var: impl Fn(&str) -> Option<String>,
@@ -300,6 +300,13 @@ impl Shard {
                 })
                 .transpose()
         };
+        let (slurm, kubernetes) = (
+            var("SLURM_ARRAY_TASK_ID").is_some(),
+            var("JOB_COMPLETION_INDEX").is_some(),
+        );
+        if slurm && kubernetes {
+            return Err("--shard auto found both a Slurm job array (SLURM_ARRAY_TASK_ID) and a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) in the environment, so it cannot tell which one numbers the shards; give the shard as --shard I/N".into());
+        }
         if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
             let total = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(
                 "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (Slurm sets both for a job array)",
@@ -1053,6 +1060,17 @@ mod tests {
             Shard::from_env(None, env(&[]))
                 .unwrap_err()
                 .contains("neither")
+        );
+        let both = env(&[
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("JOB_COMPLETION_INDEX", "0"),
+        ]);
+        assert!(
+            Shard::from_env(Some(3), both)
+                .unwrap_err()
+                .contains("found both a Slurm job array")
         );
         let bad = env(&[("JOB_COMPLETION_INDEX", "x")]);
         assert!(
