@@ -371,7 +371,15 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
         Err(message) => return usage_error(&message),
     };
+    let requests = Request::named([
+        ("--json", args.json.as_ref(), Rendering::Json),
+        ("--csv", args.csv.as_ref(), Rendering::Csv),
+        ("--part", args.part.as_ref(), Rendering::Part),
+    ]);
     if args.dry_run {
+        if let Err(message) = Plan::check(&requests, &inputs) {
+            return usage_error(&message);
+        }
         let need = built
             .at
             .iter()
@@ -388,13 +396,18 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             budget,
             merge: (shard != Shard::ALL).then(|| merge_need(&built, total, shard)),
         };
-        return dry_run(&built, total, shard, jobs.len(), &memory);
+        let outputs: Vec<String> = requests
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r.flag,
+                    crate::text::escape(&r.path.display().to_string())
+                )
+            })
+            .collect();
+        return dry_run(&built, (total, shard, jobs.len()), &memory, &outputs);
     }
-    let requests = Request::named([
-        ("--json", args.json.as_ref(), Rendering::Json),
-        ("--csv", args.csv.as_ref(), Rendering::Csv),
-        ("--part", args.part.as_ref(), Rendering::Part),
-    ]);
     let plan = match Plan::prepare(requests, &inputs) {
         Ok(plan) => plan,
         Err(message) => return usage_error(&message),
@@ -480,8 +493,14 @@ struct Memory {
     merge: Option<u64>,
 }
 
-/// `--dry-run`: the plan on standard output, then the memory it needs; nothing run.
-fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize, memory: &Memory) -> u8 {
+/// `--dry-run`: the plan on standard output (its cells, and the shard's `mine` of them), then
+/// the memory it needs and the outputs it checked (`--flag path` each); nothing run.
+fn dry_run(
+    built: &Built,
+    (cells, shard, mine): (usize, Shard, usize),
+    memory: &Memory,
+    outputs: &[String],
+) -> u8 {
     let worlds = built.bases.len();
     let mut line = format!(
         "plan {}: {} ({} × {} × their algorithms × {})",
@@ -510,6 +529,12 @@ fn dry_run(built: &Built, cells: usize, shard: Shard, mine: usize, memory: &Memo
     ));
     if let Some(merge) = memory.merge {
         line.push_str(&format!(", about {} for the merge", show(merge)));
+    }
+    if !outputs.is_empty() {
+        line.push_str(&format!(
+            "\noutputs: {} (checked; a dry run writes nothing)",
+            outputs.join(", ")
+        ));
     }
     line.push('\n');
     super::console::exit_code(0, super::console::print(&line))

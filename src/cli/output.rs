@@ -122,6 +122,24 @@ impl<K: Copy> Plan<K> {
         Ok(plan)
     }
 
+    /// Checks the requested outputs as [`Plan::prepare`] does, but creates nothing (no folder,
+    /// no temporary): what a dry run can promise. A folder that exists but cannot be written to
+    /// is found only when the outputs are staged.
+    pub(crate) fn check(requests: &[Request<K>], inputs: &Inputs) -> Result<(), String> {
+        let named: Vec<(&'static str, &Path)> = requests
+            .iter()
+            .map(|r| (r.flag, r.path.as_path()))
+            .collect();
+        conflicts::check(&named, inputs)?;
+        for request in requests.iter().filter(|r| r.path != Path::new("-")) {
+            let fail = |why: String| format!("cannot write {}: {why}", request.path.display());
+            if let target::Kind::Replace(target) = target::classify(&request.path).map_err(fail)? {
+                folder_possible(&target).map_err(fail)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether no output was requested.
     pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
@@ -259,6 +277,25 @@ fn destination(path: &Path) -> Result<Dest, String> {
         target::Kind::Through => Ok(Dest::Through),
         target::Kind::Replace(target) => stage(target).map(Dest::Replace),
     }
+}
+
+/// Whether the folder of `target` exists or could be made: its nearest existing ancestor is a
+/// folder.
+fn folder_possible(target: &Path) -> Result<(), String> {
+    for dir in target.ancestors().skip(1) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        match std::fs::metadata(dir) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(_) => return Err(io_reason(&io::Error::from(io::ErrorKind::NotADirectory))),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(io_reason(&err)),
+        }
+    }
+    Ok(())
 }
 
 /// Creates the target's folder if needed and an empty temporary in it, with the permissions of

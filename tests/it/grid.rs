@@ -484,7 +484,7 @@ fn grid_arguments_are_checked_before_anything_runs() {
 }
 
 /// `--dry-run` checks the plan and prints it — the hash a part names, the cells, a shard's
-/// share — without running or writing anything; a bad axis still fails.
+/// share, the outputs — without running or writing anything; a bad axis or output still fails.
 #[test]
 fn a_dry_run_prints_the_plan_a_part_names_and_runs_nothing() {
     let dir = scratch_dir("grid-dry");
@@ -493,8 +493,18 @@ fn a_dry_run_prints_the_plan_a_part_names_and_runs_nothing() {
     args.extend(["--shard", "2/5", "--part", s(&part), "--dry-run"]);
     let out = run_ok(&args);
     let text = String::from_utf8(out.stdout).unwrap();
-    let (line, memory) = text.split_once('\n').unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let [line, memory, outputs] = lines[..] else {
+        panic!("three lines: {text}")
+    };
     assert!(!part.exists(), "a dry run writes no part");
+    assert_eq!(
+        outputs,
+        format!(
+            "outputs: --part {} (checked; a dry run writes nothing)",
+            part.display()
+        )
+    );
     assert!(
         line.ends_with(
             "48 cells (2 worlds × 4 points × their algorithms × 3 seeds); shard 2/5 runs 10"
@@ -504,7 +514,7 @@ fn a_dry_run_prints_the_plan_a_part_names_and_runs_nothing() {
     assert!(
         memory.starts_with("memory: about ")
             && memory.contains(" MiB for this shard (budget ")
-            && memory.ends_with(" MiB for the merge\n"),
+            && memory.ends_with(" MiB for the merge"),
         "{memory}"
     );
     args.pop();
@@ -519,6 +529,35 @@ fn a_dry_run_prints_the_plan_a_part_names_and_runs_nothing() {
     let mut bad = grid_args(&WORLDS[..1]);
     bad.extend(["--grid", "retry.base=0.5,-1", "--dry-run"]);
     assert_eq!(simbench(&bad).status.code(), Some(1));
+    // Its outputs are checked as the run would check them, and nothing is created.
+    let under_file = path(&dir, "part.json/inner.json");
+    let new_folder = path(&dir, "new/sub/whole.json");
+    for (outputs, needle) in [
+        (
+            ["--json", WORLDS[0]],
+            "is the scenario file; refusing to overwrite it",
+        ),
+        (
+            ["--part", s(&under_file)],
+            "a part of the path is not a folder",
+        ),
+        (
+            ["--csv", "x/"],
+            "the path ends in `/`, so it names a folder",
+        ),
+    ] {
+        let mut args = grid_args(&WORLDS[..1]);
+        args.extend(outputs);
+        args.push("--dry-run");
+        let out = simbench(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(out.stdout.is_empty() && stderr.contains(needle), "{stderr}");
+    }
+    let mut args = grid_args(&WORLDS[..1]);
+    args.extend(["--json", s(&new_folder), "--dry-run"]);
+    run_ok(&args);
+    assert!(!path(&dir, "new").exists(), "a dry run makes no folder");
 }
 
 /// A world where more attempts finish more jobs: the best cell is the most attempts, decided.
