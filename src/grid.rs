@@ -391,7 +391,7 @@ impl PlanText {
 }
 
 /// Format tag of a part file.
-pub const PART_FORMAT: &str = "simbench-part/1";
+pub const PART_FORMAT: &str = "simbench-part/2";
 
 /// A shard's result: the runs of its cells, and what is needed to rebuild the plan.
 ///
@@ -412,6 +412,19 @@ pub struct Part<R = Vec<PartRun>> {
     pub spec: Spec,
     /// The runs of this shard's cells, in plan order.
     pub runs: R,
+    /// [`run_checksum`] over the runs as written, which `merge` checks; `None` only in a part
+    /// that lost it, which is refused.
+    #[serde(default)]
+    pub checksum: Option<String>,
+}
+
+/// Feeds one stored run to a part's checksum: its compact JSON and a line break. The JSON of a
+/// run read back is the JSON written (finite numbers round-trip exactly), so reader and writer
+/// agree unless the text was changed.
+pub fn run_checksum(hash: &mut crate::report::fingerprint::Fnv1a, stored: &PartRun) {
+    // Writing into a hasher cannot fail, and a run always serializes.
+    let _ = serde_json::to_writer(&mut *hash, stored);
+    hash.feed(b"\n");
 }
 
 /// A part's runs as `sweep` writes them: each run is put in its stored form ([`PartRun`]) only
@@ -419,6 +432,18 @@ pub struct Part<R = Vec<PartRun>> {
 pub struct StoredRuns<'a> {
     /// Each run's cell in the plan and the run, in plan order.
     pub runs: Vec<(usize, &'a Run)>,
+}
+
+impl StoredRuns<'_> {
+    /// The part's checksum over these runs ([`run_checksum`]); each run is put in its stored
+    /// form one at a time, as when it is written.
+    pub fn checksum(&self) -> String {
+        let mut hash = crate::report::fingerprint::Fnv1a::default();
+        for &(cell, run) in &self.runs {
+            run_checksum(&mut hash, &PartRun::of(cell, run));
+        }
+        hash.hex()
+    }
 }
 
 impl Serialize for StoredRuns<'_> {
@@ -431,7 +456,12 @@ impl Serialize for StoredRuns<'_> {
 /// as it is parsed, so a large merge holds its runs about once, not as text, stored runs and
 /// runs at the same time.
 #[derive(Debug, Default)]
-pub struct ReadRuns(pub Vec<ReadRun>);
+pub struct ReadRuns {
+    /// The runs, in the part's order.
+    pub runs: Vec<ReadRun>,
+    /// [`run_checksum`] over them as read, to hold against the part's own.
+    pub checksum: String,
+}
 
 /// One run read back from a part: its cell and the run, or why it could not be read.
 #[derive(Debug)]
@@ -472,7 +502,18 @@ impl From<PartRun> for ReadRun {
 
 impl From<Vec<PartRun>> for ReadRuns {
     fn from(stored: Vec<PartRun>) -> ReadRuns {
-        ReadRuns(stored.into_iter().map(ReadRun::from).collect())
+        let mut hash = crate::report::fingerprint::Fnv1a::default();
+        let runs = stored
+            .into_iter()
+            .map(|run| {
+                run_checksum(&mut hash, &run);
+                ReadRun::from(run)
+            })
+            .collect();
+        ReadRuns {
+            runs,
+            checksum: hash.hex(),
+        }
     }
 }
 
@@ -490,10 +531,15 @@ impl<'de> Deserialize<'de> for ReadRuns {
             ) -> Result<ReadRuns, A::Error> {
                 // Not shrunk to fit: a merge moves these runs into its own buffer at once.
                 let mut runs = Vec::new();
+                let mut hash = crate::report::fingerprint::Fnv1a::default();
                 while let Some(stored) = seq.next_element::<PartRun>()? {
+                    run_checksum(&mut hash, &stored);
                     runs.push(ReadRun::from(stored));
                 }
-                Ok(ReadRuns(runs))
+                Ok(ReadRuns {
+                    runs,
+                    checksum: hash.hex(),
+                })
             }
         }
         deserializer.deserialize_seq(EachRun)
@@ -787,7 +833,7 @@ impl Assembly {
         }
         let index = self.names.len() as u32;
         self.names.push(name);
-        let mut runs = part.runs.0;
+        let mut runs = part.runs.runs;
         for run in &mut runs {
             run.part = index;
         }
@@ -1151,6 +1197,7 @@ mod tests {
                 rng: "native".into(),
             },
             runs,
+            checksum: None,
         }
     }
 
@@ -1187,6 +1234,7 @@ mod tests {
                         shard: p.shard,
                         spec: p.spec.clone(),
                         runs: ReadRuns::from(p.runs.clone()),
+                        checksum: None,
                     };
                     (name.clone(), part)
                 })
@@ -1268,5 +1316,26 @@ mod tests {
                 .unwrap()
                 .ends_with("(their command lines differ)")
         );
+    }
+
+    #[test]
+    fn a_parts_checksum_reads_back_and_catches_an_edited_number() {
+        let (one, two) = (run("a", 1, 0.1 + 0.2), run("b", 2, 1e-300));
+        let stored = StoredRuns {
+            runs: vec![(0, &one), (3, &two)],
+        };
+        let text = serde_json::to_string(&stored).unwrap();
+        let read: ReadRuns = serde_json::from_str(&text).unwrap();
+        assert_eq!(read.checksum, stored.checksum());
+        assert_eq!(read.runs.len(), 2);
+        let edited = text.replacen("\"seed\":2", "\"seed\":3", 1);
+        assert_ne!(edited, text);
+        let read: ReadRuns = serde_json::from_str(&edited).unwrap();
+        assert_ne!(read.checksum, stored.checksum());
+        // Layout is not content: the same runs pretty-printed keep their checksum.
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let read: ReadRuns = serde_json::from_str(&pretty).unwrap();
+        assert_eq!(read.checksum, stored.checksum());
     }
 }

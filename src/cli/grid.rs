@@ -475,13 +475,15 @@ fn stored_part<'a>(
     shard: Shard,
     runs: Vec<(usize, &'a Run)>,
 ) -> Part<StoredRuns<'a>> {
+    let runs = StoredRuns { runs };
     Part {
         format: grid::PART_FORMAT.to_owned(),
         plan: built.hash.clone(),
         cells,
         shard,
         spec: built.spec.clone(),
-        runs: StoredRuns { runs },
+        checksum: Some(runs.checksum()),
+        runs,
     }
 }
 
@@ -706,7 +708,19 @@ fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
             grid::PART_FORMAT
         ));
     }
-    Ok(part)
+    let shard = format!("--shard {}/{}", part.shard.index, part.shard.count);
+    match &part.checksum {
+        None => Err(format!(
+            "{}: a part without its checksum; run its shard again ({shard})",
+            path.display()
+        )),
+        Some(written) if *written != part.runs.checksum => Err(format!(
+            "{}: its runs do not match its checksum ({written} written, {} read): the part was changed or damaged after it was written; run its shard again ({shard})",
+            path.display(),
+            part.runs.checksum
+        )),
+        Some(_) => Ok(part),
+    }
 }
 
 fn resolve_shard(arg: Option<ShardArg>) -> Result<Shard, String> {

@@ -216,6 +216,21 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
         p["spec"]["axes"][1]["values"] = more.into();
     });
     refused(merge(&[&huge, &parts[1]]), "more than 100000000 cells");
+    // A number changed by hand, or a checksum lost, is caught before the plan is rebuilt.
+    let tampered = edit("tampered.json", &|p| {
+        let first = &mut p["runs"][0]["metrics"][0];
+        *first = (first.as_f64().unwrap() + 1.0).into();
+    });
+    refused(
+        merge(&[&parts[1], &tampered, &parts[2]]),
+        "tampered.json: its runs do not match its checksum",
+    );
+    let lost = edit("lost.json", &|p| {
+        p.as_object_mut().unwrap().remove("checksum");
+    });
+    refused(merge(&[&lost]), "lost.json: a part without its checksum");
+    let old = edit("old.json", &|p| p["format"] = "simbench-part/1".into());
+    refused(merge(&[&old]), "a part of format `simbench-part/1`");
     // Another sweep's part: another job count.
     let other = path(&dir, "other.json");
     let mut args = grid_args(&WORLDS[..1]);
