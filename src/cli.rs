@@ -36,7 +36,7 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Colour: `auto` (a terminal that supports it, unless NO_COLOR is set or TERM=dumb;
-    /// CLICOLOR_FORCE forces it), `always` or `never`.
+    /// CLICOLOR_FORCE other than 0 forces it), `always` or `never`.
     #[arg(long, global = true, value_enum, default_value_t = console::ColourArg::Auto)]
     color: console::ColourArg,
 }
@@ -160,18 +160,33 @@ pub(crate) fn io_reason(err: &std::io::Error) -> String {
 
 /// Parses the command line; clap's own help and usage errors take their colour from
 /// `--color` too, which clap cannot know before it has parsed it.
+///
+/// Under `auto` the command line is parsed without colour first; a message (an error, or the
+/// help) is then made again in colour when the stream it goes to gets colour, as
+/// [`console::colours`] decides it, not as clap would.
 fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let mut command = Cli::command();
-    if let Some(choice) = colour_flag(&args) {
-        command = command.color(match choice {
-            console::ColourArg::Auto => clap::ColorChoice::Auto,
-            console::ColourArg::Always => clap::ColorChoice::Always,
-            console::ColourArg::Never => clap::ColorChoice::Never,
-        });
+    use std::io::IsTerminal;
+    let attempt = |colour: clap::ColorChoice| {
+        let mut command = Cli::command().color(colour);
+        let mut matches = command.try_get_matches_from_mut(args.clone())?;
+        Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
+    };
+    let choice = colour_flag(&args).unwrap_or_default();
+    let plain = attempt(clap::ColorChoice::Never);
+    let Err(err) = &plain else {
+        return plain;
+    };
+    let terminal = if err.use_stderr() {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    };
+    if console::colours(choice, terminal) {
+        attempt(clap::ColorChoice::Always)
+    } else {
+        plain
     }
-    let mut matches = command.try_get_matches_from_mut(args)?;
-    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
 }
 
 /// The last `--color VALUE` or `--color=VALUE` before a `--`, when its value is one.

@@ -157,6 +157,7 @@ fn colour_follows_the_flag_then_no_color_clicolor_force_and_term() {
     // `auto` into a pipe: no colour, unless forced; NO_COLOR beats the force.
     assert!(!table("auto", &[("NO_COLOR", "")]));
     assert!(table("auto", &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]));
+    assert!(!table("auto", &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "0")]));
     assert!(!table(
         "auto",
         &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]
@@ -186,6 +187,16 @@ fn colour_follows_the_flag_then_no_color_clicolor_force_and_term() {
     }
     let help = simbench_with(&["--color", "always", "--help"], &[("NO_COLOR", "")]);
     assert!(text(&help.stdout).contains('\x1b'));
+    // Under auto, clap's messages follow the same conventions: forced by CLICOLOR_FORCE=1, not
+    // by CLICOLOR_FORCE=0.
+    for (force, coloured) in [("1", true), ("0", false)] {
+        let env = [("NO_COLOR", ""), ("CLICOLOR_FORCE", force)];
+        let out = simbench_with(&["run", "--bogus"], &env);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(text(&out.stderr).contains('\x1b'), coloured, "{force}");
+        let help = simbench_with(&["run", "--help"], &env);
+        assert_eq!(text(&help.stdout).contains('\x1b'), coloured, "{force}");
+    }
 }
 
 #[test]
