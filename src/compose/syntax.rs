@@ -33,8 +33,9 @@ pub(super) fn syntax_finding(
         return finding(source, 0..0, &[], message, "here".into(), None);
     };
     let span = first.span().unwrap_or(0..0);
-    let place = place(text, span.start);
+    let mut place = place(text, span.start);
     let (what, mut help) = explain(first.message(), text, &span, &place, root);
+    name_the_key(&mut place.path, first.message(), text.get(span.clone()));
     let message = match place.path.len() {
         0 => format!("TOML syntax error: {what}"),
         // Past a few levels the path says no more than "deep": a pathological nesting
@@ -301,6 +302,21 @@ fn string_end(b: &[u8], i: usize) -> usize {
     b.len()
 }
 
+/// For an error about a key itself (set twice, or dotted over a value), adds the key at the
+/// span (`word`) to `path`, which names the table it is in: the finding's path is the key's.
+fn name_the_key(path: &mut Vec<Seg>, message: &str, word: Option<&str>) {
+    let about_a_key =
+        message.starts_with("duplicate key") || message.starts_with("cannot extend value of type");
+    let Some(word) = word.filter(|_| about_a_key) else {
+        return;
+    };
+    for name in keys(word.as_bytes(), 0).0 {
+        if path.last() != Some(&Seg::Key(name.clone())) {
+            path.push(Seg::Key(name));
+        }
+    }
+}
+
 /// The message and the hint for the parser's `message` about `span` at `place`.
 fn explain(
     message: &str,
@@ -330,7 +346,9 @@ fn explain(
     if kind == "duplicate key" {
         let key = word.trim_matches('"');
         let help = "a key can be set only once per table (use [[...]] for a list of tables)";
-        let help = match earlier_key(root, key, span.start) {
+        let earlier =
+            earlier_key(root, key, span.start).or_else(|| earlier_header(text, span.start));
+        let help = match earlier {
             Some(at) => format!(
                 "`{key}` is already defined on line {}; {help}",
                 line_column(text, at).0
@@ -405,10 +423,12 @@ fn unreadable_value(word: &str, after_equals: bool, place: &Place) -> (String, S
         );
     }
     if unquoted(word, after_equals, place) {
-        return (
-            "string values must be quoted".to_owned(),
-            format!("write `\"{word}\"`"),
-        );
+        return typed_word(word, place).unwrap_or_else(|| {
+            (
+                "string values must be quoted".to_owned(),
+                format!("write `\"{word}\"`"),
+            )
+        });
     }
     (
         format!("`{word}` is not a value"),
@@ -455,6 +475,65 @@ pub(super) fn override_value(
         .filter(|(prefix, _)| !matches!(*prefix, "unexpected key or value" | "unexpected content"))
         .find(|(prefix, _)| kind.starts_with(prefix))
         .map(|(_, hint)| (message.to_owned(), (*hint).to_owned()))
+}
+
+/// The message and hint for a bare `word` where the schema wants a number, a boolean or one of
+/// some names: what the key takes, not only that text needs quotes. `None` where the schema
+/// says nothing or wants free text.
+fn typed_word(word: &str, place: &Place) -> Option<(String, String)> {
+    let schema = crate::schema::field(&place.path)?.schema;
+    let key = place.path.iter().rev().find_map(|s| match s {
+        Seg::Key(k) => Some(k.as_str()),
+        Seg::Index(_) => None,
+    })?;
+    let types: Vec<&str> = match schema.get("type") {
+        Some(serde_json::Value::String(t)) => vec![t.as_str()],
+        Some(serde_json::Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let names: Vec<&str> = schema
+        .get("enum")
+        .and_then(|e| e.as_array())
+        .map(|e| e.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    if types.iter().any(|t| matches!(*t, "number" | "integer")) {
+        let range = crate::schema::range_text(&place.path)
+            .map(|r| format!(" (allowed range: {r})"))
+            .unwrap_or_default();
+        let kind = if types.contains(&"integer") {
+            "a whole number"
+        } else {
+            "a number"
+        };
+        return Some((
+            format!("`{word}` is not a number"),
+            format!("`{key}` takes {kind}{range}, written without quotes"),
+        ));
+    }
+    if types.contains(&"boolean") {
+        let meant = crate::schema::did_you_mean(word, ["true", "false"])
+            .map(|b| format!(": write `{b}`"))
+            .unwrap_or_default();
+        return Some((
+            format!("`{word}` is not `true` or `false`"),
+            format!("`{key}` is `true` or `false`, without quotes{meant}"),
+        ));
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let meant = names
+        .contains(&word)
+        .then_some(word)
+        .or_else(|| crate::schema::did_you_mean(word, names.iter().copied()));
+    let help = match meant {
+        Some(name) => format!("write `\"{name}\"`"),
+        None => {
+            let quoted: Vec<String> = names.iter().map(|n| format!("`\"{n}\"`")).collect();
+            format!("`{key}` is one of {}", quoted.join(", "))
+        }
+    };
+    Some(("string values must be quoted".to_owned(), help))
 }
 
 /// Whether `word` is words where a value belongs: text the user forgot to quote.
@@ -658,6 +737,26 @@ const PLAIN_NUMBER: &str =
     "write a decimal number such as `-1` or `255`, or an unsigned `0x`, `0o` or `0b` number";
 const DATES: &str = "no scenario key holds a date or time; if this is text, put it in quotes";
 const FALLBACK: &str = "TOML's syntax is described at https://toml.io/en/v1.0.0";
+
+/// Where a `[table]` header the same as the one on the line of `at` stands earlier in `text`:
+/// the parser's partial tree keeps one of the two, so the first is found by reading the lines.
+fn earlier_header(text: &str, at: usize) -> Option<usize> {
+    let header = |line: &str| {
+        let line = line.trim_start();
+        (line.starts_with('[') && !line.starts_with("[[")).then(|| keys(line.as_bytes(), 1).0)
+    };
+    let start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let want = header(text.get(start..)?.lines().next()?)?;
+    let mut offset = 0;
+    let mut found = None;
+    for line in text[..start].split_inclusive('\n') {
+        if header(line).as_ref() == Some(&want) {
+            found = Some(offset + line.len() - line.trim_start().len());
+        }
+        offset += line.len();
+    }
+    found
+}
 
 /// The start of the closest definition of `key` before `before`, anywhere in the tree.
 fn earlier_key(root: &Spanned<DeTable<'_>>, key: &str, before: usize) -> Option<usize> {

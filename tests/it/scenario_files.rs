@@ -422,6 +422,19 @@ fn scenario_syntax_errors_name_their_key_and_a_fix() {
             "cycle.phase_s",
             "write 0 if that is what you mean",
         ),
+        (
+            "syntax_word_for_number",
+            "concurrency",
+            "takes a whole number (allowed range: 1 <= concurrency <= 100000)",
+        ),
+        ("syntax_word_for_choice", "retry.jitter", "write `\"full\"`"),
+        (
+            "syntax_word_for_boolean",
+            "retry.retry_classified",
+            "`true` or `false`",
+        ),
+        ("duplicate_key", "jobs", "already defined on line"),
+        ("duplicate_table", "cycle", "already defined on line"),
     ];
     for (file, key, fix) in cases {
         let path = root().join(format!("tests/data/invalid/{file}.toml"));
