@@ -870,7 +870,11 @@ mod tests {
         let array = hint("[1 2]", 1..4).expect("a hint");
         assert_eq!(array.0, "missing comma between array items (`1 2`)");
         let words = hint("hello world", 0..11).expect("a hint");
-        assert_eq!(words.1, "write `\"hello world\"`");
+        assert_eq!(words.0, "`hello world` is not a number");
+        assert!(words.1.starts_with("`max_attempts` takes a whole number"));
+        let name = [Seg::Key("name".into())];
+        let words = override_value("string values must be quoted", "hello world", 0..11, &name);
+        assert_eq!(words.expect("a hint").1, "write `\"hello world\"`");
         let zero = override_value(
             "unexpected leading zero, expected nothing",
             "07",
