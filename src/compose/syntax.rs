@@ -36,6 +36,16 @@ pub(super) fn syntax_finding(
     let mut place = place(text, span.start);
     let (what, mut help) = explain(first.message(), text, &span, &place, root);
     name_the_key(&mut place.path, first.message(), text.get(span.clone()));
+    // A missing comma is between two items: the place is the array or inline table, not the
+    // item before it.
+    let container = match place.path.last() {
+        Some(Seg::Index(_)) => place.inside == Inside::Array,
+        Some(Seg::Key(_)) => place.inside == Inside::InlineTable,
+        None => false,
+    };
+    if what.starts_with("missing comma") && container {
+        place.path.pop();
+    }
     let message = match place.path.len() {
         0 => format!("TOML syntax error: {what}"),
         // Past a few levels the path says no more than "deep": a pathological nesting

@@ -409,11 +409,7 @@ fn scenario_syntax_errors_name_their_key_and_a_fix() {
             "endpoints[1].latency.median_s",
             "write `0.25` for 250ms",
         ),
-        (
-            "syntax_missing_comma",
-            "incidents[0].endpoints[0]",
-            "commas",
-        ),
+        ("syntax_missing_comma", "incidents[0].endpoints", "commas"),
         ("syntax_unclosed_string", "summary", "close the string"),
         ("syntax_unclosed_header", "endpoints[0]", "`]]`"),
         ("syntax_unquoted_string", "name", "write `\"tiny\"`"),
