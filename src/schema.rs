@@ -744,7 +744,10 @@ fn map_error(
                 _ => String::new(),
             };
             out.push(problem(
-                format!("`{here}` = {} is out of range", error.instance()),
+                format!(
+                    "`{here}` = {} is out of range",
+                    shown_number(error.instance())
+                ),
                 bound,
                 range_text(&path).map(|r| format!("allowed range: {r}")),
             ));
@@ -854,6 +857,12 @@ fn map_error(
 }
 
 /// "not a valid choice", with the choices and the nearest one to what was given.
+/// A value as JSON writes it, but an exponent as a file would write it (`1e300`, not
+/// serde_json's `1e+300`).
+fn shown_number(value: &Value) -> String {
+    value.to_string().replacen("e+", "e", 1)
+}
+
 fn not_a_choice(
     here: &str,
     given: &Value,
