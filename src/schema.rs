@@ -467,6 +467,8 @@ pub(crate) struct Instance {
     /// Paths already reported (non-finite float, integer overflow, float for an integer key);
     /// schema errors at these paths are consequences and are dropped.
     pub reported: Vec<Vec<Seg>>,
+    /// Whether the file `extends` a base: a missing key is then missing from the whole chain.
+    pub layered: bool,
 }
 
 /// Converts the document to JSON, reporting what JSON or the schema's integer keys cannot hold.
@@ -479,12 +481,14 @@ pub(crate) fn to_json(root: &Node, problems: &mut Vec<Problem>) -> Instance {
     let mut json = ctx.value(&root.value);
     // The chain is followed and merged: the document is whole, and is checked as a file without
     // `extends`, of which the schema requires every key a base could have supplied.
-    if let Value::Object(top) = &mut json {
-        top.remove("extends");
-    }
+    let layered = match &mut json {
+        Value::Object(top) => top.remove("extends").is_some(),
+        _ => false,
+    };
     Instance {
         json,
         reported: ctx.reported,
+        layered,
     }
 }
 
@@ -665,7 +669,24 @@ pub(crate) fn validate(root: &Node, instance: &Instance) -> Vec<Problem> {
         let found = doc::locate(root, &path).kind;
         map_error(&error, path, found, &mut problems);
     }
+    if instance.layered {
+        for problem in &mut problems {
+            problem.label = chain_label(&problem.label);
+        }
+    }
     problems
+}
+
+/// A missing key's label for a file that `extends` a base: the key is missing from the file
+/// and from every base, which merged into the document checked.
+fn chain_label(label: &str) -> String {
+    if let Some(rest) = label.strip_prefix("this file has no ") {
+        format!("neither this file nor its bases have {rest}")
+    } else if let Some(rest) = label.strip_prefix("this table has no ") {
+        format!("this table has no {rest}, nor does a base")
+    } else {
+        label.to_owned()
+    }
 }
 
 /// Splits an RFC 6901 pointer into key path steps, deciding key or index from the instance.
