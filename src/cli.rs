@@ -98,11 +98,33 @@ struct CompletionsArgs {
 
 /// The completion script for `shell`, generated from the same definition as `--help`.
 fn completions(args: &CompletionsArgs) -> u8 {
-    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut command = with_completed_values(<Cli as clap::CommandFactory>::command());
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "simbench", &mut script);
     let printed = console::write_stdout(|out| out.write_all(&script));
     console::exit_code(EXIT_OK, printed)
+}
+
+/// The command line with the values `show` and `man` take listed, for a shell to complete. The
+/// commands themselves check those values with messages of their own, so the lists are given
+/// to the completion script only.
+fn with_completed_values(command: clap::Command) -> clap::Command {
+    use clap::builder::PossibleValuesParser;
+    let commands: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    command
+        .mut_subcommand("show", |c| {
+            c.mut_arg("name", |a| {
+                a.value_parser(PossibleValuesParser::new(starter::builtin_names()))
+            })
+        })
+        .mut_subcommand("man", |c| {
+            c.mut_arg("command", |a| {
+                a.value_parser(PossibleValuesParser::new(commands))
+            })
+        })
 }
 
 /// The man page of `simbench`, or of one of its commands (`simbench-run(1)`), in roff.

@@ -27,16 +27,20 @@ pub struct InitArgs {
     pub path: Option<PathBuf>,
 }
 
+/// The names `simbench show` knows.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(name, _)| *name).collect()
+}
+
 /// Prints a built-in world's file.
 pub fn show(args: &ShowArgs) -> u8 {
     match BUILTIN.iter().find(|(name, _)| *name == args.name) {
         Some((_, text)) => console::exit_code(super::EXIT_OK, console::print(text)),
         None => {
-            let known: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
             errln!(
                 "error: no built-in world `{}` (built in: {})",
                 crate::text::escape(&args.name),
-                known.join(", ")
+                builtin_names().join(", ")
             );
             super::EXIT_ERROR
         }

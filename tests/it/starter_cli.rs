@@ -110,6 +110,25 @@ fn completions_are_generated_for_every_shell_and_bash_parses_its_script() {
         .output()
         .expect("bash runs");
     assert!(syntax.status.success(), "{}", text(&syntax.stderr));
+    // The values `show` and `man` take are offered: complete `simbench show ` and `man s`.
+    let complete = |words: &str, current: &str, previous: &str| {
+        let script = format!(
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD=2; _simbench simbench '{current}' \
+             {previous}; echo \"${{COMPREPLY[*]}}\"",
+            file.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .expect("bash runs");
+        text(&out.stdout).trim().to_owned()
+    };
+    let shown = complete("simbench show ''", "", "show");
+    assert!(shown.split(' ').any(|w| w == "bursty"), "{shown}");
+    assert_eq!(
+        complete("simbench man s", "s", "man"),
+        "schema sweep serve show"
+    );
     let unknown = simbench(&["completions", "tcsh"]);
     assert_eq!(unknown.status.code(), Some(2));
 }
