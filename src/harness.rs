@@ -779,8 +779,10 @@ impl<'w, R: RandomSource> Sim<'w, R> {
 
     /// An open-loop job arrives: it joins the harness's queue, the next arrival is scheduled if
     /// it comes before the horizon and a job is left for it, and queued jobs start while slots
-    /// are free. An arrival that would come at or after the horizon is never scheduled, so the
-    /// run ends with its last job rather than at an arrival that admits nothing.
+    /// are free. An arrival that would come at or after the horizon is never scheduled: the
+    /// load was offered until the horizon, so the run lasts at least that long (as a closed
+    /// loop's workers claim jobs until it), and its throughput is jobs over the time the load
+    /// was offered, not over the span of a few early jobs.
     fn arrive(&mut self) {
         let now = self.now;
         let open = self.open.as_mut().expect("arrivals only in an open loop");
@@ -799,9 +801,16 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         } else {
             (index + 1) as f64 / open.rate_per_s
         };
-        // An infinite gap (a rate near the smallest double) is past the horizon too.
-        if self.tally.next_job >= self.tally.jobs || next_at >= self.world.horizon_s() {
+        // An infinite gap (a rate near the smallest double) is past the horizon too; past a
+        // trace's last job, the trace ended the arrivals, not the horizon.
+        let horizon = self.world.horizon_s();
+        if self.tally.next_job >= self.tally.jobs || next_at >= horizon {
             open.arrivals_done = true;
+            let cut = self.tally.next_job < self.tally.jobs
+                && (open.schedule.is_none() || next_at.is_finite());
+            if cut {
+                self.tally.makespan_s = self.tally.makespan_s.max(horizon);
+            }
         } else {
             self.queue.push(next_at, Event::Arrival);
         }

@@ -89,7 +89,7 @@ catalogue! {
     JobsUnstarted => "jobs_unstarted", "jobs", Neutral, false, false,
         "Jobs never claimed before the horizon; done + failed + stalled + unstarted = jobs.";
     MakespanS => "makespan_s", "s", Neutral, false, false,
-        "Simulated time when the last worker exited (the horizon plus the tail of running jobs).";
+        "Simulated time when the run's work ended: its last job's end, or, with jobs left at the horizon (a closed loop's workers still claiming, an open loop's arrivals still due), the horizon plus the tail of running jobs.";
     ThroughputRps => "throughput_rps", "jobs/s", Higher, true, false,
         "Completed jobs per simulated second of the run's own makespan.";
     Requests => "requests", "requests", Neutral, false, false,
