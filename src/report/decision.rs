@@ -194,6 +194,13 @@ fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
             closest: compare(closest),
             defined_by: series.iter().filter(|s| !s.is_empty()).count(),
         });
+        // A strategy "tied" on one common seed is not known to be close: a tie-break must not
+        // lift it over the leader (at one seed, the strategy that failed fastest would lead on
+        // latency), so the verdict leads with this level's leader. (With no common seed the
+        // level ranked nothing, and the next one ranks them all.)
+        if tied.iter().any(|&other| compare(other).difference.n == 1) {
+            break;
+        }
         pool = std::iter::once(leader)
             .chain(tied)
             .map(|i| pool[i])
@@ -655,6 +662,28 @@ mod tests {
         assert!(d.headline().starts_with(
             "no decision on 3 seeds: a leads jobs_done but cannot be separated from b (+0.3 over b, 95 % CI"
         ), "{}", d.headline());
+    }
+
+    #[test]
+    fn one_seed_leads_with_the_objective_not_a_tie_break() {
+        // At one seed nothing separates; the strategy that finished 5 jobs and failed fast must
+        // not lead on latency over the one that finished 1,400.
+        let runs = field(&[
+            ("a", &[(1400.0, 9.0, 0.0)]),
+            ("b", &[(5.0, 0.5, 0.0)]),
+            ("c", &[(1390.0, 8.0, 0.0)]),
+        ]);
+        let d = judge(&Objective::default(), &runs);
+        let Outcome::Undecided { levels } = &d.outcome else {
+            panic!("undecided: {:?}", d.outcome)
+        };
+        assert_eq!(levels.len(), 1, "{levels:?}");
+        assert_eq!(d.leader(), Some("a"));
+        assert_eq!(
+            d.headline(),
+            "no decision: a leads jobs_done, but 1 common seed with c gives no confidence \
+             interval; run more seeds (e.g. --seeds 10)"
+        );
     }
 
     #[test]
