@@ -1365,8 +1365,9 @@ fn write_failures(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
                          {timing}"
                     ),
                 );
-                doc.fitted("storm_check_s", float(s.check_s, 4), "");
-                doc.fitted("storm_duration_s", float(s.duration_s, 4), "");
+                let same = format!("the storm timing of {from}, as `storm_rate`");
+                doc.assumed("storm_check_s", float(s.check_s, 4), same.clone());
+                doc.assumed("storm_duration_s", float(s.duration_s, 4), same);
             } else {
                 doc.fitted("storm_rate", float(s.storm_rate, 3), timing);
                 doc.fitted(
@@ -1374,7 +1375,11 @@ fn write_failures(doc: &mut Doc, f: &EndpointFit, prefix: &str) {
                     float(s.check_s, 3),
                     "any interval gives the same share and length",
                 );
-                doc.fitted("storm_duration_s", float(s.duration_s, 3), "");
+                doc.fitted(
+                    "storm_duration_s",
+                    float(s.duration_s, 3),
+                    "the mean length of the storms, fitted with `storm_rate`",
+                );
             }
             doc.fitted(
                 "storm_error_rate",
@@ -1483,18 +1488,19 @@ fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {
         float(b.bucket.burst_size / per_window, 4),
         "bucket size / per_window",
     );
-    doc.fitted(
-        "retry_after_s",
-        float(
-            if b.retry_after_s.is_nan() {
-                1.0
-            } else {
-                b.retry_after_s
-            },
-            4,
-        ),
-        "median Retry-After of its refusals",
-    );
+    if b.retry_after_s.is_nan() {
+        doc.assumed(
+            "retry_after_s",
+            "1.0".into(),
+            "no refusal carried a Retry-After; the default",
+        );
+    } else {
+        doc.fitted(
+            "retry_after_s",
+            float(b.retry_after_s, 4),
+            "median Retry-After of its refusals",
+        );
+    }
     doc.fitted(
         "tightening",
         float(b.bucket.tightening, 3),

@@ -81,18 +81,6 @@ pub fn main(args: &FitArgs) -> u8 {
     for log in &args.logs {
         inputs.record(log, Role::Log);
     }
-    let report_file = args.report.as_ref().filter(|p| p.as_os_str() != "-");
-    let requests = Request::named([
-        ("--output", Some(&args.output), Rendering::World),
-        ("--report", report_file, Rendering::Report),
-    ]);
-    let plan = match Plan::prepare(requests, &inputs) {
-        Ok(plan) => plan,
-        Err(message) => {
-            errln!("error: {message}");
-            return super::EXIT_ERROR;
-        }
-    };
     let client = match &args.client {
         None => None,
         Some(path) => match super::load::load_resolved(path, &[], &inputs) {
@@ -118,6 +106,20 @@ pub fn main(args: &FitArgs) -> u8 {
                 return super::EXIT_INVALID;
             }
         },
+    };
+    // Planned after the client world is read, so that neither output may overwrite it or a
+    // base it extends.
+    let report_file = args.report.as_ref().filter(|p| p.as_os_str() != "-");
+    let requests = Request::named([
+        ("--output", Some(&args.output), Rendering::World),
+        ("--report", report_file, Rendering::Report),
+    ]);
+    let plan = match Plan::prepare(requests, &inputs) {
+        Ok(plan) => plan,
+        Err(message) => {
+            errln!("error: {message}");
+            return super::EXIT_ERROR;
+        }
     };
     let log = match read_logs(&args.logs, args.format) {
         Ok(log) => log,

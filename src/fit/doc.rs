@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+/// The note of a value fitted with another, before that one's key.
+const TOGETHER: &str = "fitted together with ";
+
 /// One `key = value  # note` line.
 #[derive(Clone, Debug)]
 struct Item {
@@ -112,9 +115,22 @@ impl Doc {
         Some(client.table_text(name).map(|t| (t, client.name.clone())))
     }
 
-    /// A fitted value.
+    /// A fitted value. Without a note of its own it was fitted together with the value above
+    /// it that has one (a lognormal's `sigma` with its `median_s`), and says so: every value
+    /// says what it rests on, and the report lists it.
     pub fn fitted(&mut self, key: &str, value: String, note: impl Into<String>) {
-        self.push(key, value, note.into(), true);
+        let mut note = note.into();
+        if note.is_empty()
+            && let Some(base) = self.tables.last().and_then(|t| {
+                t.items
+                    .iter()
+                    .rev()
+                    .find(|i| !i.note.is_empty() && !i.note.starts_with(TOGETHER))
+            })
+        {
+            note = format!("{TOGETHER}`{}`", base.key);
+        }
+        self.push(key, value, note, true);
     }
 
     /// A value copied from the client's world.

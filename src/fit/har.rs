@@ -11,7 +11,7 @@
 use serde::Deserialize;
 
 use super::input::{LogError, check_entry, document_error};
-use super::time::parse_rfc3339;
+use super::time::{parse_http_date, parse_rfc3339};
 use crate::request_log::{Entry, EntryOutcome, ErrorKind, HeaderUnit, RateLimitHeader};
 
 #[derive(Deserialize)]
@@ -74,8 +74,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     let mut entries = Vec::with_capacity(har.log.entries.len());
     for (i, e) in har.log.entries.iter().enumerate() {
         let at = |field: &str, message: String| {
-            let key = field.rsplit('.').next().unwrap_or(field);
-            let (line, column) = locate(text, i, key).unzip();
+            let (line, column) = locate(text, i, field).unzip();
             LogError {
                 file: file.to_owned(),
                 line,
@@ -116,7 +115,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
                 ),
             ));
         }
-        let entry = entry(e, start_s);
+        let entry = entry(e, start_s).map_err(|message| at("response.headers", message))?;
         check_entry(&entry).map_err(|(field, message)| at(har_field(field), message))?;
         entries.push(entry);
     }
@@ -147,17 +146,57 @@ fn har_field(field: &str) -> &str {
     }
 }
 
-/// Line and column of `field` in entry `i`: the entry found by its `startedDateTime` key (one
-/// per entry), the field as the first such key after it.
+/// Line and column of `field` (dotted: `response.headers`) in entry `i`: the entry found by its
+/// `startedDateTime` key (one per entry), then each key of the path as the first such key after
+/// the one before (the response's `headers`, not the request's).
 fn locate(text: &str, i: usize, field: &str) -> Option<(usize, usize)> {
-    let entry = text.match_indices("\"startedDateTime\"").nth(i)?.0;
-    let at = entry + text[entry..].find(&format!("\"{field}\""))?;
+    let mut at = text.match_indices("\"startedDateTime\"").nth(i)?.0;
+    for key in field.split('.') {
+        at += text[at..].find(&format!("\"{key}\""))?;
+    }
     let line = text[..at].matches('\n').count() + 1;
     let column = at - text[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
     Some((line, column))
 }
 
-fn entry(e: &HarEntry, start_s: f64) -> Entry {
+/// The wait a response's `retry-after-ms` or `Retry-After` asks for \[s\], if any: whole or
+/// fractional seconds, or an HTTP date (RFC 9110 §10.2.3), counted from the response's `Date`
+/// header or else from when the response ended; a date already past asks for no wait. A value
+/// that is none of these is refused rather than read as no Retry-After.
+fn retry_after<'a>(
+    header: &dyn Fn(&str) -> Option<&'a str>,
+    answered_s: f64,
+) -> Result<Option<f64>, String> {
+    if let Some(v) = header("retry-after-ms") {
+        return match v.parse::<f64>() {
+            Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(Some(ms / 1000.0)),
+            _ => Err(format!(
+                "`retry-after-ms: {v}` is not a number of milliseconds >= 0"
+            )),
+        };
+    }
+    let Some(v) = header("retry-after") else {
+        return Ok(None);
+    };
+    if let Ok(s) = v.parse::<f64>()
+        && s.is_finite()
+        && s >= 0.0
+    {
+        return Ok(Some(s));
+    }
+    let Some(at) = parse_http_date(v) else {
+        return Err(format!(
+            "`Retry-After: {v}` is neither seconds nor an HTTP date such as `Wed, 21 Oct 2026 \
+             07:28:00 GMT`"
+        ));
+    };
+    let now = header("date")
+        .and_then(parse_http_date)
+        .unwrap_or(answered_s);
+    Ok(Some((at - now).max(0.0)))
+}
+
+fn entry(e: &HarEntry, start_s: f64) -> Result<Entry, String> {
     let header = |name: &str| {
         e.response
             .headers
@@ -168,11 +207,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Entry {
     let status = u16::try_from(e.response.status)
         .ok()
         .filter(|s| (100..600).contains(s));
-    let retry_after_s = header("retry-after-ms")
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|ms| ms / 1000.0)
-        .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
-        .filter(|s| s.is_finite() && *s >= 0.0);
+    let retry_after_s = retry_after(&header, start_s + e.time / 1000.0)?;
     let streamed = e
         .response
         .content
@@ -186,7 +221,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Entry {
         .filter(|w| streamed && *w >= 0.0)
         .map(|w| w / 1000.0);
     let (outcome, error) = outcome_of(status, retry_after_s.is_some());
-    Entry {
+    Ok(Entry {
         start_s,
         end_s: start_s + e.time / 1000.0,
         endpoint: endpoint_of(&e.request.url),
@@ -205,7 +240,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Entry {
         call: None,
         hedge: false,
         cache_hit: None,
-    }
+    })
 }
 
 /// The outcome and error kind an HTTP status means (no status: the connection failed).
@@ -340,5 +375,46 @@ mod tests {
         assert_eq!(outcome_of(Some(429), true).0, EntryOutcome::RateLimited);
         assert_eq!(outcome_of(Some(503), false).1, Some(ErrorKind::Upstream));
         assert_eq!(outcome_of(None, false).1, Some(ErrorKind::Connection));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_milliseconds_and_http_dates() {
+        let headers = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| *v)
+            }
+        };
+        let ended = parse_http_date("Wed, 21 Oct 2026 07:27:30 GMT").unwrap();
+        let read = |pairs| {
+            let header = headers(pairs);
+            retry_after(&header, ended)
+        };
+        assert_eq!(read(&[("Retry-After", "2")]), Ok(Some(2.0)));
+        assert_eq!(
+            read(&[("retry-after-ms", "1500"), ("Retry-After", "2")]),
+            Ok(Some(1.5))
+        );
+        assert_eq!(read(&[]), Ok(None));
+        // A date counts from the response's Date header, else from when it ended.
+        const DATE: (&str, &str) = ("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT");
+        assert_eq!(read(&[DATE]), Ok(Some(30.0)));
+        assert_eq!(
+            read(&[DATE, ("Date", "Wed, 21 Oct 2026 07:27:50 GMT")]),
+            Ok(Some(10.0))
+        );
+        assert_eq!(
+            read(&[("Retry-After", "Wed, 21 Oct 2026 07:00:00 GMT")]),
+            Ok(Some(0.0))
+        );
+        for bad in [
+            &[("Retry-After", "soon")][..],
+            &[("Retry-After", "-3")],
+            &[("retry-after-ms", "NaN")],
+        ] {
+            assert!(read(bad).is_err(), "{bad:?}");
+        }
     }
 }

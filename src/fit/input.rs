@@ -553,8 +553,12 @@ pub const MAX_DURATION_S: f64 = 1e6;
 /// The longest endpoint name a log may hold, in characters.
 pub const MAX_ENDPOINT_CHARS: usize = 256;
 
-/// The most tokens one request may count: a world's token sizes stop there.
+/// The most prompt tokens one request may count: a world's token sizes stop there.
 pub const MAX_TOKENS: f64 = 1e8;
+
+/// The most output tokens, or `max_tokens`, one request may count: the fitted world asks for
+/// the largest of them as its `tokens.max_tokens`, which stops there.
+pub const MAX_OUTPUT_TOKENS: f64 = 1e7;
 
 /// The longest Retry-After or limit reset a log may hold \[s\]: a world's waits stop there.
 pub const MAX_WAIT_S: f64 = 1e9;
@@ -712,17 +716,17 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
     }
     // Past what a world can hold, a value would fail only in the fitted world, far from here.
     let tokens = [
-        ("input_tokens", e.input_tokens),
-        ("output_tokens", e.output_tokens),
-        ("max_tokens", e.max_tokens),
+        ("input_tokens", e.input_tokens, MAX_TOKENS, "10^8"),
+        ("output_tokens", e.output_tokens, MAX_OUTPUT_TOKENS, "10^7"),
+        ("max_tokens", e.max_tokens, MAX_OUTPUT_TOKENS, "10^7"),
     ];
-    for (name, value) in tokens {
-        if let Some(x) = value.filter(|x| *x > MAX_TOKENS) {
+    for (name, value, most, shown) in tokens {
+        if let Some(x) = value.filter(|x| *x > most) {
             return Err((
                 name,
                 format!(
-                    "{} tokens in one request is more than a world describes (10^8); are these \
-                     tokens, not bytes or a running total?",
+                    "{} tokens in one request is more than a world describes ({shown}); are \
+                     these tokens, not bytes or a running total?",
                     short(x)
                 ),
             ));

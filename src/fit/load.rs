@@ -41,6 +41,9 @@ pub enum LoadModel {
     Closed {
         /// That share ([`HANDOFF_LAG`]).
         handoff_share: f64,
+        /// Job starts that replaced an end (the share's count): none when every job started in
+        /// the first wave, and then nothing tells the loop.
+        handoffs: usize,
         /// The workers' pause between jobs (none when jobs follow at the same instant, as in a
         /// simulated log, and without job ids, where the gaps between requests hold retry waits
         /// too).
@@ -156,6 +159,7 @@ pub fn fit(log: &Log) -> LoadFit {
     lags.sort_by(f64::total_cmp);
     let closed = LoadModel::Closed {
         handoff_share,
+        handoffs: lags.len(),
         pause: if lags.is_empty() || !has_jobs {
             Pause::NONE
         } else {
@@ -467,6 +471,12 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
                     float(handoff_share * 100.0, 3)
                 ),
             ),
+        LoadModel::Closed { handoffs: 0, .. } => doc.assumed(
+            "concurrency",
+            load.most_jobs.max(1).to_string(),
+            "the most jobs at once, as a closed loop's workers: no job started after another \
+             ended, so the logs cannot tell a closed loop from an open one",
+        ),
         LoadModel::Closed { handoff_share, .. } => doc.fitted(
             "concurrency",
             load.most_jobs.max(1).to_string(),

@@ -60,6 +60,28 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
     Some(seconds as f64 + fraction)
 }
 
+/// Seconds since the epoch of an HTTP date in its preferred form, IMF-fixdate (RFC 9110
+/// §5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`), as a `Retry-After` or `Date` header writes it;
+/// `None` for anything else (the obsolete RFC 850 and asctime forms included).
+pub fn parse_http_date(text: &str) -> Option<f64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    let parts: Vec<&str> = text.split(' ').collect();
+    let [weekday, day, month, year, clock, "GMT"] = parts[..] else {
+        return None;
+    };
+    let weekday = weekday.strip_suffix(',')?;
+    if !DAYS.contains(&weekday) || day.len() != 2 || year.len() != 4 {
+        return None;
+    }
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
+    // The clock and the calendar are checked by the RFC 3339 reader.
+    parse_rfc3339(&format!("{year}-{month:02}-{day}T{clock}Z"))
+        .filter(|_| clock.len() == 8 && !clock.contains('.'))
+}
+
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -97,6 +119,32 @@ mod tests {
             "yesterday",
         ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn http_dates_read_in_their_fixed_form_only() {
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777.0)
+        );
+        assert_eq!(
+            parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT"),
+            parse_rfc3339("2026-10-21T07:28:00Z")
+        );
+        for bad in [
+            "",
+            "120",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37.5 GMT",
+            "Sun, 06 Nox 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:49:37 GMT",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
         }
     }
 }

@@ -460,6 +460,29 @@ fn fit_cli_keeps_the_clients_cycle_where_the_logs_cannot_tell_it() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--client"), "{err}");
+    // The client world, or a base it extends, is an input: no output may overwrite it.
+    let mine = dir.join("mine.toml");
+    let base = dir.join("base.toml");
+    std::fs::copy(&world, &base).unwrap();
+    std::fs::write(&mine, "extends = \"base.toml\"\n").unwrap();
+    for (output, flag, what) in [
+        (&mine, "-o", "the scenario file"),
+        (&base, "--report", "a base"),
+    ] {
+        let before = std::fs::read(output).unwrap();
+        let out = simbench(&[
+            "fit",
+            log.to_str().unwrap(),
+            "--client",
+            mine.to_str().unwrap(),
+            flag,
+            output.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what) && err.contains("refusing"), "{err}");
+        assert_eq!(std::fs::read(output).unwrap(), before, "{flag}");
+    }
     // One file is one run: named twice, it would count as two.
     let log = log.to_str().unwrap();
     let out = simbench(&["fit", log, log]);
