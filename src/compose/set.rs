@@ -81,6 +81,12 @@ pub(crate) fn apply(
             Some("for example `--set retry.max_attempts=3`".into()),
         ));
     };
+    let (parts, _) = super::syntax::key_parts(&ov.text[..eq]);
+    if parts >= super::syntax::KEY_PARTS_LIMIT {
+        let (what, help) = super::syntax::long_key_message(parts);
+        let message = format!("the key of an override has {what}");
+        return Err(fail(0..eq, message, "too many parts", Some(help)));
+    }
     let keys = parse_key(&ov.text[..eq], id).map_err(|span| {
         let message = "the key of an override must be a TOML dotted key";
         fail(span, message.into(), "not a key", Some(KEY_HELP.into()))

@@ -32,6 +32,12 @@ pub(super) fn syntax_finding(
         let message = "TOML syntax error".to_owned();
         return finding(source, 0..0, &[], message, "here".into(), None);
     };
+    if first.span().is_none()
+        && first.message() == "recursion limit"
+        && let Some((span, parts)) = long_key(text)
+    {
+        return long_key_finding(source, span, parts, more);
+    }
     let span = first.span().unwrap_or(0..0);
     let mut place = place(text, span.start);
     let (what, mut help) = explain(first.message(), text, &span, &place, root);
@@ -75,6 +81,71 @@ pub(super) fn syntax_finding(
 
 /// The most levels of a key path a message shows.
 const MAX_SHOWN_DEPTH: usize = 12;
+
+/// Parts of a dotted key the TOML reader refuses, with an error that says where it is not.
+pub(super) const KEY_PARTS_LIMIT: usize = 80;
+
+/// The message and hint for a key of `parts` dotted parts, past what the reader takes.
+pub(super) fn long_key_message(parts: usize) -> (String, String) {
+    (
+        format!(
+            "{parts} dotted parts; the TOML reader takes at most {}",
+            KEY_PARTS_LIMIT - 1
+        ),
+        "no scenario key is more than a few levels deep (`endpoints.latency.median_s`); check \
+         the dots in this key"
+            .into(),
+    )
+}
+
+/// The span and part count of the first `[header]` or `key =` of a line with at least
+/// [`KEY_PARTS_LIMIT`] parts: the key the reader's unlocated "recursion limit" is about.
+fn long_key(text: &str) -> Option<(Range<usize>, usize)> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let lead = line.len() - line.trim_start().len();
+        let rest = &line[lead..];
+        let open = if rest.starts_with("[[") {
+            2
+        } else {
+            usize::from(rest.starts_with('['))
+        };
+        let from = skip_blanks(line.as_bytes(), lead + open);
+        let (parts, end) = keys(line.as_bytes(), from);
+        if parts.len() >= KEY_PARTS_LIMIT {
+            let end = from + line[from..end].trim_end().len();
+            return Some((at + from..at + end, parts.len()));
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// The number of parts of the dotted key at the start of `text`, and where it ends.
+pub(super) fn key_parts(text: &str) -> (usize, usize) {
+    let (parts, end) = keys(text.as_bytes(), 0);
+    (parts.len(), end)
+}
+
+fn long_key_finding(source: &Source, span: Range<usize>, parts: usize, more: usize) -> Finding {
+    let text = source.text.as_str();
+    let (names, _) = keys(text.as_bytes(), span.start);
+    let mut path = place(text, span.start).path;
+    path.extend(names.into_iter().map(Seg::Key));
+    let (what, mut help) = long_key_message(parts);
+    if more > 0 {
+        help = format!(
+            "{help}\n{} after this one not shown; fix this one first",
+            plural(more, "more syntax error")
+        );
+    }
+    let message = format!(
+        "TOML syntax error in `{}…` ({} levels deep): a key of {what}",
+        key_path(&path[..MAX_SHOWN_DEPTH.min(path.len())]),
+        path.len()
+    );
+    finding(source, span, &path, message, "here".into(), Some(help))
+}
 
 /// The bracket the error is inside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

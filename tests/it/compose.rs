@@ -257,6 +257,15 @@ fn compose_override_errors_point_into_the_argument() {
     );
     let f = &errors.findings()[0];
     assert_eq!(&errors.source_text_of(f)[f.span.clone()], "-5");
+    // A key of more parts than the TOML reader takes is named as that, not as "not a key".
+    let long = format!("{}=1", vec!["retry"; 100].join("."));
+    let errors = load_from(&files, "main.toml", &[long.as_str()]).expect_err("too long");
+    assert_eq!(
+        where_(&errors),
+        [
+            "--set #1:1:1: the key of an override has 100 dotted parts; the TOML reader takes at most 79"
+        ]
+    );
 }
 
 #[test]
