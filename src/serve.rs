@@ -136,6 +136,8 @@ struct Shared {
     max_body_bytes: usize,
     log: Option<Mutex<Log>>,
     ids: AtomicU64,
+    /// The requests being served, each in its own task (see [`detached`]).
+    requests: Mutex<JoinSet<()>>,
 }
 
 /// The request log and the first error writing it.
@@ -227,6 +229,7 @@ async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
         max_body_bytes: config.max_body_bytes,
         log: config.log.map(|out| Mutex::new(Log { out, error: None })),
         ids: AtomicU64::new(0),
+        requests: Mutex::new(JoinSet::new()),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -271,7 +274,7 @@ async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
         let mut stop = stop_rx.clone();
         connections.spawn(async move {
             let _permit = permit;
-            let service = service_fn(move |req| handle(shared.clone(), req));
+            let service = service_fn(move |req| detached(shared.clone(), req));
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
@@ -297,6 +300,9 @@ async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
     .await;
     // Cut what did not end: their guards log them.
     connections.shutdown().await;
+    let mut requests =
+        std::mem::take(&mut *shared.requests.lock().unwrap_or_else(|p| p.into_inner()));
+    requests.shutdown().await;
     let mut log_error = None;
     if let Some(log) = &shared.log {
         let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
@@ -364,8 +370,72 @@ fn error_response(error: &ApiError) -> Response<Body> {
     json_response(error.status, error.body())
 }
 
-/// Routes a request.
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
+/// The token of an `Authorization: Bearer TOKEN` header. The scheme is case-insensitive
+/// (RFC 9110 §11.1), so `bearer` and `BEARER` are the same scheme.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start_matches(' '))
+}
+
+/// What [`handle`] made of a request: an answer to send now (a stream's body goes on by
+/// itself), or an admitted chat completion whose answer is due after its latency.
+enum Answer {
+    Now(Response<Body>),
+    Whole(InFlight, String, ChatRequest),
+}
+
+impl From<Response<Body>> for Answer {
+    fn from(response: Response<Body>) -> Answer {
+        Answer::Now(response)
+    }
+}
+
+/// Serves a request in a task of its own, so that hyper dropping the connection cannot cancel
+/// it half-way. A client that half-closes right after its request makes hyper end the
+/// connection as soon as it reads the end of input, which raced the handler: half the time the
+/// request had been admitted (then logged `client_timeout`), half the time it vanished, neither
+/// charged nor logged. Now a request fully received is always admitted or refused, charged and
+/// logged; only the wait for its answer is cut short when the client is gone, at that moment.
+/// The task is spawned when hyper hands over the request, not when it first polls the
+/// returned future: on a half-close hyper may read the end of input and drop that future
+/// before polling it once.
+fn detached(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> impl Future<Output = Result<Response<Body>, io::Error>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let task = {
+        let shared = shared.clone();
+        async move {
+            let mut tx = tx;
+            let answer = match handle(shared, req).await {
+                Ok(Answer::Now(response)) => Ok(response),
+                Ok(Answer::Whole(guard, id, request)) => {
+                    let answer = whole(guard, id, request);
+                    tokio::pin!(answer);
+                    tokio::select! {
+                        answer = &mut answer => answer,
+                        // Gone: dropping the answer ends the request now, as `client_timeout`.
+                        () = tx.closed() => return,
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(answer);
+        }
+    };
+    {
+        let mut tasks = shared.requests.lock().unwrap_or_else(|p| p.into_inner());
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(task);
+    }
+    async move { rx.await.unwrap_or_else(|_| Err(hang_up())) }
+}
+
+/// Routes a request and reads it; an admitted chat completion comes back still to be served.
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Answer, io::Error> {
     // Every route needs the key, as the API's do: without it nothing is told, not even the
     // endpoints' names.
     if let Some(key) = &shared.api_key {
@@ -373,22 +443,23 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        if sent != Some(format!("Bearer {key}").as_str()) {
+        if sent.and_then(bearer_token) != Some(key.as_str()) {
             return Ok(error_response(&ApiError {
                 status: 401,
                 message: "Incorrect API key provided.".into(),
                 kind: "invalid_request_error",
                 param: None,
                 code: Some("invalid_api_key"),
-            }));
+            })
+            .into());
         }
     }
     let path = req.uri().path().to_owned();
     let endpoint = match route(&shared, req.method(), &path) {
-        Route::Models => return Ok(models(&shared)),
-        Route::Model(e) => return Ok(model(&shared, e)),
-        Route::NotFound(error) => return Ok(error_response(&error)),
-        Route::WrongMethod(allow) => return Ok(wrong_method(allow)),
+        Route::Models => return Ok(models(&shared).into()),
+        Route::Model(e) => return Ok(model(&shared, e).into()),
+        Route::NotFound(error) => return Ok(error_response(&error).into()),
+        Route::WrongMethod(allow) => return Ok(wrong_method(allow).into()),
         Route::Chat(endpoint) => endpoint,
     };
     let header_endpoint = req
@@ -397,23 +468,24 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .map(|v| v.to_str().unwrap_or("").to_owned());
     let unit = match WorkUnit::from_headers(req.headers()) {
         Ok(unit) => unit,
-        Err(error) => return Ok(error_response(&error)),
+        Err(error) => return Ok(error_response(&error).into()),
     };
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    // Read even when the declared length is past the bound (up to the bound): answering first
-    // and closing on a client still sending makes its system reset the connection, and it
-    // may never see the answer.
+    // A declared length past the bound is answered before a byte of the body is read: waiting
+    // for it held the answer up to the body's 10 s (and a client that waits for `100
+    // Continue` sends nothing). The body is still read and thrown away, for at most those
+    // 10 s, before the connection closes: closing on a client still sending makes its system
+    // reset the connection, and it may never see the answer.
+    if declared.is_some_and(|n| n > shared.max_body_bytes as u64) {
+        tokio::spawn(discard(req.into_body()));
+        return Ok(closing(error_response(&too_large_body(shared.max_body_bytes))).into());
+    }
     let body = Limited::new(req.into_body(), shared.max_body_bytes).collect();
     let body = match tokio::time::timeout(Duration::from_secs(HEADER_TIMEOUT_S), body).await {
-        Err(_) if declared.is_some_and(|n| n > shared.max_body_bytes as u64) => {
-            return Ok(closing(error_response(&too_large_body(
-                shared.max_body_bytes,
-            ))));
-        }
         Err(_) => {
             return Ok(closing(error_response(&ApiError {
                 status: 408,
@@ -421,22 +493,21 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
                 kind: "invalid_request_error",
                 param: None,
                 code: Some("request_timeout"),
-            })));
+            }))
+            .into());
         }
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e))
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return Ok(closing(error_response(&too_large_body(
-                shared.max_body_bytes,
-            ))));
+            return Ok(closing(error_response(&too_large_body(shared.max_body_bytes))).into());
         }
         Ok(Err(_)) => return Err(hang_up()),
     };
     let request = match openai::parse(&body) {
         Ok(r) => r,
-        Err(e) => return Ok(error_response(&e)),
+        Err(e) => return Ok(error_response(&e).into()),
     };
     let endpoint = match pick_endpoint(
         &shared,
@@ -445,9 +516,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         &request.model,
     ) {
         Ok(e) => e,
-        Err(error) => return Ok(error_response(&error)),
+        Err(error) => return Ok(error_response(&error).into()),
     };
-    chat(shared, endpoint, request, unit).await
+    chat(shared, endpoint, request, unit)
+}
+
+/// Reads a body to its end and drops it, for at most the body's time.
+async fn discard(mut body: Incoming) {
+    let _ = tokio::time::timeout(Duration::from_secs(HEADER_TIMEOUT_S), async move {
+        while let Some(Ok(_)) = body.frame().await {}
+    })
+    .await;
 }
 
 /// The unit of work a request belongs to, as the client tags it, for the request log: a fit
@@ -514,7 +593,9 @@ enum Route {
 }
 
 /// `POST /v1/chat/completions` (endpoint from the header, the model or the first), `POST
-/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`, `GET /v1/models/ID`.
+/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`, `GET /v1/models/ID`. An id is
+/// percent-decoded (`org%2Fmodel%20v1` is `org/model v1`), as a client's URL library encodes
+/// it; an unknown id is a 404 whatever the method, a known path with another method a 405.
 fn route(shared: &Shared, method: &Method, path: &str) -> Route {
     let not_found = |message: String| {
         Route::NotFound(ApiError {
@@ -531,34 +612,76 @@ fn route(shared: &Shared, method: &Method, path: &str) -> Route {
             _ => Route::WrongMethod("GET"),
         };
     }
-    if let Some(id) = path.strip_prefix("/v1/models/") {
-        return match (method, shared.emulator().endpoint(id)) {
+    if let Some(raw) = path.strip_prefix("/v1/models/") {
+        let id = match percent_decode(raw) {
+            Ok(id) => id,
+            Err(error) => return Route::NotFound(error),
+        };
+        return match (method, shared.emulator().endpoint(&id)) {
             (&Method::GET, Some(e)) => Route::Model(e),
-            (&Method::GET, None) => Route::NotFound(ApiError {
+            (_, Some(_)) => Route::WrongMethod("GET"),
+            (_, None) => Route::NotFound(ApiError {
                 status: 404,
                 message: format!("The model `{id}` does not exist."),
                 kind: "invalid_request_error",
                 param: Some("model".into()),
                 code: Some("model_not_found"),
             }),
-            _ => Route::WrongMethod("GET"),
         };
     }
-    let prefix = path.strip_suffix("/v1/chat/completions");
-    match prefix {
-        Some(prefix) if method == Method::POST => {
-            if prefix.is_empty() {
-                return Route::Chat(None);
-            }
-            let id = &prefix[1..];
-            match shared.emulator().endpoint(id) {
-                Some(e) => Route::Chat(Some(e)),
-                None => not_found(format!("The world has no endpoint `{id}`.")),
+    let Some(prefix) = path.strip_suffix("/v1/chat/completions") else {
+        return not_found(format!("Unknown path {path}."));
+    };
+    let endpoint = match prefix.strip_prefix('/') {
+        None if prefix.is_empty() => None,
+        None => return not_found(format!("Unknown path {path}.")),
+        Some(raw) => {
+            let id = match percent_decode(raw) {
+                Ok(id) => id,
+                Err(error) => return Route::NotFound(error),
+            };
+            match shared.emulator().endpoint(&id) {
+                Some(e) => Some(e),
+                None => return not_found(format!("The world has no endpoint `{id}`.")),
             }
         }
-        Some(_) => Route::WrongMethod("POST"),
-        None => not_found(format!("Unknown path {path}.")),
+    };
+    match *method {
+        Method::POST => Route::Chat(endpoint),
+        _ => Route::WrongMethod("POST"),
     }
+}
+
+/// A path segment with its `%XX` escapes decoded (`%2F` is a `/` inside the id, not a
+/// separator); a `%` not followed by two hex digits, or bytes that are not UTF-8, is a 400.
+fn percent_decode(raw: &str) -> Result<String, ApiError> {
+    let invalid = || ApiError {
+        status: 400,
+        message: format!(
+            "The path segment `{raw}` is not valid percent-encoding (a `%` must be followed by two hex digits, and the bytes must be UTF-8)."
+        ),
+        kind: "invalid_request_error",
+        param: None,
+        code: Some("invalid_path"),
+    };
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3).ok_or_else(invalid)?;
+            let text = std::str::from_utf8(hex).map_err(|_| invalid())?;
+            if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(invalid());
+            }
+            out.push(u8::from_str_radix(text, 16).map_err(|_| invalid())?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| invalid())
 }
 
 /// The endpoint: the path's, else the `x-simbench-endpoint` header's, else the one the model
@@ -728,13 +851,13 @@ impl Record {
     }
 }
 
-/// A chat completion at endpoint `e`.
-async fn chat(
+/// A chat completion at endpoint `e`: admitted or refused (charged and logged) at once.
+fn chat(
     shared: Arc<Shared>,
     e: usize,
     request: ChatRequest,
     unit: WorkUnit,
-) -> Result<Response<Body>, io::Error> {
+) -> Result<Answer, io::Error> {
     let now = shared.clock.now();
     let (verdict, headers) =
         shared
@@ -753,8 +876,8 @@ async fn chat(
         Verdict::Refused {
             refusal,
             retry_after_s,
-        } => Ok(refused(&shared, record, refusal, retry_after_s)),
-        Verdict::Rejected(rejection) => rejected(&shared, record, rejection),
+        } => Ok(refused(&shared, record, refusal, retry_after_s).into()),
+        Verdict::Rejected(rejection) => rejected(&shared, record, rejection).map(Answer::from),
         Verdict::Admitted(admission) => {
             let id = format!(
                 "chatcmpl-{}",
@@ -767,11 +890,11 @@ async fn chat(
                 done: false,
                 ttft: None,
             };
-            if request.stream {
-                Ok(stream(guard, id, request))
+            Ok(if request.stream {
+                stream(guard, id, request).into()
             } else {
-                whole(guard, id, request).await
-            }
+                Answer::Whole(guard, id, request)
+            })
         }
     }
 }
@@ -815,10 +938,10 @@ fn refused(
     if status == 429 {
         let real = real_after;
         let map = response.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&format!("{}", (real * 1000.0).ceil() as u64)) {
+        if let Ok(v) = HeaderValue::from_str(&format!("{}", openai::ceil_whole(real * 1000.0))) {
             map.insert("retry-after-ms", v);
         }
-        if let Ok(v) = HeaderValue::from_str(&format!("{}", real.ceil() as u64)) {
+        if let Ok(v) = HeaderValue::from_str(&format!("{}", openai::ceil_whole(real))) {
             map.insert("retry-after", v);
         }
         entry.retry_after_s = Some(retry_after_s);
@@ -954,8 +1077,7 @@ impl InFlight {
         ttft_s: Option<f64>,
     ) {
         self.done = true;
-        let elapsed = end_s - self.record.start_s;
-        let written = self.admission.written_by(elapsed);
+        let written = written_at(&self.admission, self.record.start_s, end_s);
         let failed = outcome == EntryOutcome::Error;
         self.shared
             .emulator()
@@ -985,6 +1107,18 @@ impl Drop for InFlight {
             // A stream cut short still had its first token at its time.
             self.end(now, EntryOutcome::ClientTimeout, None, None, self.ttft);
         }
+    }
+}
+
+/// Output tokens an admission started at `start_s` has written by `end_s`. A request that ran
+/// to its due time wrote everything: compared with the due time itself, not through the
+/// recomputed `(start + latency) - start`, which can come out an ulp short of the latency and
+/// floor one token away (then returned to the limit as unused: 13 of 14 tokens charged).
+fn written_at(admission: &Admission, start_s: f64, end_s: f64) -> u32 {
+    if end_s >= start_s + admission.latency_s {
+        admission.output
+    } else {
+        admission.written_by(end_s - start_s)
     }
 }
 
@@ -1103,7 +1237,7 @@ fn plan(a: &Admission) -> Vec<(f64, u32)> {
     let mut out = Vec::new();
     let mut sent = 0;
     // The first token comes at the time to first token, as a client measures it.
-    if a.output > 1 && a.ttft_s < a.latency_s {
+    if a.output >= 1 && a.ttft_s < a.latency_s {
         out.push((a.ttft_s, 1));
         sent = 1;
     }
@@ -1286,5 +1420,59 @@ mod tests {
             ..a
         };
         assert_eq!(plan(&whole), vec![(5.0, 16)]);
+    }
+
+    #[test]
+    fn a_one_token_stream_sends_its_token_at_the_ttft() {
+        let a = Admission {
+            endpoint: 0,
+            latency_s: 5.0,
+            ttft_s: 1.0,
+            failure: None,
+            output: 1,
+            size: None,
+        };
+        // The token at the time to first token; the stream ends at the latency.
+        assert_eq!(plan(&a), vec![(1.0, 1)]);
+    }
+
+    #[test]
+    fn a_request_that_ran_its_latency_wrote_all_its_output() {
+        let a = Admission {
+            endpoint: 0,
+            latency_s: 0.17,
+            ttft_s: 0.1,
+            failure: None,
+            output: 7,
+            size: None,
+        };
+        // (1.7 + 0.17) - 1.7 is an ulp below 0.17: the recomputed elapsed time floored the
+        // written tokens to 6.
+        let start = 1.7;
+        assert!((start + a.latency_s) - start < a.latency_s);
+        assert_eq!(written_at(&a, start, start + a.latency_s), 7);
+        assert_eq!(written_at(&a, start, start + a.latency_s + 1.0), 7);
+        assert_eq!(written_at(&a, start, start + 0.135), 3);
+        assert_eq!(written_at(&a, start, start + 0.05), 0);
+    }
+
+    #[test]
+    fn ids_are_percent_decoded() {
+        assert_eq!(percent_decode("org%2Fmodel%20v1").unwrap(), "org/model v1");
+        assert_eq!(percent_decode("%C3%A9:x").unwrap(), "é:x");
+        assert_eq!(percent_decode("plain").unwrap(), "plain");
+        assert_eq!(percent_decode("").unwrap(), "");
+        for bad in ["%", "%2", "%zz", "%FF", "a%2G", "%C3"] {
+            assert_eq!(percent_decode(bad).expect_err(bad).status, 400, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for header in ["Bearer k", "bearer k", "BEARER k", " Bearer  k"] {
+            assert_eq!(bearer_token(header), Some("k"), "{header}");
+        }
+        assert_eq!(bearer_token("Basic k"), None);
+        assert_eq!(bearer_token("Bearerk"), None);
     }
 }

@@ -26,7 +26,8 @@ pub struct ServeArgs {
     pub bind: IpAddr,
     /// Run the world K times faster than real time: every duration (latency, Retry-After,
     /// limit windows, the capacity cycle, incidents) is divided by K.
-    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = parse_scale)]
+    #[arg(long, value_name = "K", default_value_t = 1.0, allow_negative_numbers = true,
+          value_parser = parse_scale)]
     pub time_scale: f64,
     /// Require `Authorization: Bearer KEY` (else 401).
     #[arg(long, value_name = "KEY")]

@@ -147,7 +147,7 @@ pub fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
         .find_map(|k| map.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
     {
         None => None,
-        Some((key, v)) => match v.as_u64() {
+        Some((key, v)) => match whole_number(v) {
             Some(n) if n >= 1 && n <= u64::from(MAX_TOKENS) => Some(n as u32),
             _ => {
                 return Err(ApiError::invalid(
@@ -164,6 +164,16 @@ pub fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
         include_usage,
         max_tokens,
         prompt_tokens: u32::try_from(prompt).unwrap_or(u32::MAX),
+    })
+}
+
+/// A JSON number that is a whole one, `2.0` and `1e2` too (JSON does not tell them from `2`
+/// and `100`, and some clients write every number as a float); `2.5` is not.
+fn whole_number(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|x| x.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(x))
+            .map(|x| x as u64)
     })
 }
 
@@ -309,11 +319,26 @@ pub fn stream_error(error: &ApiError) -> String {
     format!("data: {}\n\n", error.body())
 }
 
+/// `x` rounded up to a whole number, 0 below zero. A value within a billionth (relative, at
+/// least 1e-9 absolute) above a whole number is that number: it is the float error of the
+/// scaling, not time, and a plain ceiling would add a whole unit for it (2.047 s × 1000 is
+/// 2047.0000000000002, whose ceiling sent `retry-after-ms: 2048` for a 2.047 s Retry-After).
+pub fn ceil_whole(x: f64) -> u64 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    if x >= u64::MAX as f64 {
+        return u64::MAX;
+    }
+    let tolerance = (x * 1e-9).max(1e-9);
+    (x - tolerance).ceil().clamp(0.0, u64::MAX as f64) as u64
+}
+
 /// A duration as OpenAI's `x-ratelimit-reset-*` headers write it: `20ms`, `1.5s`, `6m0s`.
 pub fn duration(seconds: f64) -> String {
     // Whole milliseconds, rounded up (a client that waits this long finds the room back),
     // then split: "450ms", "6s", "6m0s", "23h59m59.441s", as Go prints a duration.
-    let ms = (seconds.max(0.0) * 1000.0).ceil().min(u64::MAX as f64) as u64;
+    let ms = ceil_whole(seconds * 1000.0);
     if ms < 1000 {
         return format!("{ms}ms");
     }
@@ -348,6 +373,12 @@ mod tests {
         assert_eq!(parts.prompt_tokens, 2 + 8);
         assert_eq!(parts.max_tokens, Some(7));
         assert!(!parts.stream);
+        // Whole numbers written as floats are whole numbers.
+        for (text, n) in [("2.0", 2), ("1e2", 100), ("1E2", 100), ("7.000", 7)] {
+            let body =
+                format!(r#"{{"model":"m","messages":[{{"role":"user"}}],"max_tokens":{text}}}"#);
+            assert_eq!(ok(&body).max_tokens, Some(n), "{text}");
+        }
     }
 
     #[test]
@@ -384,6 +415,18 @@ mod tests {
             (
                 r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1.5}"#,
                 Some("max_tokens"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":2.5}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1e7}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user"}],"max_completion_tokens":0.0}"#,
+                Some("max_completion_tokens"),
             ),
         ];
         for (body, param) in cases {
@@ -485,6 +528,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn whole_milliseconds_round_up_but_not_for_float_error() {
+        assert_eq!(2.047 * 1000.0, 2047.0000000000002);
+        assert_eq!(ceil_whole(2.047 * 1000.0), 2047);
+        assert_eq!(ceil_whole(2047.001), 2048);
+        assert_eq!(ceil_whole(0.5), 1);
+        assert_eq!(ceil_whole(0.0), 0);
+        assert_eq!(ceil_whole(-3.0), 0);
+        assert_eq!(ceil_whole(f64::NAN), 0);
+        assert_eq!(ceil_whole(f64::INFINITY), u64::MAX);
+        // Every whole millisecond up to an hour, as the provider rounds its Retry-After, and
+        // divided by a time scale: the header says that millisecond, never the next.
+        for ms in 1..=3_600_000u64 {
+            let s = ms as f64 / 1000.0;
+            assert_eq!(ceil_whole(s * 1000.0), ms, "{s}");
+            if ms % 997 == 0 {
+                for k in [3.0, 7.0, 10.0, 50.0] {
+                    assert_eq!(ceil_whole(s * k / k * 1000.0), ms, "{s} at {k}");
+                }
+            }
+        }
+        assert_eq!(duration(2.047), "2.047s");
     }
 
     #[test]

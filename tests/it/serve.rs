@@ -930,3 +930,159 @@ fn serve_fails_when_its_request_log_lost_entries() {
     let exit = server.stop();
     assert_eq!(exit.code(), Some(2), "{exit:?}");
 }
+
+/// A client that half-closes right after its request (`shutdown(SHUT_WR)`) is taken as gone,
+/// but its request, fully received, is always admitted, charged and logged, as
+/// `client_timeout`: hyper ending the connection on the end of input used to drop half of them
+/// unlogged and uncharged (5 of 10 missing).
+#[test]
+fn a_half_closed_request_is_always_charged_and_logged() {
+    let dir = scratch_dir("serve-half-close");
+    let log = dir.join("served.jsonl");
+    let server = Server::start(&[
+        "--request-log",
+        log.to_str().unwrap(),
+        "tests/data/worlds/serve_tight.toml",
+    ]);
+    let addr = server.addr.clone();
+    for _ in 0..10 {
+        let mut stream = TcpStream::connect(&addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        write!(
+            stream,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{CHAT}",
+            CHAT.len()
+        )
+        .unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw);
+    }
+    let after = request(&addr, "POST", "/v1/chat/completions", &[], CHAT);
+    assert_eq!(after.status, 200, "{}", after.body);
+    // 20 a window: the ten half-closed requests took ten, this one the eleventh.
+    assert_eq!(after.header("x-ratelimit-remaining-requests"), Some("9"));
+    assert!(server.stop().success());
+    let lines = read_log(&log);
+    let gone = lines
+        .iter()
+        .filter(|l| l["outcome"] == "client_timeout")
+        .count();
+    assert_eq!((lines.len(), gone), (11, 10), "{lines:?}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The edges QA found: percent-encoded ids (`%2F` inside an id) address their endpoint, a
+/// broken escape is a 400; an unknown id is a 404 whatever the method; the `Bearer` scheme is
+/// case-insensitive; `max_tokens` written as `2.0` or `1e2` is a whole number; a declared
+/// length past the bound is refused at once; a one-token stream sends its token at the time to
+/// first token; a negative time scale gets the option's own message.
+#[test]
+fn serve_decodes_ids_and_answers_the_qa_edges() {
+    let dir = scratch_dir("serve-edges");
+    let world = dir.join("ids.toml");
+    std::fs::write(
+        &world,
+        r#"name = "ids"
+summary = "endpoint ids that URLs encode"
+seed = 5
+jobs = 10
+concurrency = 2
+horizon_s = 600.0
+
+[[endpoints]]
+id = "org/model v1"
+capacity = 4
+latency = { median_s = 0.1, sigma = 0.1, tail_rate = 0.0 }
+failures = { error_rate = 0.0, storm_rate = 0.0 }
+
+[[endpoints]]
+id = "é:x"
+capacity = 4
+latency = { median_s = 0.1, sigma = 0.1, tail_rate = 0.0 }
+failures = { error_rate = 0.0, storm_rate = 0.0 }
+"#,
+    )
+    .unwrap();
+    let server = Server::start(&[
+        "--api-key",
+        "sk-test",
+        "--max-body-bytes",
+        "1024",
+        world.to_str().unwrap(),
+    ]);
+    let addr = server.addr.clone();
+    let key = [("Authorization", "bearer sk-test")];
+    for (path, id) in [
+        ("/v1/models/org%2Fmodel%20v1", "org/model v1"),
+        ("/v1/models/%C3%A9:x", "é:x"),
+        ("/v1/models/%c3%a9%3Ax", "é:x"),
+    ] {
+        let one = request(&addr, "GET", path, &key, "");
+        assert_eq!(one.status, 200, "{path}: {}", one.body);
+        assert_eq!(one.json()["id"], id, "{path}");
+    }
+    for path in [
+        "/org%2Fmodel%20v1/v1/chat/completions",
+        "/%C3%A9:x/v1/chat/completions",
+    ] {
+        let chat = request(&addr, "POST", path, &key, CHAT);
+        assert_eq!(chat.status, 200, "{path}: {}", chat.body);
+    }
+    for path in [
+        "/v1/models/%zz",
+        "/v1/models/%FF",
+        "/a%2/v1/chat/completions",
+    ] {
+        assert_eq!(request(&addr, "GET", path, &key, "").status, 400, "{path}");
+    }
+    for method in ["GET", "POST"] {
+        for path in ["/zzz/v1/chat/completions", "/v1/models/zzz"] {
+            let answer = request(&addr, method, path, &key, CHAT);
+            assert_eq!(answer.status, 404, "{method} {path}");
+        }
+    }
+    assert_eq!(
+        request(&addr, "GET", "/%C3%A9:x/v1/chat/completions", &key, "").status,
+        405
+    );
+    for scheme in ["BEARER", "Bearer", "bEaReR"] {
+        let auth = format!("{scheme} sk-test");
+        let models = request(&addr, "GET", "/v1/models", &[("Authorization", &auth)], "");
+        assert_eq!(models.status, 200, "{scheme}");
+    }
+    for (max, status) in [("2.0", 200), ("1e2", 200), ("2.5", 400)] {
+        let body = format!(
+            r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}}],"max_tokens":{max}}}"#
+        );
+        let answer = request(&addr, "POST", "/v1/chat/completions", &key, &body);
+        assert_eq!(answer.status, status, "{max}: {}", answer.body);
+    }
+    // Declared past the bound, nothing of the body sent: the 413 comes at once, not after the
+    // body's 10 s.
+    // Within 5 s, while the 10 s a body has to come are far from over.
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-test\r\nContent-Length: 5000\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut head)
+        .expect("the 413 within 5 s");
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    assert!(server.stop().success());
+    for scale in ["-1", "-0.5", "0"] {
+        let out = crate::support::simbench(&["serve", "--time-scale", scale]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{scale}: {stderr}");
+        assert!(stderr.contains("is not a time scale"), "{scale}: {stderr}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
