@@ -47,7 +47,12 @@ pub struct Entry {
     #[schemars(range(min = 0))]
     pub retry_after_s: Option<f64>,
     /// The `x-ratelimit-limit/remaining/reset-*` headers of the answer, one per limit.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    #[schemars(with = "Option<Vec<RateLimitHeader>>")]
     pub ratelimit: Vec<RateLimitHeader>,
     /// Prompt tokens sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,7 +84,12 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<u32>,
     /// A hedge copy: a second request for a call already in flight.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    #[schemars(with = "Option<bool>")]
     pub hedge: bool,
     /// Whether the provider served (part of) the prompt from its cache, when the answer says:
     /// OpenAI's `usage.prompt_tokens_details.cached_tokens` > 0, Anthropic's
@@ -221,6 +231,15 @@ fn cache_answer(world: &World, record: &TraceRecord) -> Option<bool> {
     (cache && record.result == CallResult::Admitted).then_some(record.cached)
 }
 
+/// A field whose `null` reads as absent, as every optional field's does.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// A limit's state as the log's `ratelimit` entry.
 pub fn header(h: &LimitHeader) -> RateLimitHeader {
     RateLimitHeader {
@@ -327,5 +346,11 @@ mod tests {
             r#"{"start_s":1.5,"end_s":1.5,"endpoint":"a","outcome":"rate_limited","status":429,"retry_after_s":0.25,"job":3,"step":0,"attempt":2,"call":0}"#
         );
         assert_eq!(serde_json::from_str::<Entry>(&text).expect("parses"), entry);
+        // `null` reads as absent for every optional field, the list and the flag included.
+        let nulls = text.replace(
+            "\"job\":3",
+            "\"job\":3,\"hedge\":null,\"ratelimit\":null,\"ttft_s\":null",
+        );
+        assert_eq!(serde_json::from_str::<Entry>(&nulls).expect("parses"), entry);
     }
 }

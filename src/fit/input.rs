@@ -407,12 +407,27 @@ pub fn read_jsonl(
             message,
         };
         let line = line.map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidData => located(None, None, "is not UTF-8 text".into()),
+            std::io::ErrorKind::InvalidData => located(
+                None,
+                None,
+                "is not UTF-8 text (Latin-1, UTF-16 or another encoding?); save the log as \
+                 UTF-8"
+                    .into(),
+            ),
             _ => located(None, None, format!("cannot be read: {e}")),
         })?;
-        // A byte-order mark (spreadsheet and Windows editors write one) is not content.
+        // A byte-order mark (spreadsheet and Windows editors write one) is not content at the
+        // start; further down it is where a second file was appended to the first.
         let line = if i == 0 {
             line.strip_prefix('\u{feff}').unwrap_or(&line)
+        } else if line.starts_with('\u{feff}') {
+            return Err(located(
+                Some(1),
+                None,
+                "starts with a byte-order mark, which begins a file: two logs joined into one \
+                 (`cat a b`)? One file is one run: give each log as its own argument"
+                    .into(),
+            ));
         } else {
             &line
         };
@@ -428,6 +443,18 @@ pub fn read_jsonl(
             return Err(located(Some(1), None, message));
         }
         let entry: Entry = serde_json::from_str(line).map_err(|e| {
+            if e.to_string().starts_with("trailing characters") {
+                let message = "more follows the line's JSON object: a request log has one \
+                               object per line"
+                    .to_owned();
+                return located(Some(e.column()), None, message);
+            }
+            if count == 0 && e.line() == 1 && e.column() == 1 {
+                let message = "is not JSON: simbench reads request logs as JSON Lines, HAR or \
+                               OTLP JSON (docs/request-log.md), not CSV or plain text"
+                    .to_owned();
+                return located(Some(1), None, message);
+            }
             let (field, message) = describe_serde(&e, line, "line");
             let message = match other_format(&e, field.as_deref(), i) {
                 Some(hint) => format!("{message}; {hint}"),
@@ -549,6 +576,10 @@ fn short(x: f64) -> String {
 /// The longest request a log may hold \[s\]: the longest latency a world describes
 /// (`latency.mean_s`, `median_s`, … are at most 10^6 s).
 pub const MAX_DURATION_S: f64 = 1e6;
+
+/// The largest time a log may hold \[s\]: Unix seconds reach it in the year 2286, so a larger
+/// one is in other units.
+pub const MAX_TIME_S: f64 = 1e10;
 
 /// The longest endpoint name a log may hold, in characters.
 pub const MAX_ENDPOINT_CHARS: usize = 256;
@@ -689,6 +720,35 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
             "endpoint",
             "is empty; name the endpoint or deployment".into(),
         ));
+    }
+    if e.start_s.abs() > MAX_TIME_S {
+        return Err((
+            "start_s",
+            format!(
+                "{} s is past 10^10 s (the year 2286 as Unix seconds); are these milliseconds \
+                 or nanoseconds?",
+                short(e.start_s)
+            ),
+        ));
+    }
+    if e.outcome == EntryOutcome::Ok {
+        if let Some(status) = e.status.filter(|s| !(200..300).contains(s)) {
+            return Err((
+                "status",
+                format!(
+                    "{status} with outcome `ok`: a success is a 2xx answer; give the outcome \
+                     the status says (docs/request-log.md)"
+                ),
+            ));
+        }
+        if e.error.is_some() {
+            return Err((
+                "error",
+                "is given with outcome `ok`: a success has no error; give the outcome `error` \
+                 or leave the error out"
+                    .into(),
+            ));
+        }
     }
     let non_negative = [
         ("retry_after_s", e.retry_after_s),

@@ -587,7 +587,11 @@ pub fn terminal(report: &GridReport) -> String {
                     format!(" (the same runs at {})", at.join("; "))
                 };
                 // Without a decision the leader is a mean ahead, not a winner.
-                let title = match w.best.outcome {
+                let title = match &w.best.outcome {
+                    // The leader is the tie-breaks' (see the verdict below), not the objective's.
+                    Outcome::Undecided { levels } if levels.len() > 1 => {
+                        "best cell: not decided; leading after the tie-breaks"
+                    }
                     Outcome::Undecided { .. } => "best cell: not decided; leading",
                     _ => "best cell",
                 };

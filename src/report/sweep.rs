@@ -65,7 +65,8 @@ impl Knob {
     fn json(self, level: f64) -> serde_json::Value {
         match self {
             Knob::Concurrency => serde_json::Value::from(level as u64),
-            Knob::Rate => serde_json::Value::from(round6(level)),
+            // A level names the runs: written as given, never rounded into another (1e-9).
+            Knob::Rate => serde_json::Value::from(level),
         }
     }
 }
