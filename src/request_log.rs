@@ -351,6 +351,9 @@ mod tests {
             "\"job\":3",
             "\"job\":3,\"hedge\":null,\"ratelimit\":null,\"ttft_s\":null",
         );
-        assert_eq!(serde_json::from_str::<Entry>(&nulls).expect("parses"), entry);
+        assert_eq!(
+            serde_json::from_str::<Entry>(&nulls).expect("parses"),
+            entry
+        );
     }
 }

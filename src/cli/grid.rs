@@ -57,7 +57,13 @@ pub fn parse_shard(text: &str) -> Result<ShardArg, String> {
 /// Parses `KEY=V1,V2,…` and refuses keys a grid cannot vary.
 pub fn parse_axis(text: &str) -> Result<Axis, String> {
     let axis = Axis::parse(text)?;
+    // The first key, quoted or not (`"seed"` is `seed`): a usage error like the others, not a
+    // problem of the world.
     let head = axis.key.split('.').next().unwrap_or_default().trim();
+    let head = head.trim_matches(['"', '\'']);
+    if head == "seed" && axis.key.trim().trim_matches(['"', '\'']) == "seed" {
+        return Err("the seeds are the plan's own axis; give them with --seeds".into());
+    }
     if head == "objective" {
         return Err(
             "the objective judges the cells, so it cannot vary across them; set it with --set or --objective".into(),

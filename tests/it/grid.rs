@@ -469,7 +469,9 @@ fn grid_arguments_are_checked_before_anything_runs() {
         &["--grid", "retry={max_attempts=4},{max_attempts=5}"],
         "which holds `retry.max_attempts`",
     );
-    invalid(&["--grid", "seed=1,2"], "cannot be `seed`");
+    // An axis no world may vary is a usage error, like the objective or `extends`.
+    usage(&["--grid", "seed=1,2"], "the plan's own axis");
+    usage(&["--grid", "\"seed\"=1,2"], "the plan's own axis");
     // An axis would also overwrite an override's value at every point, leaving it unused.
     invalid(&["--set", "retry.max_attempts=4"], ", which --set #");
     let mut args = grid_args(&WORLDS[..1]);
