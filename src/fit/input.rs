@@ -398,6 +398,7 @@ pub fn read_jsonl(
 ) -> Result<usize, LogError> {
     let mut count = 0;
     let mut starts: Vec<(f64, (usize, Option<usize>))> = Vec::new();
+    let mut seen: BTreeMap<(u64, u32, u32, Option<u32>), usize> = BTreeMap::new();
     for (i, line) in reader.lines().enumerate() {
         let located = |column: Option<usize>, field: Option<String>, message: String| LogError {
             file: file.to_owned(),
@@ -466,6 +467,21 @@ pub fn read_jsonl(
             let column = line.find(&format!("\"{field}\"")).map(|c| c + 1);
             located(column, Some(field.to_owned()), message)
         })?;
+        if let (Some(job), Some(step), Some(attempt), false) =
+            (entry.job, entry.step, entry.attempt, entry.hedge)
+            && let Some(first) = seen.insert((job, step, attempt, entry.call), i + 1)
+        {
+            let message = format!(
+                "the same request as line {first} (job {job}, step {step}, attempt {attempt}{}): \
+                 a request is logged once, and a second copy of a call in flight is marked \
+                 `\"hedge\": true`",
+                entry
+                    .call
+                    .map_or_else(String::new, |c| format!(", call {c}"))
+            );
+            let column = line.find("\"job\"").map(|c| c + 1);
+            return Err(located(column, Some("job".into()), message));
+        }
         let column = line.find("\"start_s\"").map(|c| c + 1);
         starts.push((entry.start_s, (i + 1, column)));
         sink(entry);
