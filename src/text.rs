@@ -47,6 +47,49 @@ pub fn escape_lines(text: &str) -> String {
     text.lines().map(escape).collect::<Vec<_>>().join("\n")
 }
 
+/// Text from a file as a Markdown code span: its fence has more backticks than any run inside
+/// (and spaces inside it, as CommonMark asks), so a backtick in a name cannot end the span early
+/// and let the rest be read as Markdown or HTML.
+pub fn md_code(text: &str) -> String {
+    let text = escape(text);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    if longest == 0 {
+        return format!("`{text}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
+}
+
+/// Text from a file as a Markdown paragraph, one line per line: the characters Markdown or HTML
+/// would act on are backslash-escaped (CommonMark escapes any ASCII punctuation), so a summary
+/// shows as written and can neither open an HTML comment nor start a heading, list or table.
+pub fn md_text(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let line = escape(line);
+            let mut out = String::with_capacity(line.len() + 8);
+            for (i, c) in line.chars().enumerate() {
+                let at_start = i == 0 || out.trim().is_empty();
+                if matches!(
+                    c,
+                    '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '#' | '|' | '~' | '!'
+                ) || (at_start && matches!(c, '-' | '+' | '='))
+                {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `n` and an English noun, plural unless `n` is 1: "1 seed", "3 seeds", "2 entries".
 pub fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
@@ -61,6 +104,21 @@ pub fn plural(n: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_shows_text_as_written() {
+        assert_eq!(md_code("bursty"), "`bursty`");
+        assert_eq!(md_code("md`<img>`x"), "`` md`<img>`x ``");
+        assert_eq!(md_code("a``b"), "``` a``b ```");
+        assert_eq!(
+            md_text("<!-- hide\n# head *x* a_b\n- item"),
+            "\\<\\!-- hide\n\\# head \\*x\\* a\\_b\n\\- item"
+        );
+        assert_eq!(
+            md_text("Plain text, (with) dots."),
+            "Plain text, (with) dots."
+        );
+    }
 
     #[test]
     fn plurals() {

@@ -96,6 +96,19 @@ enum Schema {
 /// Writes the world (refusing an existing file) and the schema unless a file is already
 /// there; a world whose schema cannot be written is removed again, so a rerun starts clean.
 fn write_starter(path: &Path) -> Result<Schema, String> {
+    // The schema goes beside the world under its own name: a world of that name would be
+    // overwritten by it (case-insensitively, as some file systems compare names).
+    let named_like_schema = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.eq_ignore_ascii_case("scenario.schema.json"));
+    if named_like_schema {
+        return Err(format!(
+            "{} is where the schema is written beside the world; name the world otherwise, \
+             e.g. world.toml (nothing was written)",
+            path.display()
+        ));
+    }
     let reason =
         |e: std::io::Error| format!("cannot write {}: {}", path.display(), super::io_reason(&e));
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

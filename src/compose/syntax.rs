@@ -82,8 +82,9 @@ pub(super) fn syntax_finding(
 /// The most levels of a key path a message shows.
 const MAX_SHOWN_DEPTH: usize = 12;
 
-/// Parts of a dotted key the TOML reader refuses, with an error that says where it is not.
-pub(super) const KEY_PARTS_LIMIT: usize = 80;
+/// Parts of a dotted key the TOML reader refuses (its recursion limit of 80 counts the parts
+/// before the last), with an error that says where it is not.
+pub(super) const KEY_PARTS_LIMIT: usize = 81;
 
 /// The message and hint for a key of `parts` dotted parts, past what the reader takes.
 pub(super) fn long_key_message(parts: usize) -> (String, String) {
@@ -98,25 +99,24 @@ pub(super) fn long_key_message(parts: usize) -> (String, String) {
     )
 }
 
-/// The span and part count of the first `[header]` or `key =` of a line with at least
-/// [`KEY_PARTS_LIMIT`] parts: the key the reader's unlocated "recursion limit" is about.
+/// The span and part count of the first key with at least [`KEY_PARTS_LIMIT`] parts — a
+/// `[header]`, a line's `key =`, or a key of an inline table (after `{` or `,`): the key the
+/// reader's unlocated "recursion limit" is about.
 fn long_key(text: &str) -> Option<(Range<usize>, usize)> {
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let lead = line.len() - line.trim_start().len();
-        let rest = &line[lead..];
-        let open = if rest.starts_with("[[") {
-            2
-        } else {
-            usize::from(rest.starts_with('['))
-        };
-        let from = skip_blanks(line.as_bytes(), lead + open);
-        let (parts, end) = keys(line.as_bytes(), from);
+    let b = text.as_bytes();
+    let starts = std::iter::once(0).chain(
+        b.iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, b'\n' | b'[' | b'{' | b','))
+            .map(|(i, _)| i + 1),
+    );
+    for start in starts {
+        let from = skip_blanks(b, start);
+        let (parts, end) = keys(b, from);
         if parts.len() >= KEY_PARTS_LIMIT {
-            let end = from + line[from..end].trim_end().len();
-            return Some((at + from..at + end, parts.len()));
+            let end = from + text[from..end].trim_end().len();
+            return Some((from..end, parts.len()));
         }
-        at += line.len();
     }
     None
 }

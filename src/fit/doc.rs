@@ -6,6 +6,12 @@ use std::fmt::Write as _;
 /// The note of a value fitted with another, before that one's key.
 const TOGETHER: &str = "fitted together with ";
 
+/// How an assumed value's note starts.
+const NOT_IDENTIFIED: &str = "not identified: ";
+
+/// The reason of a value that goes with an assumed one, before that one's key.
+const AS_WELL: &str = "not identified: as ";
+
 /// One `key = value  # note` line.
 #[derive(Clone, Debug)]
 struct Item {
@@ -122,12 +128,18 @@ impl Doc {
         let mut note = note.into();
         if note.is_empty()
             && let Some(base) = self.tables.last().and_then(|t| {
-                t.items
-                    .iter()
-                    .rev()
-                    .find(|i| !i.note.is_empty() && !i.note.starts_with(TOGETHER))
+                t.items.iter().rev().find(|i| {
+                    !i.note.is_empty()
+                        && !i.note.starts_with(TOGETHER)
+                        && !i.note.starts_with(AS_WELL)
+                })
             })
         {
+            // A value that goes with a default is a default too.
+            if base.note.starts_with(NOT_IDENTIFIED) {
+                let why = format!("as `{}`", base.key);
+                return self.assumed(key, value, why);
+            }
             note = format!("{TOGETHER}`{}`", base.key);
         }
         self.push(key, value, note, true);
@@ -163,7 +175,7 @@ impl Doc {
 
     /// A value the data could not identify: the default used and why.
     pub fn assumed(&mut self, key: &str, value: String, why: impl Into<String>) {
-        self.push(key, value, format!("not identified: {}", why.into()), false);
+        self.push(key, value, format!("{NOT_IDENTIFIED}{}", why.into()), false);
     }
 
     fn push(&mut self, key: &str, value: String, note: String, identified: bool) {

@@ -432,6 +432,15 @@ pub fn read_jsonl(
         } else {
             &line
         };
+        if line.contains('\0') {
+            return Err(located(
+                None,
+                None,
+                "holds NUL characters: UTF-16 or UTF-32 text without a byte-order mark? Save the \
+                 log as UTF-8"
+                    .into(),
+            ));
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -737,15 +746,17 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
             "is empty; name the endpoint or deployment".into(),
         ));
     }
-    if e.start_s.abs() > MAX_TIME_S {
-        return Err((
-            "start_s",
-            format!(
-                "{} s is past 10^10 s (the year 2286 as Unix seconds); are these milliseconds \
-                 or nanoseconds?",
-                short(e.start_s)
-            ),
-        ));
+    for (name, t) in [("start_s", e.start_s), ("end_s", e.end_s)] {
+        if t.abs() > MAX_TIME_S {
+            return Err((
+                name,
+                format!(
+                    "{} s is past 10^10 s (the year 2286 as Unix seconds); are these \
+                     milliseconds or nanoseconds?",
+                    short(t)
+                ),
+            ));
+        }
     }
     if e.outcome == EntryOutcome::Ok {
         if let Some(status) = e.status.filter(|s| !(200..300).contains(s)) {

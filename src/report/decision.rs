@@ -176,6 +176,13 @@ fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
             .copied()
             .filter(|&other| !separated(metric, &compare(other).difference))
             .collect();
+        // A tie-break that compares the tied on one common seed knows nothing of their order:
+        // the verdict stops at the level before it, which leads with its own leader (a strategy
+        // that finished one job in two seeds must not lead on its latency).
+        let one_seed = |&other: &usize| compare(other).difference.n == 1;
+        if !history.is_empty() && order[1..].iter().any(one_seed) {
+            break;
+        }
         let Some(&closest) = tied.first() else {
             let runner_up = order[1];
             let pick = pool[leader].name.to_string();
@@ -684,6 +691,27 @@ mod tests {
             "no decision: a leads jobs_done, but 1 common seed with c gives no confidence \
              interval; run more seeds (e.g. --seeds 10)"
         );
+    }
+
+    #[test]
+    fn a_tie_break_on_one_common_seed_is_not_taken() {
+        // Two seeds tie a and b on jobs_done; b has a job latency on one seed only, so the
+        // tie-break compares them on one seed: the verdict leads with a, the jobs_done leader.
+        let mut runs = field(&[
+            ("a", &[(502.0, 9.0, 0.0), (1078.0, 8.0, 0.0)]),
+            ("b", &[(0.0, 1.0, 0.0), (1.0, 1.7, 0.0)]),
+        ]);
+        runs[1].1[0] = {
+            let mut v = metrics::compute(&mut Tally::default(), &[]);
+            v.set(Metric::JobsDone, 0.0);
+            v
+        };
+        let d = judge(&Objective::default(), &runs);
+        let Outcome::Undecided { levels } = &d.outcome else {
+            panic!("undecided: {:?}", d.outcome)
+        };
+        assert_eq!(levels.len(), 1, "{levels:?}");
+        assert_eq!(d.leader(), Some("a"));
     }
 
     #[test]

@@ -44,9 +44,9 @@ pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
     let mut out = String::new();
     let w = &report.world;
     out.push_str(&format!(
-        "### `{}`\n\n{}\n\n",
-        crate::text::escape(&w.name),
-        crate::text::escape_lines(&w.summary)
+        "### {}\n\n{}\n\n",
+        crate::text::md_code(&w.name),
+        crate::text::md_text(&w.summary)
     ));
     out.push_str(&format!(
         "{} {} · {} · horizon {} s simulated · wall {} s · world `{}`\n\n",
@@ -80,7 +80,11 @@ fn table_row(cells: &[String]) -> String {
 
 fn table_header(out: &mut String, first: &[&str], columns: &[Column], last: &[&str]) {
     let mut cells: Vec<String> = first.iter().map(|s| s.to_string()).collect();
-    cells.extend(columns.iter().map(|c| format!("`{}`", column_title(c))));
+    cells.extend(
+        columns
+            .iter()
+            .map(|c| crate::text::md_code(&column_title(c))),
+    );
     cells.extend(last.iter().map(|s| s.to_string()));
     out.push_str(&table_row(&cells));
     out.push_str(&"|---".repeat(cells.len()));
@@ -153,7 +157,7 @@ fn cell(row: &Row, column: &Column) -> String {
 }
 
 fn verdict(row: &Row) -> String {
-    verdict_text(&row.verdict, &|n| format!("`{}`", crate::text::escape(n)))
+    verdict_text(&row.verdict, &crate::text::md_code)
 }
 
 fn endpoint_table(out: &mut String, report: &Report) {
@@ -164,13 +168,13 @@ fn endpoint_table(out: &mut String, report: &Report) {
             .world
             .endpoints
             .iter()
-            .map(|e| format!("`{}`", crate::text::escape(e))),
+            .map(|e| crate::text::md_code(e)),
     );
     out.push_str(&table_row(&header));
     out.push_str(&"|---".repeat(header.len()));
     out.push_str("|\n");
     for column in &report.columns {
-        let mut cells = vec![format!("`{}`", crate::text::escape(&column.algorithm))];
+        let mut cells = vec![crate::text::md_code(&column.algorithm)];
         cells.extend(column.endpoint_admitted.iter().map(|&n| thousands(n, 1)));
         out.push_str(&table_row(&cells));
     }
@@ -196,7 +200,7 @@ fn error_class_table(out: &mut String, report: &Report) {
     out.push_str(&"|---".repeat(header.len()));
     out.push_str("|\n");
     for column in &report.columns {
-        let mut cells = vec![format!("`{}`", crate::text::escape(&column.algorithm))];
+        let mut cells = vec![crate::text::md_code(&column.algorithm)];
         cells.extend(
             classes
                 .iter()

@@ -20,20 +20,29 @@ pub const SIGNIFICANCE_K: f64 = 2.0;
 /// Below this |best| the tie tolerance is absolute (0.01) instead of relative.
 const NEAR_ZERO: f64 = 1e-12;
 
-/// What the reference's rule amounts to at `seeds` seeds, e.g. `; at 3 seeds its confidence is 82 %,
-/// not 95 %: …`; empty from the seed count at which "within k
-/// standard errors" is at least a 95 % interval.
-pub fn rule_confidence_note(seeds: usize) -> String {
+/// What the reference's rule amounts to at `seeds` seeds against the verdict's `confidence`,
+/// e.g. `; at 3 seeds its confidence is 82 %, not 95 %: …`; empty from the seed count at which
+/// "within k standard errors" is an interval at least as wide as the verdict's.
+pub fn rule_confidence_note(seeds: usize, confidence: f64) -> String {
     if seeds < 2 {
         return "; one seed has no standard error, so only the 1 % tie applies".into();
     }
     let coverage = super::stats::t_coverage(SIGNIFICANCE_K, (seeds - 1) as f64);
-    if coverage >= 0.95 {
+    if coverage >= confidence {
         return String::new();
     }
+    let (mut rule, mut verdict) = (
+        super::format::whole_percent(coverage),
+        super::format::whole_percent(confidence),
+    );
+    // Close enough to round alike: a decimal tells them apart (94.6 %, not 95.0 %).
+    if rule == verdict {
+        rule = format!("{:.1} %", coverage * 100.0);
+        verdict = format!("{:.1} %", confidence * 100.0);
+    }
     format!(
-        "; at {seeds} seeds its confidence is {}, not 95 %: the verdict uses Student-t intervals",
-        super::format::whole_percent(coverage)
+        "; at {seeds} seeds its confidence is {rule}, not the verdict's {verdict}: the verdict \
+         uses Student-t intervals"
     )
 }
 

@@ -396,7 +396,10 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
             "mean ± sample stdev over seeds. {winner} = best mean, or not separable from the leader: within {} of it, or within {} paired standard errors of the per-seed differences (the reference's winner rule{}).",
             whole_percent(TIE_TOLERANCE),
             fixed(SIGNIFICANCE_K, 0),
-            super::rank::rule_confidence_note(report.sweep.seeds.len()),
+            super::rank::rule_confidence_note(
+                report.sweep.seeds.len(),
+                report.decision.objective.confidence
+            ),
         ),
         format!(
             "† gated: only algorithms whose mean jobs_done reaches {} of the best compete; (brackets) = excluded by that gate.",

@@ -263,7 +263,7 @@ fn compose_override_errors_point_into_the_argument() {
     assert_eq!(
         where_(&errors),
         [
-            "--set #1:1:1: the key of an override has 100 dotted parts; the TOML reader takes at most 79"
+            "--set #1:1:1: the key of an override has 100 dotted parts; the TOML reader takes at most 80"
         ]
     );
 }

@@ -167,7 +167,7 @@ verdict: no decision on 3 seeds: sticky leads jobs_done but cannot be separated 
 │ concurrency_used [jobs]                 │ —      │         4.0 ± 0.0  │           4.0 ± 0.0  │        4.0 ± 0.0  │         4.0 ± 0.0  │           4.0 ± 0.0  │ —                                     │
 ╰─────────────────────────────────────────┴────────┴────────────────────┴──────────────────────┴───────────────────┴────────────────────┴──────────────────────┴───────────────────────────────────────╯
 tiny · 3 seeds 7…9 · 60 jobs × 3 steps × 2 calls, 4 workers · horizon 20 s · wall 0.0 s · world e216ddb5918bc872
-mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within 1 % of it, or within 2 paired standard errors of the per-seed differences (the reference's winner rule; at 3 seeds its confidence is 82 %, not 95 %: the verdict uses Student-t intervals).
+mean ± sample stdev over seeds. * = best mean, or not separable from the leader: within 1 % of it, or within 2 paired standard errors of the per-seed differences (the reference's winner rule; at 3 seeds its confidence is 82 %, not the verdict's 95 %: the verdict uses Student-t intervals).
 † gated: only algorithms whose mean jobs_done reaches 90 % of the best compete; (brackets) = excluded by that gate.
 excluded from † rows (completion vs the best): immediate 72.8 %
 ‡ latency: only algorithms whose every run passes the validity gate compete (p99 queue wait under 5 % of p99 observed); (brackets) = INVALID.

@@ -50,6 +50,17 @@ fn init_writes_a_starter_world_that_validates_and_runs_and_never_overwrites() {
         written,
         "left as it was"
     );
+    // A world named as the schema beside it would be overwritten by it.
+    for name in ["scenario.schema.json", "Scenario.Schema.JSON"] {
+        let clash = dir.join("clash").join(name);
+        let out = simbench(&["init", clash.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(
+            text(&out.stderr).contains("name the world otherwise"),
+            "{name}"
+        );
+        assert!(!clash.exists(), "{name}");
+    }
 }
 
 /// Another schema beside the world is kept with a warning; one that cannot be read (a link to
