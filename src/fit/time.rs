@@ -60,26 +60,68 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
     Some(seconds as f64 + fraction)
 }
 
-/// Seconds since the epoch of an HTTP date in its preferred form, IMF-fixdate (RFC 9110
-/// §5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`), as a `Retry-After` or `Date` header writes it;
-/// `None` for anything else (the obsolete RFC 850 and asctime forms included).
+/// Seconds since the epoch of an HTTP date (RFC 9110 §5.6.7), as a `Retry-After` or `Date`
+/// header writes it: the preferred IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and the two
+/// obsolete forms recipients must still read, RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`, a
+/// two-digit year below 70 read as 20xx, as Python's `email.utils` does) and asctime
+/// (`Sun Nov  6 08:49:37 1994`); `None` for anything else.
 pub fn parse_http_date(text: &str) -> Option<f64> {
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const LONG_DAYS: [&str; 7] = [
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    ];
+    let parts: Vec<&str> = text.split(' ').collect();
+    let (day, month, year, clock) = match parts[..] {
+        [weekday, day, month, year, clock, "GMT"]
+            if weekday.strip_suffix(',').is_some_and(|w| DAYS.contains(&w)) =>
+        {
+            (day, month, year.to_owned(), clock)
+        }
+        [weekday, date, clock, "GMT"]
+            if weekday
+                .strip_suffix(',')
+                .is_some_and(|w| LONG_DAYS.contains(&w)) =>
+        {
+            let [day, month, yy] = date.split('-').collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let yy: u32 = yy.parse().ok().filter(|_| yy.len() == 2)?;
+            (
+                day,
+                month,
+                (if yy < 70 { 2000 + yy } else { 1900 + yy }).to_string(),
+                clock,
+            )
+        }
+        // asctime pads a one-digit day with a space: `Nov  6` splits into an empty part.
+        [weekday, month, "", day, clock, year] if DAYS.contains(&weekday) && day.len() == 1 => {
+            return parse_parts(&format!("0{day}"), month, year, clock);
+        }
+        [weekday, month, day, clock, year] if DAYS.contains(&weekday) => {
+            (day, month, year.to_owned(), clock)
+        }
+        _ => return None,
+    };
+    parse_parts(day, month, &year, clock)
+}
+
+/// An HTTP date's day (two digits), month name, four-digit year and `hh:mm:ss` clock.
+fn parse_parts(day: &str, month: &str, year: &str, clock: &str) -> Option<f64> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
-    let parts: Vec<&str> = text.split(' ').collect();
-    let [weekday, day, month, year, clock, "GMT"] = parts[..] else {
-        return None;
-    };
-    let weekday = weekday.strip_suffix(',')?;
-    if !DAYS.contains(&weekday) || day.len() != 2 || year.len() != 4 {
+    if day.len() != 2 || year.len() != 4 || clock.len() != 8 || clock.contains('.') {
         return None;
     }
     let month = MONTHS.iter().position(|m| *m == month)? + 1;
     // The clock and the calendar are checked by the RFC 3339 reader.
     parse_rfc3339(&format!("{year}-{month:02}-{day}T{clock}Z"))
-        .filter(|_| clock.len() == 8 && !clock.contains('.'))
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -132,11 +174,23 @@ mod tests {
             parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT"),
             parse_rfc3339("2026-10-21T07:28:00Z")
         );
+        // The two obsolete forms a recipient must still read.
+        for old in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            assert_eq!(parse_http_date(old), Some(784_111_777.0), "{old}");
+        }
+        assert_eq!(
+            parse_http_date("Tuesday, 01-Dec-26 09:30:07 GMT"),
+            parse_rfc3339("2026-12-01T09:30:07Z")
+        );
+        assert_eq!(
+            parse_http_date("Thu Nov 26 08:49:37 2026"),
+            parse_rfc3339("2026-11-26T08:49:37Z")
+        );
         for bad in [
             "",
             "120",
-            "Sunday, 06-Nov-94 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 1994",
+            "Sunday, 06-Nov-1994 08:49:37 GMT",
+            "Sun Nov 6 08:49:37 1994",
             "Sun, 06 Nov 1994 08:49:37 UTC",
             "Sun, 6 Nov 1994 08:49:37 GMT",
             "Sun, 31 Feb 1994 08:49:37 GMT",

@@ -24,6 +24,16 @@ pub fn fixed(x: f64, decimals: usize) -> String {
     }
 }
 
+/// A duration as a world gives it: whole seconds without decimals (`600`), a fraction as
+/// written to 6 decimals (`0.5`, not a rounded `0`).
+pub fn seconds(x: f64) -> String {
+    if x.fract() == 0.0 {
+        fixed(x, 0)
+    } else {
+        round6(x).to_string()
+    }
+}
+
 /// `x` with `decimals` digits and `,` between thousands: `12,184.3`.
 pub fn thousands(x: f64, decimals: usize) -> String {
     let text = fixed(x, decimals);

@@ -73,7 +73,7 @@ fn facts(report: &Report) -> String {
         plural(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
         super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
-        fixed(w.horizon_s, 0),
+        super::format::seconds(w.horizon_s),
         report.sweep.rng,
         w.hash
     )
