@@ -162,11 +162,20 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
     lines.retain(|l| !l.trim().is_empty());
     let knee = view.analysis.knee.level;
     let explanation = match view.best_level() {
-        Some(level) if level == knee && view.analysis.knee.finding == Finding::NoKnee => format!(
-            "  the fallback level ({}) is also the best operating point for the objective, but \
-             it is not a measured knee: rerun with lower levels to find one.",
-            view.spell(knee)
-        ),
+        Some(level) if level == knee && view.analysis.knee.finding == Finding::NoKnee => {
+            let remedy = match unmeasured_first_step(view) {
+                Some(_) => format!(
+                    "no run finished at {}; give the runs more budget or add levels between",
+                    view.spell(1)
+                ),
+                None => "rerun with lower levels to find one".to_string(),
+            };
+            format!(
+                "  the fallback level ({}) is also the best operating point for the objective, \
+                 but it is not a measured knee: {remedy}.",
+                view.spell(knee)
+            )
+        }
         Some(level) if level == knee => {
             "  the knee is also the best operating point: the load that keeps the measurement \
              honest is the load the objective prefers."
@@ -386,9 +395,14 @@ pub fn reasons(view: &SweepView<'_>) -> Vec<String> {
             ),
         ],
         Finding::NoKnee => vec![
-            format!(
-                "no knee in range: throughput does not rise meaningfully from {lower} to {higher}, so the range starts at or past the knee: rerun with lower levels."
-            ),
+            match unmeasured_first_step(view) {
+                Some((seed, reason)) => format!(
+                    "no knee found: no run finished at {higher} (seed {seed}: {reason}), so the first step could not be judged: give the runs more budget (--wall-budget, --memory-budget), fewer jobs, or levels between {lower} and {higher}."
+                ),
+                None => format!(
+                    "no knee in range: throughput does not rise meaningfully from {lower} to {higher}, so the range starts at or past the knee: rerun with lower levels."
+                ),
+            },
             format!(
                 "recommended {noun}: {value} (FLAGGED: the first level as a fallback, not a measured knee)."
             ),
@@ -416,6 +430,16 @@ pub fn reasons(view: &SweepView<'_>) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The first unfinished run of the second level when none of its runs finished: the first
+/// step then measured nothing, which says nothing about where the knee lies.
+fn unmeasured_first_step<'v>(view: &'v SweepView<'_>) -> Option<&'v (u64, String)> {
+    let step = view.analysis.knee.steps.first()?;
+    if step.rise.is_some() {
+        return None;
+    }
+    view.analysis.levels.get(1)?.unfinished.first()
 }
 
 /// What the extra load of a failing step bought instead of (or along with) throughput; when no

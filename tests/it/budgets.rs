@@ -344,3 +344,45 @@ fn a_run_that_outgrows_its_share_stops_as_out_of_memory_through_the_binary() {
     assert!(first.contains("after 0 jobs done"), "{first}");
     assert_eq!(Some(first), reason(&again));
 }
+
+/// A knee sweep whose second level runs out of memory (64 workers do 64 times the retries of
+/// one within the horizon) measured nothing there: the flagged fallback must say so, not tell
+/// the user to try lower levels.
+#[test]
+fn a_second_level_that_never_finished_is_not_read_as_a_flat_curve() {
+    let dir = scratch_dir("budget-knee");
+    let file = dir.join("storm.toml");
+    let world = RETRY_STORM
+        .replace("horizon_s = 1e9", "horizon_s = 500")
+        .replace("capacity = 8", "capacity = 1000")
+        .replace("error_rate = 1.0", "error_rate = 0.9");
+    std::fs::write(&file, world).unwrap();
+    let out = simbench(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--algorithm",
+        "backoff",
+        "--concurrency",
+        "1,64",
+        "--rng",
+        "reference",
+        "--memory-budget",
+        "32M",
+        "--seeds",
+        "2",
+        "--threads",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "no knee found: no run finished at concurrency 64 (seed 20260917: out_of_memory"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("rerun with lower levels"), "{text}");
+    assert!(
+        text.contains("not a measured knee: no run finished at concurrency 64"),
+        "{text}"
+    );
+}
