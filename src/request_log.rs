@@ -27,6 +27,11 @@ pub struct Entry {
     /// When the request was sent, in seconds from any fixed origin (a simulation's start, the
     /// Unix epoch). Required.
     pub start_s: f64,
+    /// For a job's first request: when the job arrived, if the client's own queue (a free
+    /// slot, a lease, a pacer) held it before `start_s`; same clock, <= `start_s`. A trace
+    /// replays the job at this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrived_s: Option<f64>,
     /// When its answer (or the client's giving up) came, on the same clock; >= `start_s`.
     /// Required.
     pub end_s: f64,
@@ -204,6 +209,7 @@ pub fn entry(world: &World, record: &TraceRecord) -> Entry {
     let tokens = world.tokens().is_some();
     Entry {
         start_s: record.at_s,
+        arrived_s: record.arrived_s,
         end_s: record.end_s,
         endpoint: world.endpoints()[record.resource].id.clone(),
         outcome,
@@ -322,6 +328,7 @@ mod tests {
     fn an_entry_round_trips_through_json_and_leaves_absent_fields_out() {
         let entry = Entry {
             start_s: 1.5,
+            arrived_s: None,
             end_s: 1.5,
             endpoint: "a".into(),
             outcome: EntryOutcome::RateLimited,

@@ -830,6 +830,7 @@ impl Record {
     ) -> Entry {
         Entry {
             start_s: self.start_s,
+            arrived_s: None,
             end_s: end_s.max(self.start_s),
             endpoint: self.endpoint.clone(),
             outcome,

@@ -98,19 +98,26 @@ impl Replay {
     pub fn from_log(source: &str, log: &Log, speed: f64) -> Option<Replay> {
         let requests = &log.segments.first()?.requests;
         let mut index: BTreeMap<u64, u32> = BTreeMap::new();
-        let mut arrivals_s = Vec::new();
+        // Each job's arrival and id, in the order of their first requests.
+        let mut jobs: Vec<(f64, u64)> = Vec::new();
         let mut sizes: BTreeMap<(u32, u32, u32), (f64, f64)> = BTreeMap::new();
         for r in requests {
+            // A job the client's queue held arrived before its first request was sent.
+            let arrival = if r.arrived.is_finite() {
+                r.arrived
+            } else {
+                r.start
+            };
             let job = if r.job != u64::MAX {
                 *index.entry(r.job).or_insert_with(|| {
-                    arrivals_s.push(r.start / speed);
-                    (arrivals_s.len() - 1) as u32
+                    jobs.push((arrival, r.job));
+                    (jobs.len() - 1) as u32
                 })
             } else if r.hedge || (r.attempt != NONE_ID && r.attempt > 1) {
                 continue; // a retry or a copy of a job already counted
             } else {
-                arrivals_s.push(r.start / speed);
-                (arrivals_s.len() - 1) as u32
+                jobs.push((arrival, u64::MAX));
+                (jobs.len() - 1) as u32
             };
             let id = |x: u32| if x == NONE_ID { 0 } else { x };
             let entry = sizes
@@ -123,13 +130,28 @@ impl Replay {
                 entry.1 = r.output;
             }
         }
-        if arrivals_s.is_empty() {
+        if jobs.is_empty() {
             return None;
         }
-        let sizes: Vec<_> = sizes
+        // Jobs are numbered in order of arrival (ties by their logged id, then by their first
+        // request), which can differ from the order of their first requests when the client's
+        // queue did not serve them first come, first served.
+        let mut order: Vec<u32> = (0..jobs.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (jobs[a as usize], jobs[b as usize]);
+            x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)).then(a.cmp(&b))
+        });
+        let mut renumber = vec![0u32; jobs.len()];
+        for (new, &old) in order.iter().enumerate() {
+            renumber[old as usize] = new as u32;
+        }
+        let arrivals_s: Vec<f64> = order.iter().map(|&j| jobs[j as usize].0 / speed).collect();
+        let mut sizes: Vec<_> = sizes
             .into_iter()
             .filter(|(_, (input, _))| input.is_finite())
+            .map(|((job, step, call), size)| ((renumber[job as usize], step, call), size))
             .collect();
+        sizes.sort_by_key(|(key, _)| *key);
         let digest = digest(&arrivals_s, &sizes);
         Some(Replay {
             source: source.to_owned(),
@@ -220,6 +242,26 @@ mod tests {
         assert_eq!(replay.digest, same.digest);
         let faster = Replay::from_log("t.jsonl", &log, 4.0).expect("jobs");
         assert_ne!(replay.digest, faster.digest);
+    }
+
+    /// A job the client's queue held arrives at its `arrived_s`, and jobs are numbered in order
+    /// of arrival even when the queue sent them in another order; the origin is the earliest
+    /// arrival.
+    #[test]
+    fn queued_jobs_arrive_when_they_arrived_not_when_they_were_sent() {
+        let mut log = Log::default();
+        log.push_segment(
+            "q.jsonl",
+            [
+                r#"{"start_s":10.0,"end_s":11.0,"endpoint":"a","outcome":"ok","input_tokens":5,"job":4,"step":0,"attempt":1,"call":0}"#,
+                r#"{"start_s":12.0,"arrived_s":9.0,"end_s":13.0,"endpoint":"a","outcome":"ok","input_tokens":7,"job":3,"step":0,"attempt":1,"call":0}"#,
+            ]
+            .map(entry),
+        );
+        let replay = Replay::from_log("q.jsonl", &log, 1.0).expect("jobs");
+        assert_eq!(replay.arrivals_s, vec![0.0, 1.0]);
+        assert_eq!(replay.size(0, 0, 0).unwrap().0, 7.0, "job 3 arrived first");
+        assert_eq!(replay.size(1, 0, 0).unwrap().0, 5.0);
     }
 
     #[test]

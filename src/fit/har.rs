@@ -223,6 +223,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Result<Entry, String> {
     let (outcome, error) = outcome_of(status, retry_after_s.is_some());
     Ok(Entry {
         start_s,
+        arrived_s: None,
         end_s: start_s + e.time / 1000.0,
         endpoint: endpoint_of(&e.request.url),
         outcome,

@@ -355,6 +355,7 @@ mod tests {
     fn request(start: f64, outcome: EntryOutcome, error: Option<ErrorKind>) -> Request {
         Request {
             start,
+            arrived: f64::NAN,
             end: start,
             endpoint: 0,
             outcome,

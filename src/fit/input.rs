@@ -49,6 +49,9 @@ pub const NONE_ID: u32 = u32::MAX;
 pub struct Request {
     /// Sent \[s\], on the log's own clock.
     pub start: f64,
+    /// A job's first request: when the job arrived, if the client's queue held it \[s\];
+    /// `NaN` when absent.
+    pub arrived: f64,
     /// Ended \[s\].
     pub end: f64,
     /// Index into [`Log::endpoints`].
@@ -269,10 +272,18 @@ impl SegmentBuilder<'_> {
         }
         // Times count from the file's first request, so logs on any clock (a simulation's,
         // the Unix epoch) line up with each other and with a world's time 0.
+        // A job that waited in the client's queue arrived before its first request was sent.
         let origin = self.segment.requests.first().map_or(0.0, |r| r.start);
+        let origin = self
+            .segment
+            .requests
+            .iter()
+            .filter(|r| r.arrived.is_finite())
+            .fold(origin, |o, r| o.min(r.arrived));
         if origin != 0.0 {
             for r in &mut self.segment.requests {
                 r.start -= origin;
+                r.arrived -= origin;
                 r.end -= origin;
             }
             for sample in self.segment.headers.values_mut().flatten() {
@@ -353,6 +364,7 @@ fn compact(entry: &Entry, endpoint: u32) -> Request {
     let id = |x: Option<u32>| x.unwrap_or(NONE_ID);
     Request {
         start: entry.start_s,
+        arrived: nan(entry.arrived_s),
         end: entry.end_s,
         endpoint,
         outcome: entry.outcome,
@@ -746,7 +758,36 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
             "is empty; name the endpoint or deployment".into(),
         ));
     }
-    for (name, t) in [("start_s", e.start_s), ("end_s", e.end_s)] {
+    if let Some(arrived) = e.arrived_s {
+        finite("arrived_s", arrived)?;
+        if arrived > e.start_s {
+            return Err((
+                "arrived_s",
+                format!(
+                    "the job arrives ({arrived}) after its request was sent ({}); arrived_s is \
+                     when the client's queue took the job, at or before start_s",
+                    e.start_s
+                ),
+            ));
+        }
+        let later = e.step.is_some_and(|s| s > 0)
+            || e.attempt.is_some_and(|a| a > 1)
+            || e.call.is_some_and(|c| c > 0)
+            || e.hedge;
+        if later {
+            return Err((
+                "arrived_s",
+                "is only for a job's first request (step 0, attempt 1, call 0, not a hedge); \
+                 leave it out of the others"
+                    .into(),
+            ));
+        }
+    }
+    for (name, t) in [
+        ("start_s", e.start_s),
+        ("end_s", e.end_s),
+        ("arrived_s", e.arrived_s.unwrap_or(0.0)),
+    ] {
         if t.abs() > MAX_TIME_S {
             return Err((
                 name,
@@ -947,5 +988,12 @@ mod tests {
         let e = error(r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"fine"}"#);
         assert_eq!(e.field.as_deref(), Some("outcome"));
         assert!(e.message.contains("rate_limited"), "{e}");
+        let e = error(r#"{"start_s":1,"arrived_s":2,"end_s":3,"endpoint":"a","outcome":"ok"}"#);
+        assert_eq!(e.field.as_deref(), Some("arrived_s"));
+        assert!(e.message.contains("after its request was sent"), "{e}");
+        let e = error(
+            r#"{"start_s":1,"arrived_s":0,"end_s":3,"endpoint":"a","outcome":"ok","attempt":2}"#,
+        );
+        assert!(e.message.contains("only for a job's first request"), "{e}");
     }
 }

@@ -292,6 +292,7 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
     let ok = outcome == EntryOutcome::Ok;
     Entry {
         start_s,
+        arrived_s: None,
         end_s,
         endpoint,
         outcome,

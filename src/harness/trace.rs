@@ -84,6 +84,9 @@ pub struct TraceRecord {
     pub cached: bool,
     /// The worker (a closed loop's worker, an open loop's slot) that sent it.
     pub worker: u32,
+    /// For a job's first request (first step, attempt and call; not a hedge copy), when the
+    /// job arrived: earlier than `at_s` when the harness's own queue held it.
+    pub arrived_s: Option<f64>,
 }
 
 /// Marks the records still in flight when the run stopped at `now`.
@@ -149,6 +152,10 @@ impl<R: RandomSource> Sim<'_, R> {
             size: worker.size,
             cached,
             worker: w as u32,
+            arrived_s: (!copy
+                && (worker.step, worker.attempt, worker.call) == (0, 1, 0)
+                && worker.job_start < self.now)
+                .then_some(worker.job_start),
         };
         let trace = self.trace.as_mut().expect("tracing");
         if self.trace_slots.len() <= w {

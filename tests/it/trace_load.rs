@@ -123,6 +123,64 @@ fn replaying_an_open_loops_own_log_reproduces_every_run() {
     }
 }
 
+/// An open loop whose jobs wait in the harness's own queue (200 slots for 1000 arrivals a
+/// second): the log's `arrived_s` carries each job's arrival, so the replay has the same queue
+/// waits, not arrivals at the first sends.
+#[test]
+fn a_queued_open_loop_replays_its_arrivals_not_its_first_sends() {
+    let dir = scratch_dir("trace-queued");
+    let world = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/harness_congestion.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("congested.toml"), world).unwrap();
+    std::fs::write(
+        dir.join("replay.toml"),
+        "extends = \"congested.toml\"\n[load]\nmodel = \"trace\"\ntrace = \"first.jsonl\"\n",
+    )
+    .unwrap();
+    let run = |world: &str, log: &str| -> Value {
+        let o = simbench(&[
+            "run",
+            dir.join(world).to_str().unwrap(),
+            "--seeds",
+            "1",
+            "--algorithms",
+            "wait",
+            "--request-log",
+            dir.join(log).to_str().unwrap(),
+            "--json",
+            "-",
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut metrics = report["runs"][0]["metrics"].clone();
+        metrics.as_object_mut().unwrap().remove("wall_s");
+        metrics
+    };
+    let original = run("congested.toml", "first.jsonl");
+    let replay = run("replay.toml", "again.jsonl");
+    assert!(
+        original["queue_wait_p99_ms"].as_f64().unwrap() > 1000.0,
+        "the harness's queue holds jobs: {}",
+        original["queue_wait_p99_ms"]
+    );
+    assert_eq!(replay, original);
+    let (a, b) = (
+        std::fs::read_to_string(dir.join("first.jsonl")).unwrap(),
+        std::fs::read_to_string(dir.join("again.jsonl")).unwrap(),
+    );
+    assert!(
+        a.contains("\"arrived_s\""),
+        "queued jobs carry their arrival"
+    );
+    assert!(
+        a == b,
+        "the replay's request log differs from the original's"
+    );
+}
+
 /// A HAR file has no job ids: each first attempt is a job.
 #[test]
 fn a_har_file_replays_one_job_per_request() {
