@@ -168,6 +168,8 @@ pub struct WorldInfo {
     pub calls_per_step: u32,
     /// Workers (after overrides).
     pub concurrency: u32,
+    /// How the jobs come ([`format::load`]): workers, or an open loop's rate.
+    pub load: String,
     /// Admission horizon \[s\] (after overrides).
     pub horizon_s: f64,
     /// Endpoint ids in world order.
@@ -208,6 +210,7 @@ impl WorldInfo {
             steps_per_job: world.steps_per_job(),
             calls_per_step: world.calls_per_step(),
             concurrency: world.concurrency(),
+            load: format::load(world),
             horizon_s: world.horizon_s(),
             endpoints: world.endpoints().iter().map(|e| e.id.clone()).collect(),
             hash: fingerprint::world_hash(world),

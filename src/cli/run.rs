@@ -654,7 +654,7 @@ fn compare(
                 world.jobs(),
                 world.steps_per_job(),
                 world.calls_per_step(),
-                world.concurrency()
+                &crate::report::format::load(&world)
             ),
             args.exec.rng.name(),
             plural(threads.min(largest.max(1) as usize), "thread"),
@@ -1146,7 +1146,7 @@ fn describe_world(out: &mut String, prefix: &str, world: &World) {
             world.jobs(),
             world.steps_per_job(),
             world.calls_per_step(),
-            world.concurrency()
+            &crate::report::format::load(world)
         ),
         world.horizon_s(),
         plural(world.endpoints().len(), "endpoint")

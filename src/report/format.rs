@@ -88,15 +88,31 @@ pub fn seeds(seeds: &[u64]) -> String {
     }
 }
 
-/// `3000 jobs × 3 steps × 2 calls, 12 workers`: a world's size, each count with its noun.
-pub fn world_size(jobs: u32, steps: u32, calls: u32, workers: u32) -> String {
+/// `3000 jobs × 3 steps × 2 calls, 12 workers`: a world's size, each count with its noun, and
+/// its load ([`load`]).
+pub fn world_size(jobs: u32, steps: u32, calls: u32, load: &str) -> String {
     format!(
-        "{} × {} × {}, {}",
+        "{} × {} × {}, {load}",
         plural(jobs as usize, "job"),
         plural(steps as usize, "step"),
         plural(calls as usize, "call"),
-        plural(workers as usize, "worker")
     )
+}
+
+/// How the jobs come: `12 workers` (a closed loop), `open loop at 4.5 jobs/s, at most 50 in
+/// flight`, or `trace replay`: an open loop's `concurrency` is not used, so it is not shown.
+pub fn load(world: &crate::world::World) -> String {
+    use crate::world::Load;
+    let cap = |m: Option<u32>| m.map_or(String::new(), |m| format!(", at most {m} in flight"));
+    match world.load() {
+        Load::Closed { .. } => plural(world.concurrency() as usize, "worker"),
+        Load::Open {
+            rate_per_s,
+            max_in_flight,
+            ..
+        } => format!("open loop at {rate_per_s} jobs/s{}", cap(*max_in_flight)),
+        Load::Trace { max_in_flight, .. } => format!("trace replay{}", cap(*max_in_flight)),
+    }
 }
 
 #[cfg(test)]
@@ -117,5 +133,26 @@ mod tests {
         assert_eq!(decimals("ms"), 2);
         assert_eq!(decimals("requests"), 1);
         assert_eq!(decimals("jobs/s"), 4);
+    }
+
+    /// An open loop's unused `concurrency` is not reported as its workers.
+    #[test]
+    fn the_load_says_how_jobs_come() {
+        let base = "name = \"w\"\nsummary = \"s\"\nconcurrency = 12\n\
+                    [[endpoints]]\nid = \"a\"\ncapacity = 2\nlatency = { median_s = 0.1 }\n";
+        let world = |load: &str| {
+            crate::compile::load("w.toml", format!("{base}{load}").as_bytes()).expect("valid")
+        };
+        assert_eq!(load(&world("")), "12 workers");
+        assert_eq!(
+            load(&world("[load]\nmodel = \"open\"\nrate_per_s = 4.5\n")),
+            "open loop at 4.5 jobs/s"
+        );
+        assert_eq!(
+            load(&world(
+                "[load]\nmodel = \"open\"\nrate_per_s = 1000\nmax_in_flight = 50\n"
+            )),
+            "open loop at 1000 jobs/s, at most 50 in flight"
+        );
     }
 }

@@ -72,7 +72,7 @@ fn facts(report: &Report) -> String {
         "{} {} · {} · horizon {} s simulated · rng {} · world {}",
         plural(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
-        super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
+        super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, &w.load),
         super::format::seconds(w.horizon_s),
         report.sweep.rng,
         w.hash

@@ -52,7 +52,7 @@ pub fn render_rows(report: &Report, choice: &MetricChoice) -> String {
         "{} {} · {} · horizon {} s simulated · wall {} s · world `{}`\n\n",
         plural(report.sweep.seeds.len(), "seed"),
         seeds(&report.sweep.seeds),
-        super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
+        super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, &w.load),
         super::format::seconds(w.horizon_s),
         fixed(report.sweep.wall_s, 1),
         w.hash

@@ -387,7 +387,7 @@ pub(super) fn notes(report: &Report, winner: &str) -> Vec<String> {
             w.name,
             plural(report.sweep.seeds.len(), "seed"),
             seeds(&report.sweep.seeds),
-            super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, w.concurrency),
+            super::format::world_size(w.jobs, w.steps_per_job, w.calls_per_step, &w.load),
             super::format::seconds(w.horizon_s),
             fixed(report.sweep.wall_s, 1),
             w.hash
