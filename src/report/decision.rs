@@ -336,7 +336,14 @@ impl Decision {
                 text
             }
             Outcome::Alone { pick } => {
-                format!("pick {pick}: the only strategy that meets every constraint")
+                let why = if !self.breaches.is_empty() {
+                    "the only one that meets every constraint"
+                } else if !self.left_out.is_empty() {
+                    "the only one judged"
+                } else {
+                    "the only one compared"
+                };
+                format!("pick {pick}: {why}")
             }
             Outcome::Undecided { levels } => undecided(levels, &level),
             Outcome::Nothing if self.breaches.is_empty() => {
@@ -729,7 +736,13 @@ mod tests {
         };
         let d = judge(&objective, &runs);
         assert_eq!(d.outcome, Outcome::Alone { pick: "b".into() });
+        assert_eq!(
+            d.headline(),
+            "pick b: the only one that meets every constraint"
+        );
         assert_eq!(d.breaches.len(), 1);
+        let one = judge(&Objective::default(), &runs[..1]);
+        assert_eq!(one.headline(), "pick a: the only one compared");
         let (name, broken) = &d.breaches[0];
         assert_eq!(name, "a");
         assert!((broken[0].mean.unwrap() - 0.233_333).abs() < 1e-5);

@@ -9,7 +9,7 @@ use crate::text::plural;
 pub fn decimals(unit: &str) -> usize {
     match unit {
         "s" | "ms" => 2,
-        "jobs" | "requests" | "attempts" | "leases" => 1,
+        "jobs" | "requests" | "attempts" | "leases" | "tokens" => 1,
         _ => 4,
     }
 }
@@ -132,6 +132,7 @@ mod tests {
         assert_eq!(seeds(&[5]), "5");
         assert_eq!(decimals("ms"), 2);
         assert_eq!(decimals("requests"), 1);
+        assert_eq!(decimals("tokens"), 1);
         assert_eq!(decimals("jobs/s"), 4);
     }
 
