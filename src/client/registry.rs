@@ -114,7 +114,7 @@ const STICKY_PARAMS: &[ParamInfo] = &[ParamInfo {
     min: 0.0,
     max: 1e6,
     integer: false,
-    meaning: "How long a call waits for the resource its attempt used before falling back to any free one; 0, the reference's value, falls back at once.",
+    meaning: "Meant as how long a call waits for the resource its attempt used before falling back to any free one (0, the reference's value: at once). It never acts: an attempt's next call starts at the instant its previous call's success gave that resource back, READY with a free slot (or REVOKED, which falls back at once), so every value runs as 0 does.",
 }];
 
 const QUOTA_AWARE_PARAMS: &[ParamInfo] = &[

@@ -358,6 +358,45 @@ fn algorithms_a_timed_wait_on_a_dead_world_ends_instead_of_stalling() {
     assert_eq!(timed.outcome, simbench::harness::Outcome::Ok);
 }
 
+/// `sticky.fallback_after_s` changes no run, however contended the world: an attempt's next
+/// call acquires at the instant its previous call's success released the preferred resource, so
+/// that resource is always READY with a free slot and the fallback wait is never reached. (Two
+/// endpoints of one slot each, 40 workers, four calls a step, 20 % errors: QA's probe.) If this
+/// fails, the engine now lets the preferred resource be taken between calls, and the parameter's
+/// `meaning` in the registry must say when it acts.
+#[test]
+fn algorithms_sticky_fallback_delay_never_changes_a_run() {
+    let world = |fallback_after_s: f64| {
+        let endpoint = |id: &str| {
+            format!(
+                "[[endpoints]]\nid = \"{id}\"\ncapacity = 1\n\
+                 latency = {{ median_s = 0.5, sigma = 0.5 }}\n\
+                 failures = {{ error_rate = 0.2, storm_rate = 0.0 }}\n"
+            )
+        };
+        let text = format!(
+            "name = \"sticky_probe\"\nsummary = \"Two one-slot endpoints, 40 workers.\"\n\
+             jobs = 200\nconcurrency = 40\nsteps_per_job = 2\ncalls_per_step = 4\n\
+             [cycle]\nperiod_s = 0.0\n[algorithms.sticky]\nfallback_after_s = {fallback_after_s}\n\
+             {}{}",
+            endpoint("a"),
+            endpoint("b")
+        );
+        compile::load("sticky_probe.toml", text.as_bytes()).expect("valid")
+    };
+    let at_once = run_configured(&world(0.0), "sticky");
+    let metrics = at_once.metrics.as_ref().expect("finished");
+    // The world is contended: calls do wait for a lease, and calls fail.
+    assert!(metrics.get(simbench::metrics::Metric::AcquireWaitP99Ms) > 0.0);
+    assert!(at_once.endpoints.iter().all(|e| e.pool.failed > 0));
+    for fallback_after_s in [1.0, 30.0, 1e6] {
+        let patient = run_configured(&world(fallback_after_s), "sticky");
+        assert_eq!(patient.metrics, at_once.metrics, "{fallback_after_s}");
+        assert_eq!(patient.endpoints, at_once.endpoints, "{fallback_after_s}");
+        assert_eq!(patient.events, at_once.events, "{fallback_after_s}");
+    }
+}
+
 /// A shared report says what each configured algorithm was: the table's notes and the JSON name
 /// the strategy behind a variant and every parameter set off its default.
 #[test]

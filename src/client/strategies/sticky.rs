@@ -2,8 +2,16 @@
 //!
 //! The affinity lives for one step attempt (a retry starts without one). When the preferred
 //! resource is busy the reference falls back at once to `wait` on any resource;
-//! `fallback_after_s` makes the call wait that long for the preferred one first (worth it where
-//! the preferred endpoint holds the job's context in a cache), unless it is DEAD or REVOKED.
+//! `fallback_after_s` makes the call wait that long for the preferred one first, unless it is
+//! DEAD or REVOKED.
+//!
+//! In the harness that wait is never reached, so `fallback_after_s` has no effect on a run: an
+//! attempt only carries an affinity past a success (any failure ends the attempt), and the next
+//! call acquires at the instant that success was reported and its lease released, synchronously.
+//! The success made the resource READY (a REVOKED one stays REVOKED and is left at once) and
+//! freed a slot nobody else could take in between, so the preferred select always leases. The
+//! unit test below reaches the wait by building a DEGRADED preferred resource by hand;
+//! `tests/it/algorithms.rs` pins the inertness in a run.
 
 use crate::client::params::Params;
 use crate::client::pool::{Filter, Pool, Scope, Score, State};
