@@ -173,7 +173,8 @@ pub enum Score {
     /// No score: least-busy with round-robin among equals.
     None,
     /// `quota_aware`: largest remaining quota share, then largest remaining; shares at or below
-    /// `reserve` are pushed down by `penalty`.
+    /// `reserve` are pushed down by `penalty` (which reorders them only against resources
+    /// without a quota, scored −100: see `QuotaAware`).
     Quota {
         /// Share of the quota kept in reserve.
         reserve: f64,

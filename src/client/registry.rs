@@ -125,7 +125,7 @@ const QUOTA_AWARE_PARAMS: &[ParamInfo] = &[
         min: 0.0,
         max: 1.0,
         integer: false,
-        meaning: "Share of a quota kept in reserve: a resource at or below it is used last.",
+        meaning: "Share of its declared quota at or below which a resource's share is lowered by `penalty`. Resources with a quota rank by share anyway, so this reorders none of them; it only decides when one drops below the resources without a quota (score −100), which takes a `penalty` above 100 plus its share.",
     },
     ParamInfo {
         name: "penalty",
@@ -134,7 +134,7 @@ const QUOTA_AWARE_PARAMS: &[ParamInfo] = &[
         min: 0.0,
         max: 1000.0,
         integer: false,
-        meaning: "How far a resource inside its reserve is pushed down the ranking.",
+        meaning: "Subtracted from the share of a resource inside its reserve. It never reorders resources with a quota (every share inside the reserve is already below every share outside it); a resource with share s inside it ranks below those without a quota once s − penalty < −100: at the reference's 10, only after its usage passes 91 times its `quota_units`.",
     },
 ];
 

@@ -136,8 +136,9 @@ fn bursty_set(sets: &[&str]) -> World {
 }
 
 /// `--set algorithms.<name>.<param>` reaches the strategy. (quota_aware's `reserve` is checked
-/// to arrive; its effect is not asserted, because on bursty at this size no endpoint's share
-/// of quota falls near 0.2, so the ranking it reorders never changes.)
+/// to arrive; its effect is not asserted, because every bursty endpoint declares a quota and
+/// `reserve` never reorders those: see
+/// `algorithms_quota_reserve_and_penalty_act_only_beside_an_endpoint_without_a_quota`.)
 #[test]
 fn algorithms_set_reaches_a_parameter() {
     let plain = bursty_set(&[]);
@@ -395,6 +396,58 @@ fn algorithms_sticky_fallback_delay_never_changes_a_run() {
         assert_eq!(patient.endpoints, at_once.endpoints, "{fallback_after_s}");
         assert_eq!(patient.events, at_once.events, "{fallback_after_s}");
     }
+}
+
+/// One worker sends `jobs` one-call jobs, one at a time, to a metered endpoint declaring
+/// `quota_units` beside one declaring `free_quota` (none when empty); `quota_aware` with `params`.
+/// Returns the leases each endpoint took.
+fn quota_leases(jobs: u32, quota_units: u32, free_quota: &str, params: &str) -> [u64; 2] {
+    let constant = "latency = { distribution = \"constant\", mean_s = 1.0, tail_rate = 0.0 }\n\
+                    failures = { error_rate = 0.0, storm_rate = 0.0 }\n";
+    let text = format!(
+        "name = \"quota_mixed\"\nsummary = \"A declared quota beside none.\"\njobs = {jobs}\n\
+         concurrency = 1\nsteps_per_job = 1\ncalls_per_step = 1\n[cycle]\nperiod_s = 0.0\n\
+         [algorithms.quota_aware]\n{params}\n\
+         [[endpoints]]\nid = \"metered\"\ncapacity = 1\nquota_units = {quota_units}\n{constant}\
+         rate_limit = {{ per_window = 1000000, window_s = 60.0 }}\n\
+         [[endpoints]]\nid = \"free\"\ncapacity = 1\n{free_quota}\n{constant}\
+         rate_limit = {{ per_window = 1000000, window_s = 60.0 }}\n"
+    );
+    let world = compile::load("quota_mixed.toml", text.as_bytes()).expect("valid");
+    let result = run_configured(&world, "quota_aware");
+    assert_eq!(result.outcome, simbench::harness::Outcome::Ok);
+    [
+        result.endpoints[0].pool.leases,
+        result.endpoints[1].pool.leases,
+    ]
+}
+
+/// `quota_aware`'s `reserve` and `penalty` only ever move a resource with a quota against one
+/// without (score −100): among resources with quotas the ranking is by share whatever they are.
+#[test]
+fn algorithms_quota_reserve_and_penalty_act_only_beside_an_endpoint_without_a_quota() {
+    // Both declare a quota: the most extreme values run as the defaults do.
+    let both = |params| quota_leases(100, 20, "quota_units = 200", params);
+    assert_eq!(both(""), both("reserve = 1.0\npenalty = 1000.0"));
+    assert_eq!(both(""), both("reserve = 0.0\npenalty = 0.0"));
+    // Beside one without a quota, the reference's penalty of 10 never sends a call there while
+    // the quota is not overspent, with or without the penalty ...
+    let mixed = |params| quota_leases(100, 20, "", params);
+    assert_eq!(mixed(""), [100, 0]);
+    assert_eq!(mixed("penalty = 0.0"), [100, 0]);
+    // ... a penalty above 100 leaves the metered endpoint once its share left is at or below
+    // the reserve: after 19 of its 20 units at 5 %, 10 at 50 %, 20 (all) at 0. A larger reserve
+    // uses it less.
+    assert_eq!(mixed("penalty = 200.0"), [19, 81]);
+    assert_eq!(mixed("reserve = 0.5\npenalty = 200.0"), [10, 90]);
+    assert_eq!(mixed("reserve = 0.0\npenalty = 200.0"), [20, 80]);
+    // Overspent (usage is counted, the provider does not hold the client to `quota_units`): a
+    // share of 1 − k after k successes on a quota of 1 falls under −100 + penalty, so the
+    // reference's penalty of 10 leaves after 91 successes, none after 101. A larger penalty
+    // uses it less.
+    let overspent = |params| quota_leases(200, 1, "", params);
+    assert_eq!(overspent("penalty = 0.0"), [101, 99]);
+    assert_eq!(overspent(""), [91, 109]);
 }
 
 /// A shared report says what each configured algorithm was: the table's notes and the JSON name

@@ -7,6 +7,12 @@ use crate::client::strategy::{Acquire, AttemptState, CallState, Dice, Strategy, 
 /// Scores each resource by (share of quota left, quota left), pushing shares at or below the
 /// reserve down by a penalty; ties go to the least busy. Usage counts successes only and never
 /// refills. When nothing is free it waits with the default (unscored) selection.
+///
+/// The penalty is the same for every share inside the reserve, and those shares are already
+/// below every share outside it, so `reserve` and `penalty` never reorder resources that declare
+/// a quota. They only move such a resource against those without one, which score −100: it
+/// ranks below them once its share less the penalty falls under −100 (a penalty above 100 plus
+/// the share, or at the reference's 10 a share under −90: usage past 91 times the quota).
 #[derive(Debug)]
 pub struct QuotaAware {
     reserve: f64,
