@@ -93,7 +93,9 @@ pub struct RunArgs {
     )]
     pub window_s: f64,
     /// The run `--request-log` records: `ALGORITHM` or `ALGORITHM:SEED` (a seed of this run, as
-    /// the CSV's seed column shows it) [default: the verdict's pick, the first seed].
+    /// the CSV's seed column shows it) [default: the verdict's pick (with no decision, the
+    /// strategy it leads with after its tie-breaks; with no leader, the first algorithm), the
+    /// first seed].
     #[arg(long, value_name = "ALGORITHM[:SEED]", requires = "request_log")]
     pub log_run: Option<String>,
     /// Comma-separated metrics for the table [default: the objective's and a few key ones].
@@ -390,10 +392,23 @@ pub fn main(args: &RunArgs) -> u8 {
         return super::EXIT_ERROR;
     };
     let traced = logged.map(|(name, seed)| {
-        let name = name.unwrap_or_else(|| {
-            let leader = report.decision.leader();
-            leader.unwrap_or(&algorithms[0]).to_owned()
-        });
+        // Without --log-run: the pick, else the leader of an undecided verdict, else the first.
+        let picked = matches!(
+            report.decision.outcome,
+            crate::report::decision::Outcome::Decided { .. }
+                | crate::report::decision::Outcome::Alone { .. }
+        );
+        let (name, why) = match name {
+            Some(name) => (name, ""),
+            None => match report.decision.leader() {
+                Some(leader) if picked => (leader.to_owned(), ""),
+                Some(leader) => (leader.to_owned(), " (the verdict's leader; it picked none)"),
+                None => (
+                    algorithms[0].clone(),
+                    " (the first algorithm; the verdict has no leader)",
+                ),
+            },
+        };
         let origin = now();
         let clock = move || origin.elapsed().as_secs_f64();
         let result = sweep::traced(
@@ -406,7 +421,7 @@ pub fn main(args: &RunArgs) -> u8 {
         .expect("algorithm names are checked before the runs");
         if !args.exec.quiet {
             errln!(
-                "simbench: request log of {} seed {seed}: {} ({})",
+                "simbench: request log of {} seed {seed}{why}: {} ({})",
                 crate::text::escape(&name),
                 plural(result.trace.len(), "request"),
                 result.outcome.name()
