@@ -61,6 +61,9 @@ fn check_bytes<'b>(origin: &str, bytes: &'b [u8]) -> Result<&'b str, Box<(Source
         );
         return Err(Box::new((source, f)));
     }
+    // A byte-order mark (editors on Windows write one) is not content: without it, columns on
+    // the first line count as an editor shows them.
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     std::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
         let text = String::from_utf8_lossy(bytes).into_owned();
