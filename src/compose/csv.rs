@@ -141,9 +141,10 @@ fn expand_table(
     let id = sources.len();
     let text = match check_text(&shown, &bytes) {
         Ok(text) => text,
-        Err(f) => {
-            sources.push(Source::new(shown, String::new()));
-            return Err(f);
+        Err(failed) => {
+            let (source, f) = *failed;
+            sources.push(source);
+            return Err(Box::new(f));
         }
     };
     sources.push(Source::new(shown.clone(), text));
@@ -186,11 +187,12 @@ fn row_help() -> String {
         .into()
 }
 
-/// The size limit and UTF-8; a finding on the empty source pushed in its place otherwise.
-fn check_text(shown: &str, bytes: &[u8]) -> Result<String, Box<Finding>> {
+/// The size limit and UTF-8; otherwise a finding and the source it is located in, pushed in the
+/// file's place (empty for a file too large, the text as far as it reads for one not UTF-8).
+fn check_text(shown: &str, bytes: &[u8]) -> Result<String, Box<(Source, Finding)>> {
     let empty = Source::new(shown.to_owned(), String::new());
     if bytes.len() > MAX_CSV_BYTES {
-        return Err(Box::new(finding(
+        let f = finding(
             &empty,
             0..0,
             &[],
@@ -200,20 +202,29 @@ fn check_text(shown: &str, bytes: &[u8]) -> Result<String, Box<Finding>> {
             ),
             "file starts here".into(),
             Some("a quantile table needs at most 100,000 rows; thin the table".into()),
-        )));
+        );
+        return Err(Box::new((empty, f)));
     }
     String::from_utf8(bytes.to_vec()).map_err(|e| {
-        Box::new(finding(
-            &empty,
-            0..0,
+        let at = e.utf8_error().valid_up_to();
+        // The lossy text has the same prefix, then U+FFFD (3 bytes) for the bad sequence.
+        let source = Source::new(
+            shown.to_owned(),
+            String::from_utf8_lossy(bytes).into_owned(),
+        );
+        let span = at..(at + 3).min(source.text.len());
+        let f = finding(
+            &source,
+            span,
             &[],
             format!(
-                "the quantile file `{shown}` is not UTF-8 (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
+                "the quantile file `{shown}` is not UTF-8 (invalid byte 0x{:02x})",
+                bytes[at]
             ),
             "not UTF-8".into(),
             Some("save the CSV as UTF-8 text".into()),
-        ))
+        );
+        Box::new((source, f))
     })
 }
 
