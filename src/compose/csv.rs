@@ -250,10 +250,11 @@ fn parse_points(source: &Source, id: usize, key_path: &[Seg]) -> Result<Vec<Node
             continue;
         }
         let fields = split_fields(line, start);
+        // Column names have letters: `0;0.1` is a row with the wrong separator, not a header.
         let header = first_row
             && fields
                 .iter()
-                .all(|(t, _)| t.parse::<f64>().is_err() && !t.is_empty());
+                .all(|(t, _)| t.parse::<f64>().is_err() && t.chars().any(char::is_alphabetic));
         first_row = false;
         if header {
             continue;
@@ -269,9 +270,21 @@ fn parse_points(source: &Source, id: usize, key_path: &[Seg]) -> Result<Vec<Node
             ))
         };
         if fields.len() != 2 {
+            let separator = [';', '\t', '|']
+                .into_iter()
+                .find(|c| fields.len() == 1 && line.contains(*c))
+                .map_or(String::new(), |c| {
+                    format!(
+                        ": it is separated by `{}`, not by a comma",
+                        c.escape_default()
+                    )
+                });
             return Err(bad(
                 start..start + line.len(),
-                format!("a row has {}, not 2", plural(fields.len(), "field")),
+                format!(
+                    "a row has {}, not 2{separator}",
+                    plural(fields.len(), "field")
+                ),
                 "expected `quantile,value`",
             ));
         }
