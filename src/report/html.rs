@@ -668,6 +668,7 @@ pub fn render_sweep(view: &SweepView<'_>) -> String {
     for line in super::sweep::reasons(view)
         .into_iter()
         .chain(super::sweep::operating_point(view))
+        .chain(super::sweep::run_notes(view))
     {
         let _ = write!(out, "<li>{}</li>", escape(line.trim_start()));
     }

@@ -333,6 +333,14 @@ fn notes(view: &SweepView<'_>) -> Vec<String> {
             SERVICE_JUMP,
         ),
     ];
+    lines.extend(run_notes(view));
+    lines
+}
+
+/// One line per level with invalid or stalled runs, and one per unfinished run: what the
+/// level's figures leave out or count only in part.
+pub fn run_notes(view: &SweepView<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
     for (i, level) in view.analysis.levels.iter().enumerate() {
         if let Some((_, first)) = level.invalid.first() {
             lines.push(format!(

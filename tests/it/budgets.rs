@@ -357,6 +357,7 @@ fn a_second_level_that_never_finished_is_not_read_as_a_flat_curve() {
         .replace("capacity = 8", "capacity = 1000")
         .replace("error_rate = 1.0", "error_rate = 0.9");
     std::fs::write(&file, world).unwrap();
+    let page = dir.join("sweep.html");
     let out = simbench(&[
         "sweep",
         file.to_str().unwrap(),
@@ -372,7 +373,17 @@ fn a_second_level_that_never_finished_is_not_read_as_a_flat_curve() {
         "2",
         "--threads",
         "1",
+        "--html",
+        page.to_str().unwrap(),
     ]);
+    // The page lists the unfinished runs too, as the table's notes do.
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("<li>unfinished at concurrency 64: seed")
+            .count(),
+        2,
+        "{html}"
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
