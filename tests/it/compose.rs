@@ -315,6 +315,37 @@ fn compose_a_switched_shape_ignores_the_bases_leftovers() {
     );
 }
 
+/// Switching away from a latency from tokens drops the base's token keys like any other
+/// shape's; a token key the switching layer writes itself is still an error.
+#[test]
+fn compose_a_switch_away_from_tokens_ignores_the_bases_token_keys() {
+    let base = "name = \"b\"\nsummary = \"s\"\n[tokens]\n\
+                input = { distribution = \"constant\", value = 1000 }\n\
+                output = { distribution = \"constant\", value = 200 }\nmax_tokens = 400\n\
+                [[endpoints]]\nid = \"x\"\ncapacity = 1\nlatency = { distribution = \"tokens\", \
+                ttft_s = 0.4, ttft_load = 0.5, decode_tokens_per_s = 60 }\n";
+    let switched = "extends = \"base.toml\"\n[[endpoints]]\nid = \"x\"\n\
+                    latency = { distribution = \"constant\", mean_s = 1.0 }\n";
+    let files = [("base.toml", base), ("main.toml", switched)];
+    let w = load_from(&files, "main.toml", &[]).unwrap_or_else(|e| panic!("{}", e.render_plain()));
+    assert_eq!(w.endpoints()[0].latency.mean_s, 1.0);
+    // An override switching the shape counts as a later layer too.
+    let files = [
+        ("base.toml", base),
+        ("main.toml", "extends = \"base.toml\"\n"),
+    ];
+    let set = ["endpoints.x.latency.distribution=\"lognormal\""];
+    load_from(&files, "main.toml", &set).unwrap_or_else(|e| panic!("{}", e.render_plain()));
+    let wrong = "extends = \"base.toml\"\n[[endpoints]]\nid = \"x\"\n\
+                 latency = { distribution = \"lognormal\", ttft_s = 1.0 }\n";
+    let files = [("base.toml", base), ("main.toml", wrong)];
+    let errors = load_from(&files, "main.toml", &[]).expect_err("stray");
+    assert_eq!(
+        where_(&errors),
+        ["main.toml:4:41: `ttft_s` is only used by `distribution = \"tokens\"`"]
+    );
+}
+
 #[test]
 fn compose_without_a_reader_extends_is_reported() {
     let errors = compile::load("x.toml", b"extends = \"base.toml\"\n").expect_err("no files");
