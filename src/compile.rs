@@ -358,6 +358,9 @@ type Written<'a> = dyn Fn(&[Seg]) -> bool + 'a;
 /// Whether the key at the first path is written and not a base's leftover under the choice at
 /// the second path (see [`check`]).
 type Stray<'a> = dyn Fn(&[Seg], &[Seg]) -> bool + 'a;
+/// The key a rule between several keys is reported at, out of the keys it reads (see
+/// [`check`]).
+type Blame<'a> = dyn Fn(&[Vec<Seg>]) -> Vec<Seg> + 'a;
 
 /// The sources of a load in order of precedence: the loaded file first, then its bases (the
 /// deepest last), then the overrides.
@@ -404,13 +407,30 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
         key.exact
             && !(chosen.exact && layers.rank(key.value.source) < layers.rank(chosen.value.source))
     };
-    let pick = |first: Vec<Seg>, second: Vec<Seg>| if written(&first) { first } else { second };
+    // A rule between keys (trough <= peak, start_s < end_s, …) is shown at the key the latest
+    // layer wrote: an override over the file, a child over its base, since that is the change
+    // that broke it. Among keys of one layer the first one listed is the rule's own place; with
+    // none written (every value a default) the last one.
+    let blame = |keys: &[Vec<Seg>]| {
+        let mut best: Option<(usize, &Vec<Seg>)> = None;
+        for path in keys {
+            let found = doc::locate(root, path);
+            let rank = layers.rank(found.value.source);
+            if found.exact && best.is_none_or(|(top, _)| rank > top) {
+                best = Some((rank, path));
+            }
+        }
+        best.map(|(_, path)| path)
+            .or(keys.last())
+            .cloned()
+            .unwrap_or_default()
+    };
     let trough_at = vec![key("cycle"), key("trough")];
     let peak_at = vec![key("cycle"), key("peak")];
     if let (Some(trough), Some(peak)) = (number(json, &trough_at), number(json, &peak_at)) {
         if trough > peak {
             out.push(Problem {
-                path: pick(trough_at.clone(), peak_at.clone()),
+                path: blame(&[trough_at.clone(), peak_at.clone()]),
                 target: Target::Value,
                 message: format!(
                     "`cycle.trough` ({}) is greater than `cycle.peak` ({})",
@@ -455,7 +475,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     if let (Some(degrade), Some(dead)) = (number(json, &degrade_at), number(json, &dead_at)) {
         if dead < degrade {
             out.push(Problem {
-                path: pick(dead_at.clone(), degrade_at.clone()),
+                path: blame(&[dead_at.clone(), degrade_at.clone()]),
                 target: Target::Value,
                 message: format!(
                     "`breaker.dead_after` ({}) is less than `breaker.degrade_after` ({})",
@@ -477,17 +497,23 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     }
 
     let kinds_at = vec![key("provider"), key("failure_kinds")];
-    let share = |name: &str| {
+    let share_at = |name: &str| {
         let mut path = kinds_at.clone();
         path.push(key(name));
-        number(json, &path)
+        path
     };
+    let share = |name: &str| number(json, &share_at(name));
     if let (Some(a), Some(b), Some(c)) = (share("http_503"), share("connection"), share("timeout"))
     {
         let sum = a + b + c;
         if (sum - 1.0).abs() > FAILURE_KINDS_TOLERANCE {
             out.push(Problem {
-                path: kinds_at,
+                path: blame(&[
+                    kinds_at.clone(),
+                    share_at("http_503"),
+                    share_at("connection"),
+                    share_at("timeout"),
+                ]),
                 target: Target::Value,
                 message: format!(
                     "`provider.failure_kinds` shares sum to {}, not 1",
@@ -506,9 +532,9 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     }
 
     check_load(json, &written, &stray, out);
-    check_algorithms(json, out);
-    topology::check(json, &written, out);
-    tokens::check(json, &written, &stray, out);
+    check_algorithms(json, &blame, out);
+    topology::check(json, &written, &blame, out);
+    tokens::check(json, &written, &stray, &blame, out);
     objective::check(json, out);
     let endpoints = json.get("endpoints").and_then(Value::as_array);
     for i in 0..endpoints.map_or(0, Vec::len) {
@@ -520,7 +546,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
             && duration / check > MAX_STORM_WINDOWS as f64
         {
             out.push(Problem {
-                path: pick(check_at, duration_at),
+                path: blame(&[check_at, duration_at]),
                 target: Target::Value,
                 message: format!(
                     "storms of {} s checked every {} s overlap {} at a time",
@@ -724,7 +750,7 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
 /// `[algorithms.<name>]`: the name or `kind` must be a registered strategy, and every other key
 /// one of its parameters, in range (and whole, for an integer parameter). The schema only says
 /// "a table of numbers and an optional `kind`", because the parameters depend on the kind.
-fn check_algorithms(json: &Value, out: &mut Vec<Problem>) {
+fn check_algorithms(json: &Value, blame: &Blame<'_>, out: &mut Vec<Problem>) {
     let Some(tables) = json.get("algorithms").and_then(Value::as_object) else {
         return;
     };
@@ -741,7 +767,7 @@ fn check_algorithms(json: &Value, out: &mut Vec<Problem>) {
                 check_param(name, info, param, value, out);
             }
         }
-        check_order(name, info, table, out);
+        check_order(name, info, table, blame, out);
     }
 }
 
@@ -750,6 +776,7 @@ fn check_order(
     name: &str,
     info: &AlgorithmInfo,
     table: &serde_json::Map<String, Value>,
+    blame: &Blame<'_>,
     out: &mut Vec<Problem>,
 ) {
     let value = |param: &str| {
@@ -763,9 +790,9 @@ fn check_order(
         if lo <= hi {
             continue;
         }
-        let at = if table.contains_key(*high) { high } else { low };
+        let at = |param: &str| vec![key("algorithms"), key(name), key(param)];
         out.push(Problem {
-            path: vec![key("algorithms"), key(name), key(at)],
+            path: blame(&[at(high), at(low)]),
             target: Target::Value,
             message: format!(
                 "`algorithms.{name}`: {low} = {} is above {high} = {}",

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Stray, Written, key, number, string_at};
+use super::{Blame, Stray, Written, key, number, string_at};
 use crate::diagnostics::{Seg, show_number};
 use crate::scenario::tokens::{self as spec, SizeShape};
 use crate::schema::{Problem, Target};
@@ -40,12 +40,20 @@ pub(super) fn check(
     json: &Value,
     written: &Written<'_>,
     stray: &Stray<'_>,
+    blame: &Blame<'_>,
     out: &mut Vec<Problem>,
 ) {
     let has_tokens = json.get("tokens").is_some_and(Value::is_object);
     if has_tokens {
         for name in ["input", "output"] {
-            check_size(json, &[key("tokens"), key(name)], written, stray, out);
+            check_size(
+                json,
+                &[key("tokens"), key(name)],
+                written,
+                stray,
+                blame,
+                out,
+            );
         }
     }
     let endpoints = json.get("endpoints").and_then(Value::as_array);
@@ -85,6 +93,7 @@ fn check_size(
     base: &[Seg],
     written: &Written<'_>,
     stray: &Stray<'_>,
+    blame: &Blame<'_>,
     out: &mut Vec<Problem>,
 ) {
     let shape = match string_at(json, &at(base, "distribution")) {
@@ -128,14 +137,14 @@ fn check_size(
         && min > max
     {
         out.push(problem(
-            at(base, "max"),
+            blame(&[at(base, "max"), at(base, "min")]),
             Target::Value,
             format!(
                 "`max` ({}) is less than `min` ({})",
                 show_number(max),
                 show_number(min)
             ),
-            "below min",
+            "max below min",
             "a uniform size draws between min and max: min <= max".into(),
         ));
     }

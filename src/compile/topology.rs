@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{Written, key, number, string_at};
+use super::{Blame, Written, key, number, string_at};
 use crate::diagnostics::Seg;
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
@@ -25,14 +25,19 @@ fn kind_keys(kind: &str) -> &'static [&'static str] {
 }
 
 /// Every rule between `[[pools]]`, `endpoints[].pool` and `[[incidents]]`.
-pub(super) fn check(json: &Value, written: &Written<'_>, out: &mut Vec<Problem>) {
+pub(super) fn check(
+    json: &Value,
+    written: &Written<'_>,
+    blame: &Blame<'_>,
+    out: &mut Vec<Problem>,
+) {
     let pools = names(json, "pools", "name");
     let ids = names(json, "endpoints", "id");
     check_pools(json, &pools, out);
     let incidents = json.get("incidents").and_then(Value::as_array);
     let mut slowdowns = Vec::new();
     for (i, incident) in incidents.into_iter().flatten().enumerate() {
-        let targets = check_incident(json, i, incident, &pools, &ids, written, out);
+        let targets = check_incident(json, i, incident, &pools, &ids, written, blame, out);
         let number = |name: &str| incident.get(name).and_then(Value::as_f64);
         if incident.get("kind").and_then(Value::as_str) == Some("latency")
             && let (Some(start), Some(factor)) = (number("start_s"), number("factor"))
@@ -200,6 +205,7 @@ fn check_incident(
     pools: &[&str],
     ids: &[&str],
     written: &Written<'_>,
+    blame: &Blame<'_>,
     out: &mut Vec<Problem>,
 ) -> Vec<usize> {
     let at = |name: &str| vec![key("incidents"), Seg::Index(i), key(name)];
@@ -241,7 +247,7 @@ fn check_incident(
             )),
         });
     }
-    check_window(json, i, kind, written, out);
+    check_window(json, i, kind, written, blame, out);
     let targets = check_targets(json, i, incident, pools, ids, written, out);
     if kind == "rate_limit" {
         check_metered(json, i, &targets, out);
@@ -249,7 +255,14 @@ fn check_incident(
     targets
 }
 
-fn check_window(json: &Value, i: usize, kind: &str, written: &Written<'_>, out: &mut Vec<Problem>) {
+fn check_window(
+    json: &Value,
+    i: usize,
+    kind: &str,
+    written: &Written<'_>,
+    blame: &Blame<'_>,
+    out: &mut Vec<Problem>,
+) {
     let at = |name: &str| vec![key("incidents"), Seg::Index(i), key(name)];
     if kind == "revoke" && written(&at("end_s")) {
         out.push(Problem {
@@ -285,7 +298,7 @@ fn check_window(json: &Value, i: usize, kind: &str, written: &Written<'_>, out: 
         && end <= start
     {
         out.push(Problem {
-            path: at("end_s"),
+            path: blame(&[at("end_s"), at("start_s")]),
             target: Target::Value,
             message: format!(
                 "`end_s` ({}) is not after `start_s` ({})",
