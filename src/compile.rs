@@ -563,6 +563,9 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
             });
         }
     }
+    for i in 0..endpoints.map_or(0, Vec::len) {
+        check_bucket(json, i, &blame, out);
+    }
     let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, endpoint) in endpoints.into_iter().flatten().enumerate() {
         let Some(id) = endpoint.get("id").and_then(Value::as_str) else {
@@ -675,6 +678,52 @@ fn check_distribution(
             });
         }
     }
+}
+
+/// A token bucket holds `per_window * burst` requests and an admission takes a whole one, so a
+/// bucket of less than one would never admit anything: refused rather than rounded up.
+fn check_bucket(json: &Value, i: usize, blame: &Blame<'_>, out: &mut Vec<Problem>) {
+    let limit = vec![key("endpoints"), Seg::Index(i), key("rate_limit")];
+    if !json
+        .pointer(&format!("/endpoints/{i}/rate_limit"))
+        .is_some_and(Value::is_object)
+    {
+        return;
+    }
+    let at = |name: &str| {
+        let mut path = limit.clone();
+        path.push(key(name));
+        path
+    };
+    let (Some(per_window), Some(burst)) =
+        (number(json, &at("per_window")), number(json, &at("burst")))
+    else {
+        return;
+    };
+    let size = per_window * burst;
+    if size >= 1.0 {
+        return;
+    }
+    out.push(Problem {
+        path: blame(&[at("burst"), at("per_window")]),
+        target: Target::Value,
+        message: format!(
+            "the rate-limit bucket holds {} of a request (per_window {} × burst {})",
+            show_number(size),
+            show_number(per_window),
+            show_number(burst)
+        ),
+        label: "bucket smaller than one request".into(),
+        help: Some(format!(
+            "a request takes one whole token, so a bucket of less than one would never admit \
+             anything: per_window * burst must be >= 1 (here burst >= {})",
+            if per_window > 1.0 {
+                format!("1/{}", show_number(per_window))
+            } else {
+                "1".into()
+            }
+        )),
+    });
 }
 
 /// An open loop needs its rate and a trace its log; each model's keys mean nothing to the

@@ -1467,6 +1467,23 @@ fn write_cache(doc: &mut Doc, c: &CacheChoice, f: &EndpointFit, prefix: &str) {
     doc.assumed("token_cost", "1.0".into(), cost_note);
 }
 
+/// `burst` as written: four significant digits, rounded up where rounding to nearest would
+/// leave the bucket (`per_window * burst`) below the one request it holds at least, which a
+/// scenario refuses.
+fn burst_text(burst_size: f64, per_window: f64) -> String {
+    let burst = burst_size / per_window;
+    let text = float(burst, 4);
+    if text
+        .parse::<f64>()
+        .is_ok_and(|written| written * per_window >= 1.0)
+    {
+        return text;
+    }
+    let decimals = (3 - burst.log10().floor() as i32).max(1);
+    let scale = 10f64.powi(decimals);
+    float((burst * scale).ceil() / scale, 4)
+}
+
 fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {
     doc.table(
         "[endpoints.rate_limit]",
@@ -1485,7 +1502,7 @@ fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {
     doc.fitted("window_s", "60.0".into(), "per_window is per minute");
     doc.fitted(
         "burst",
-        float(b.bucket.burst_size / per_window, 4),
+        burst_text(b.bucket.burst_size, per_window),
         "bucket size / per_window",
     );
     if b.retry_after_s.is_nan() {
@@ -1512,4 +1529,22 @@ fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {
         float(b.bucket.recovery_per_s * 60.0, 4),
         "",
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::burst_text;
+
+    #[test]
+    fn a_fitted_burst_never_describes_a_bucket_below_one_request() {
+        for per_window in 1..5000u32 {
+            let per_window = f64::from(per_window);
+            let text = burst_text(1.0, per_window);
+            let burst: f64 = text.parse().expect("a number");
+            assert!(burst * per_window >= 1.0, "{per_window}: {text}");
+        }
+        assert_eq!(burst_text(1.0, 3.0), "0.3334");
+        assert_eq!(burst_text(90.0, 60.0), "1.5");
+        assert_eq!(burst_text(2.0, 3.0), "0.6667");
+    }
 }

@@ -1025,7 +1025,8 @@ pub struct RateLimit {
     pub window_s: f64,
 
     /// Bucket size as a multiple of `per_window` (how much unused allowance can be saved up for
-    /// a burst). Default 1.5; must be > 0.
+    /// a burst). Default 1.5; must be > 0, and the bucket must hold at least one request:
+    /// `per_window * burst >= 1`.
     #[schemars(extend("exclusiveMinimum" = 0))]
     #[schemars(range(max = 1e6))]
     pub burst: f64,

@@ -658,7 +658,8 @@ pub struct RateLimit {
     pub recovery_per_window: f64,
     /// Derived: tokens per second at full allowance.
     pub refill_per_s: f64,
-    /// Derived: bucket size in tokens (at least 1).
+    /// Derived: bucket size in tokens, `per_window * burst` (at least 1: compile refuses a
+    /// smaller bucket).
     pub burst_size: f64,
 }
 
@@ -674,6 +675,10 @@ impl RateLimit {
         recovery_per_window: f64,
     ) -> RateLimit {
         let per_window_f = per_window as f64;
+        assert!(
+            per_window_f * burst >= 1.0,
+            "a bucket of less than one request is refused by compile"
+        );
         let refill_per_s = if window_s > 0.0 {
             per_window_f / window_s
         } else {
@@ -688,7 +693,7 @@ impl RateLimit {
             tightening_floor,
             recovery_per_window,
             refill_per_s,
-            burst_size: (per_window_f * burst).max(1.0),
+            burst_size: per_window_f * burst,
         }
     }
 }

@@ -284,9 +284,12 @@ fn world_text(d: &mut Dice) -> String {
         t.num("storm_error_rate", d.float(0.0, 1.0, false));
         if d.coin() {
             t.line("[endpoints.rate_limit]");
-            t.int("per_window", d.int(1, u64::MAX >> 12));
+            let per_window = d.int(1, u64::MAX >> 12);
+            t.int("per_window", per_window);
             t.num("window_s", d.float(0.0, 1e9, true));
-            t.num("burst", d.float(0.0, 1e6, true));
+            // The bucket holds at least one request: per_window * burst >= 1.
+            let least = next_up(1.0 / per_window as f64);
+            t.num("burst", d.float(0.0, 1e6, true).max(least));
             t.num("retry_after_s", d.float(0.0, 1e9, false));
             t.num("tightening", d.float(0.0, 1.0, true));
             t.num("tightening_floor", d.float(0.0, 1.0, true));

@@ -19,10 +19,11 @@ const LATENCY_S: f64 = 0.1;
 /// admits every request and fails it with a 503 after [`LATENCY_S`].
 fn scripted(refuse_with: Option<f64>, algorithms: &str) -> World {
     let (limit, error_rate) = match refuse_with {
-        // A bucket that never holds one request's token: every request is refused.
+        // A bucket of one request that refills once in 1e9 s: the first request takes its
+        // token and every later one is refused.
         Some(after) => (
             format!(
-                "rate_limit = {{ per_window = 1, window_s = 1e9, burst = 1e-6, retry_after_s = {after} }}"
+                "rate_limit = {{ per_window = 1, window_s = 1e9, burst = 1, retry_after_s = {after} }}"
             ),
             0.0,
         ),
