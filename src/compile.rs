@@ -496,6 +496,28 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
         }
     }
 
+    let base_at = vec![key("retry"), key("base")];
+    let cap_at = vec![key("retry"), key("cap")];
+    if let (Some(base), Some(cap)) = (number(json, &base_at), number(json, &cap_at))
+        && base > cap
+    {
+        out.push(Problem {
+            path: blame(&[base_at.clone(), cap_at.clone()]),
+            target: Target::Value,
+            message: format!(
+                "`retry.base` ({}) is greater than `retry.cap` ({})",
+                show_number(base),
+                show_number(cap)
+            ),
+            label: "base above cap".into(),
+            help: Some(format!(
+                "the backoff starts at base and grows up to cap, so every delay would be cut \
+                 to cap: base <= cap{}",
+                defaulted_note(&[(&base_at, "base"), (&cap_at, "cap")], &written, json)
+            )),
+        });
+    }
+
     let kinds_at = vec![key("provider"), key("failure_kinds")];
     let share_at = |name: &str| {
         let mut path = kinds_at.clone();
@@ -836,7 +858,12 @@ fn check_order(
         let (Some(lo), Some(hi)) = (value(low), value(high)) else {
             continue;
         };
-        if lo <= hi {
+        // A value out of its own range is reported as such (check_param), not again here.
+        let in_range = |param: &str, v: f64| {
+            info.param(param)
+                .is_none_or(|p| (p.min..=p.max).contains(&v))
+        };
+        if lo <= hi || !in_range(low, lo) || !in_range(high, hi) {
             continue;
         }
         let at = |param: &str| vec![key("algorithms"), key(name), key(param)];

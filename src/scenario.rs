@@ -517,7 +517,7 @@ pub struct Retry {
     #[schemars(range(min = 1, max = 1e6))]
     pub factor: f64,
 
-    /// Largest backoff delay before jitter (seconds). Default 8.0; must be >= 0.
+    /// Largest backoff delay before jitter (seconds). Default 8.0; must be >= 0 and >= `base`.
     #[schemars(range(min = 0, max = 1e9))]
     pub cap: f64,
 

@@ -134,9 +134,10 @@ fn world_text(d: &mut Dice) -> String {
     t.num("phase_s", d.float(-1e12, 1e12, false));
     t.line("[retry]");
     t.int("max_attempts", d.int(1, 1000));
-    t.num("base", d.float(0.0, 1e9, false));
+    let (base, cap) = (d.float(0.0, 1e9, false), d.float(0.0, 1e9, false));
+    t.num("base", base.min(cap));
     t.num("factor", d.float(1.0, 1e6, false));
-    t.num("cap", d.float(0.0, 1e9, false));
+    t.num("cap", base.max(cap));
     t.line(
         [
             "jitter = \"none\"",
