@@ -372,7 +372,9 @@ fn arbitrary_world() -> impl Strategy<Value = String> {
                             "cache = {{ ttl_s = {ttl}, latency_factor = {factor}, token_cost = {cost} }}\n"
                         );
                     }
-                    if let Some((per_window, window, burst)) = bucket {
+                    if let Some((per_window, window, extra)) = bucket {
+                        // A bucket holds at least one request (per_window * burst >= 1).
+                        let burst = (1.0 + 1e-9) / per_window as f64 + extra;
                         text += &format!(
                             "rate_limit = {{ per_window = {per_window}, window_s = {window}, burst = {burst} }}\n"
                         );
