@@ -33,6 +33,7 @@ use crate::world::{
 mod objective;
 mod tokens;
 mod topology;
+pub use objective::inapplicable;
 pub use topology::DEFAULT_POOL;
 
 /// The largest scenario file [`load`] accepts (composition reads the files, so the limit is

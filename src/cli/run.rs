@@ -358,7 +358,7 @@ pub fn main(args: &RunArgs) -> u8 {
     // overwrite) and before any run.
     let plan = algorithms.and_then(|names| Ok((names, Plan::prepare(requests(args), &inputs)?)));
     let plan = plan.and_then(|(names, plan)| {
-        check_assertions(&args.assertions, &names)?;
+        check_assertions(&args.assertions, &names, &world)?;
         Ok((names, plan))
     });
     let (algorithms, plan) = match plan {
@@ -499,9 +499,24 @@ fn gates(report: &Report, world: &World, args: &RunArgs, baseline: Option<&Basel
     super::EXIT_GATE
 }
 
-/// Every `--assert` names an algorithm that runs.
-fn check_assertions(assertions: &[Assertion], algorithms: &[String]) -> Result<(), String> {
+/// Every `--assert` names an algorithm that runs and a metric the world measures (as the
+/// world's own `[thresholds]` and `[objective]` must).
+fn check_assertions(
+    assertions: &[Assertion],
+    algorithms: &[String],
+    world: &World,
+) -> Result<(), String> {
     for a in assertions {
+        if let Assertion::Metric { metric, .. } = a
+            && let Some(why) = crate::compile::inapplicable(world, *metric)
+        {
+            return Err(crate::text::escape(&format!(
+                "--assert `{}.{}`: {why}, so this gate could never be checked",
+                a.algorithm(),
+                metric.info().name
+            ))
+            .into_owned());
+        }
         if !algorithms.iter().any(|n| n == a.algorithm()) {
             return Err(crate::text::escape(&format!(
                 "--assert names `{}`, which does not run (running: {})",

@@ -125,12 +125,13 @@ fn check_directions(json: &Value, out: &mut Vec<Problem>) {
 /// Every metric the objective names must apply to the world: a verdict on `cost` in a world
 /// without a price would rest on nothing.
 pub(super) fn check_applies(world: &World, out: &mut Vec<Problem>) {
-    let Some(objective) = &world.objective else {
-        return;
-    };
-    let mut named: Vec<(Vec<Seg>, Metric)> =
-        vec![(vec![key("objective"), key("metric")], objective.metric)];
-    for (i, c) in objective.constraints.iter().enumerate() {
+    let mut named: Vec<(Vec<Seg>, Metric)> = Vec::new();
+    let constraints = world.objective.iter().flat_map(|o| o.constraints.iter());
+    let tie_break = world.objective.iter().flat_map(|o| o.tie_break.iter());
+    if let Some(objective) = &world.objective {
+        named.push((vec![key("objective"), key("metric")], objective.metric));
+    }
+    for (i, c) in constraints.enumerate() {
         let path = vec![
             key("objective"),
             key("constraints"),
@@ -139,33 +140,55 @@ pub(super) fn check_applies(world: &World, out: &mut Vec<Problem>) {
         ];
         named.push((path, c.metric));
     }
-    for (i, metric) in objective.tie_break.iter().enumerate() {
+    for (i, metric) in tie_break.enumerate() {
         named.push((
             vec![key("objective"), key("tie_break"), Seg::Index(i)],
             *metric,
         ));
     }
-    for (path, metric) in named {
-        let info = metric.info();
-        let Some(feature) = info.needs.filter(|f| !world.has(*f)) else {
+    let objective_metrics = named.len();
+    // A gate on a metric the world does not measure could never be checked: refused as the
+    // objective's metrics are (the CLI's `--assert` goes through [`inapplicable`] too).
+    for (i, assertion) in world.thresholds.iter().enumerate() {
+        if let Assertion::Metric { metric, .. } = assertion {
+            named.push((
+                vec![key("thresholds"), key("assert"), Seg::Index(i)],
+                *metric,
+            ));
+        }
+    }
+    for (n, (path, metric)) in named.into_iter().enumerate() {
+        let Some(message) = inapplicable(world, metric) else {
             continue;
+        };
+        let reader = if n < objective_metrics {
+            "an objective"
+        } else {
+            "a threshold"
         };
         out.push(Problem {
             path,
             target: Target::Value,
-            message: format!(
-                "`{}` does not apply to this world ({})",
-                info.name,
-                feature.absence()
-            ),
+            message,
             label: "not measured in this world".into(),
-            help: Some(
-                "an objective reads only what the world measures: add what the metric needs, \
+            help: Some(format!(
+                "{reader} reads only what the world measures: add what the metric needs, \
                  or pick another metric (`simbench list` says what each needs)"
-                    .into(),
-            ),
+            )),
         });
     }
+}
+
+/// "`cost` does not apply to this world (no endpoint has a price)" when the world does not
+/// measure `metric`.
+pub fn inapplicable(world: &World, metric: Metric) -> Option<String> {
+    let info = metric.info();
+    let feature = info.needs.filter(|f| !world.has(*f))?;
+    Some(format!(
+        "`{}` does not apply to this world ({})",
+        info.name,
+        feature.absence()
+    ))
 }
 
 /// `[objective]` with its names resolved (the schema admits only catalogue names).

@@ -57,6 +57,22 @@ fn gates_assertions_pass_or_exit_3_with_what_failed() {
     assert_eq!(code, Some(2));
 }
 
+/// A gate on a metric the world does not measure could never be checked: a usage error before
+/// any run, as `[objective]` and `[thresholds]` on it are invalid worlds.
+#[test]
+fn gates_an_assert_on_a_metric_the_world_does_not_measure_is_refused() {
+    for (gate, why) in [
+        ("aimd.cost<5", "(no endpoint has a price)"),
+        ("aimd.cost>5", "(no endpoint has a price)"),
+        ("backoff.ttft_p99_ms >= 0", "(no [tokens])"),
+    ] {
+        let (code, err) = run(&["--assert", gate]);
+        assert_eq!(code, Some(2), "{gate}: {err}");
+        assert!(err.contains("does not apply to this world"), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+}
+
 #[test]
 fn gates_a_baseline_flags_a_planted_regression_and_passes_a_rerun() {
     let dir = crate::support::scratch_dir("gates");
