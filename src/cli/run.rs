@@ -461,11 +461,14 @@ fn gates(report: &Report, world: &World, args: &RunArgs, baseline: Option<&Basel
     let ran = |name: &str| report.columns.iter().any(|c| c.algorithm == name);
     let mut failed: Vec<String> = Vec::new();
     for assertion in world.thresholds() {
+        // A gate that cannot be checked does not pass: the algorithm was left out by
+        // `--algorithms` or is marked unsuited to the world.
         if !ran(assertion.algorithm()) {
-            errln!(
-                "warning: [thresholds] on `{}` not checked: it did not run",
-                crate::text::escape(assertion.algorithm())
-            );
+            failed.push(format!(
+                "threshold on `{}` not checked: it did not run (unsuited to the world, or not \
+                 in --algorithms)",
+                assertion.algorithm()
+            ));
             continue;
         }
         failed.extend(gates::check(assertion, report).map(|why| format!("threshold {why}")));

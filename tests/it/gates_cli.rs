@@ -150,11 +150,12 @@ fn gates_thresholds_in_the_world_are_checked_on_every_run() {
         err.contains("threshold aimd.jobs_done >= 1995: the mean is 1991.2"),
         "{err}"
     );
-    // A threshold on an algorithm that is not run is said to be unchecked, not failed.
+    // A threshold on an algorithm that is not run cannot be checked, so it does not pass.
     let (code, err) = gated_run("wait");
-    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("1 gate failed"), "{err}");
     assert!(
-        err.contains("[thresholds] on `aimd` not checked: it did not run"),
+        err.contains("threshold on `aimd` not checked: it did not run"),
         "{err}"
     );
 }
