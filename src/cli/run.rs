@@ -687,7 +687,7 @@ fn compare(
                 world.jobs(),
                 world.steps_per_job(),
                 world.calls_per_step(),
-                &crate::report::format::load(&world)
+                &crate::report::format::load(world)
             ),
             args.exec.rng.name(),
             plural(threads.min(largest.max(1) as usize), "thread"),
