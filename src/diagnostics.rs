@@ -182,6 +182,19 @@ fn floor_boundary(text: &str, offset: usize) -> usize {
     offset
 }
 
+/// A path as `--set` takes it: a TOML dotted key, indices as parts (`endpoints.1.latency`),
+/// not the `[1]` of [`key_path`], which `--set` refuses.
+pub(crate) fn set_path(path: &[Seg]) -> String {
+    let parts: Vec<String> = path
+        .iter()
+        .map(|seg| match seg {
+            Seg::Index(i) => i.to_string(),
+            Seg::Key(_) => key_path(std::slice::from_ref(seg)),
+        })
+        .collect();
+    parts.join(".")
+}
+
 /// Renders a key path as documented in the module docs.
 pub(crate) fn key_path(path: &[Seg]) -> String {
     let mut out = String::new();
@@ -698,6 +711,8 @@ mod tests {
         assert_eq!(key_path(&path), "endpoints[1].latency.median_s");
         let odd = [Seg::Key("unsuited".into()), Seg::Key("my algo".into())];
         assert_eq!(key_path(&odd), "unsuited.\"my algo\"");
+        assert_eq!(set_path(&path), "endpoints.1.latency.median_s");
+        assert_eq!(set_path(&odd), "unsuited.\"my algo\"");
         assert_eq!(key_path(&[]), "");
     }
 }

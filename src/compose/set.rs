@@ -421,7 +421,10 @@ fn not_a_table(path: &[Seg], kind: &str, key_at: &At) -> PathError {
         path: path.to_vec(),
         message: format!("`{here}` is {}, so it has no keys", super::article(kind)),
         label: "no keys below this point".into(),
-        help: Some(format!("set the value itself: `--set {here}=…`")),
+        help: Some(format!(
+            "set the value itself: `--set {}=…`",
+            crate::diagnostics::set_path(path)
+        )),
     }
 }
 
