@@ -854,7 +854,10 @@ fn map_error(
                 "`{here}` needs at least {}",
                 plural(*limit as usize, "entry")
             ),
-            "empty".into(),
+            match error.instance().as_array().map_or(0, Vec::len) {
+                0 => "empty".into(),
+                n => format!("only {}", plural(n, "entry")),
+            },
             Some(if here == "endpoints" {
                 "add an `[[endpoints]]` table with at least `id`, `capacity` and `latency`".into()
             } else {

@@ -16,6 +16,8 @@ use crate::world::World;
 pub(super) fn check(json: &Value, out: &mut Vec<Problem>) {
     check_directions(json, out);
     check_thresholds(json, out);
+    check_repeated_ties(json, out);
+    check_contradictions(json, out);
     let Some(constraints) = json
         .pointer("/objective/constraints")
         .and_then(Value::as_array)
@@ -43,6 +45,94 @@ pub(super) fn check(json: &Value, out: &mut Vec<Problem>) {
                  for a range, write two constraints on the same metric"
                     .into(),
             ),
+        });
+    }
+}
+
+/// A tie-break listed twice is a slip: the second entry could never decide anything.
+fn check_repeated_ties(json: &Value, out: &mut Vec<Problem>) {
+    let Some(ties) = json
+        .pointer("/objective/tie_break")
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for (i, name) in ties.iter().enumerate() {
+        let Some(name) = name.as_str() else {
+            continue; // The schema reports it.
+        };
+        let Some(first) = ties[..i].iter().position(|n| n.as_str() == Some(name)) else {
+            continue;
+        };
+        out.push(Problem {
+            path: vec![key("objective"), key("tie_break"), Seg::Index(i)],
+            target: Target::Value,
+            message: format!("`{name}` is listed twice in `tie_break` (at [{first}] and [{i}])"),
+            label: "repeated".into(),
+            help: Some(
+                "each tie-break decides once, in order: remove the repeat, or name another \
+                 metric"
+                    .into(),
+            ),
+        });
+    }
+}
+
+/// Constraints on one metric whose lower bound exceeds its upper bound: no strategy could meet
+/// them, so every verdict would be "none meets the constraints" for a reason in the file.
+fn check_contradictions(json: &Value, out: &mut Vec<Problem>) {
+    let Some(constraints) = json
+        .pointer("/objective/constraints")
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    // Each constraint with exactly one bound: (index, metric, is max, limit).
+    let bounds: Vec<(usize, &str, bool, f64)> = constraints
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let table = c.as_object()?;
+            let metric = table.get("metric")?.as_str()?;
+            match (table.get("max"), table.get("min")) {
+                (Some(max), None) => Some((i, metric, true, max.as_f64()?)),
+                (None, Some(min)) => Some((i, metric, false, min.as_f64()?)),
+                _ => None, // `check` reports it.
+            }
+        })
+        .collect();
+    for (n, &(i, metric, is_max, limit)) in bounds.iter().enumerate() {
+        // The earlier constraint on the same metric, the other way, that this one contradicts.
+        let clash = bounds[..n].iter().find(|&&(_, m, other_max, other)| {
+            m == metric && other_max != is_max && if is_max { limit < other } else { limit > other }
+        });
+        let Some(&(j, _, _, other)) = clash else {
+            continue;
+        };
+        let (low, high) = if is_max {
+            (other, limit)
+        } else {
+            (limit, other)
+        };
+        let bound = if is_max { "max" } else { "min" };
+        out.push(Problem {
+            path: vec![
+                key("objective"),
+                key("constraints"),
+                Seg::Index(i),
+                key(bound),
+            ],
+            target: Target::Value,
+            message: format!(
+                "`constraints[{j}]` and `constraints[{i}]` on `{metric}` contradict each other: \
+                 its mean cannot be at least {low} and at most {high}"
+            ),
+            label: "contradicts an earlier constraint".into(),
+            help: Some(format!(
+                "no strategy could meet both, so none would ever be picked: fix one bound so \
+                 that `min` ≤ `max` (`constraints[{j}]` says {} = {other})",
+                if is_max { "min" } else { "max" }
+            )),
         });
     }
 }

@@ -70,7 +70,20 @@ pub(super) fn check(
         }
         let price = at(&endpoint, "price");
         if written(&price) && !has_tokens {
-            out.push(needs_tokens(price, "a price per million tokens"));
+            out.push(needs_tokens(price.clone(), "a price per million tokens"));
+        }
+        let cached = at(&price, "cached_input_per_mtok");
+        if written(&cached) && !written(&at(&endpoint, "cache")) {
+            out.push(problem(
+                cached,
+                Target::Key,
+                "`cached_input_per_mtok` never applies: this endpoint has no `cache`".into(),
+                "no cache to hit",
+                "a prompt is billed at the cached price only on a reuse-cache hit: give the \
+                 endpoint `cache = { ttl_s = 300 }` (its other keys have defaults), or remove \
+                 the key"
+                    .into(),
+            ));
         }
     }
 }
