@@ -170,6 +170,8 @@ pub struct WorldInfo {
     pub concurrency: u32,
     /// How the jobs come ([`format::load`]): workers, or an open loop's rate.
     pub load: String,
+    /// The same, as the JSON report states it.
+    pub shape: LoadShape,
     /// Admission horizon \[s\] (after overrides).
     pub horizon_s: f64,
     /// Endpoint ids in world order.
@@ -185,6 +187,56 @@ pub struct WorldInfo {
     pub settings: Vec<Variant>,
     /// The scripted incidents, in world order (the HTML report shades them).
     pub incidents: Vec<IncidentSpan>,
+}
+
+/// How a world's jobs come, as the JSON report states it: `closed` (workers), `open`
+/// (arrivals at a rate) or `trace` (a recorded log's arrivals).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
+pub enum LoadShape {
+    /// `workers` each run one job at a time.
+    Closed {
+        /// Workers (after overrides).
+        workers: u32,
+    },
+    /// Jobs arrive at a rate and queue in the harness beyond `max_in_flight`.
+    Open {
+        /// Mean arrivals per second.
+        rate_per_s: f64,
+        /// Exponential gaps (else even ones).
+        poisson: bool,
+        /// Most jobs in flight at once; `null` is unbounded.
+        max_in_flight: Option<u32>,
+    },
+    /// Jobs arrive when a recorded log's did, and queue beyond `max_in_flight`.
+    Trace {
+        /// Most jobs in flight at once; `null` is unbounded.
+        max_in_flight: Option<u32>,
+    },
+}
+
+impl LoadShape {
+    /// The shape of `world`'s load.
+    pub fn of(world: &World) -> LoadShape {
+        match world.load() {
+            crate::world::Load::Closed { .. } => LoadShape::Closed {
+                workers: world.concurrency(),
+            },
+            crate::world::Load::Open {
+                rate_per_s,
+                poisson,
+                max_in_flight,
+            } => LoadShape::Open {
+                rate_per_s: *rate_per_s,
+                poisson: *poisson,
+                max_in_flight: *max_in_flight,
+            },
+            crate::world::Load::Trace { max_in_flight, .. } => LoadShape::Trace {
+                max_in_flight: *max_in_flight,
+            },
+        }
+    }
 }
 
 /// An incident as the report shows it.
@@ -211,6 +263,7 @@ impl WorldInfo {
             calls_per_step: world.calls_per_step(),
             concurrency: world.concurrency(),
             load: format::load(world),
+            shape: LoadShape::of(world),
             horizon_s: world.horizon_s(),
             endpoints: world.endpoints().iter().map(|e| e.id.clone()).collect(),
             hash: fingerprint::world_hash(world),

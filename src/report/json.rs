@@ -22,7 +22,7 @@ use serde::ser::SerializeMap;
 
 use super::decision::{self, Comparison, Decision};
 use super::format::round6;
-use super::{ErrorCounts, Outcome, Report, Run};
+use super::{ErrorCounts, LoadShape, Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::objective::{Bound, Objective, Source};
 
@@ -61,7 +61,11 @@ pub fn write(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         seeds: &report.sweep.seeds,
         rng: report.sweep.rng,
         jobs: report.world.jobs,
-        concurrency: report.world.concurrency,
+        concurrency: match report.world.shape {
+            LoadShape::Closed { workers } => Some(workers),
+            _ => None,
+        },
+        load: report.world.shape,
         wall_s: (report.sweep.wall_s * 1e3).round() / 1e3,
         objective: objective(&report.decision.objective, report.sequential.as_ref()),
         verdict: verdict(&report.decision),
@@ -258,7 +262,9 @@ impl<K: Serialize, V: Serialize> Serialize for Ordered<K, V> {
 
 /// The version of this JSON shape: raised whenever a field changes meaning or goes away
 /// (added fields do not raise it). `schema/report.schema.json` describes it.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `concurrency` is `null` for an open loop or a trace replay (it held the unused worker
+/// count), and `load` says how the jobs come.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The report of `simbench run --json`: every run, the aggregates, the per-metric winners and
 /// the verdict, with the provenance (simbench version, world hash). Algorithms appear in the
@@ -267,7 +273,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[schemars(title = "simbench run report", deny_unknown_fields)]
 struct Document<'a> {
     /// The version of this shape; raised when a field changes meaning or goes away.
-    #[schemars(extend("const" = 1))]
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     schema_version: u32,
     /// The simbench that wrote it.
     simbench_version: &'static str,
@@ -284,8 +290,11 @@ struct Document<'a> {
     rng: &'static str,
     /// Jobs per run (after overrides).
     jobs: u32,
-    /// Closed-loop workers (after overrides).
-    concurrency: u32,
+    /// Closed-loop workers (after overrides); `null` for an open loop or a trace replay, which
+    /// have no workers (`load` says how their jobs come).
+    concurrency: Option<u32>,
+    /// How the jobs come.
+    load: LoadShape,
     /// Real seconds the comparison took: the only value that differs between identical runs.
     wall_s: f64,
     /// What the verdict optimised.

@@ -45,7 +45,7 @@ fn report_schema_accepts_every_kind_of_report() {
     std::fs::write(&doomed, DOOMED).unwrap();
     let doomed = doomed.to_str().unwrap();
     let validator = validator();
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 8] = [
         // The default comparison: every strategy, finished runs, a verdict.
         &[],
         // Stalled runs kept as outcomes, beside one that finishes.
@@ -80,6 +80,14 @@ fn report_schema_accepts_every_kind_of_report() {
         &["scenarios/aimd_tuning.toml", "--seeds", "2"],
         // Incidents (recovery metrics) and a cache.
         &["scenarios/recovery_herd.toml", "--seeds", "2"],
+        // An open loop: no workers, a load at a rate.
+        &[
+            "scenarios/harness_congestion.toml",
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "1",
+        ],
     ];
     for args in cases {
         let doc = report(args);
@@ -89,6 +97,45 @@ fn report_schema_accepts_every_kind_of_report() {
             .collect();
         assert!(errors.is_empty(), "{args:?}:\n{}", errors.join("\n"));
     }
+}
+
+/// `concurrency` is the closed loop's workers and nothing else; `load` says how jobs come.
+#[test]
+fn the_report_says_how_the_jobs_come() {
+    let closed = report(&["--algorithms", "wait", "--seeds", "1"]);
+    assert_eq!(closed["concurrency"], 12);
+    assert_eq!(
+        closed["load"],
+        serde_json::json!({ "kind": "closed", "workers": 12 })
+    );
+    let open = report(&[
+        "scenarios/harness_congestion.toml",
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+    ]);
+    assert!(open["concurrency"].is_null(), "{}", open["concurrency"]);
+    assert_eq!(
+        open["load"],
+        serde_json::json!({
+            "kind": "open", "rate_per_s": 1000.0, "poisson": false, "max_in_flight": 200
+        })
+    );
+    let unbounded = report(&[
+        "--algorithms",
+        "wait",
+        "--seeds",
+        "1",
+        "--set",
+        "load.model=\"open\"",
+        "--set",
+        "load.rate_per_s=4.5",
+    ]);
+    assert!(unbounded["concurrency"].is_null());
+    assert_eq!(unbounded["load"]["kind"], "open");
+    assert_eq!(unbounded["load"]["poisson"], true);
+    assert!(unbounded["load"]["max_in_flight"].is_null());
 }
 
 #[test]
@@ -111,7 +158,7 @@ fn report_schema_rejects_what_the_report_never_writes() {
             d.as_object_mut().unwrap().remove("verdict");
         }),
         ("another schema version", |d| {
-            d["schema_version"] = serde_json::json!(2);
+            d["schema_version"] = serde_json::json!(1);
         }),
     ];
     for (what, mutate) in mutations {

@@ -19,7 +19,7 @@ fn verdict(args: &[&str]) -> serde_json::Value {
     );
     let doc: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("standard output is the JSON alone");
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     doc["verdict"].clone()
 }
 
