@@ -294,6 +294,8 @@ pub struct Rise {
     pub paired_rise_rps: f64,
     /// Standard error of those per-seed rises; 0 with fewer than two pairs \[jobs/s\].
     pub paired_se_rps: f64,
+    /// Seeds both levels finished: the pairs the rise is tested on (none fails the test).
+    pub pairs: usize,
     /// Whether the rise is large enough and larger than the noise.
     pub passed: bool,
 }
@@ -438,6 +440,7 @@ fn rise(lower: &Readings, higher: &Readings) -> Rise {
         to_rps,
         paired_rise_rps,
         paired_se_rps,
+        pairs: diffs.len(),
         passed,
     }
 }

@@ -54,6 +54,14 @@ impl Knob {
         }
     }
 
+    /// The chart's axis label, with the unit: `concurrency [workers]`, `rate_per_s [jobs/s]`.
+    pub fn axis_label(self) -> String {
+        match self {
+            Knob::Concurrency => format!("{} [workers]", self.name()),
+            Knob::Rate => format!("{} [jobs/s]", self.name()),
+        }
+    }
+
     /// The word in "recommended …".
     fn noun(self) -> &'static str {
         match self {
@@ -494,17 +502,28 @@ fn rise_text(rise: Option<&Rise>, higher: &str) -> String {
     } else {
         "from zero".into()
     };
-    format!(
-        "{} — {} → {} jobs/s ({change}; needs ≥ +{} %), mean per-seed rise {} vs {} × paired SE {} = {}",
+    let head = format!(
+        "{} — {} → {} jobs/s ({change}; needs ≥ +{} %)",
         verdict_word(r.passed),
         fixed(r.from_rps, 3),
         fixed(r.to_rps, 3),
         fixed(MIN_RISE * 100.0, 0),
-        fixed(r.paired_rise_rps, 3),
-        fixed(RISE_SE_K, 0),
-        fixed(r.paired_se_rps, 3),
-        fixed(RISE_SE_K * r.paired_se_rps, 3)
-    )
+    );
+    match r.pairs {
+        0 => format!("{head}, but no seed finished at both levels: no per-seed rise to test"),
+        1 => format!(
+            "{head}, per-seed rise {} on the one seed both levels finished (one pair has no \
+             paired SE)",
+            fixed(r.paired_rise_rps, 3)
+        ),
+        n => format!(
+            "{head}, mean per-seed rise {} vs {} × paired SE {} = {} over {n} seeds",
+            fixed(r.paired_rise_rps, 3),
+            fixed(RISE_SE_K, 0),
+            fixed(r.paired_se_rps, 3),
+            fixed(RISE_SE_K * r.paired_se_rps, 3)
+        ),
+    }
 }
 
 fn refusal_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String {
@@ -777,6 +796,8 @@ struct RiseJson {
     to_rps: f64,
     paired_rise_rps: f64,
     paired_se_rps: f64,
+    /// Seeds both levels finished, which the per-seed rises pair.
+    pairs: usize,
     passed: bool,
 }
 
@@ -888,6 +909,7 @@ fn step_json(step: &Step) -> StepJson {
             to_rps: round6(r.to_rps),
             paired_rise_rps: round6(r.paired_rise_rps),
             paired_se_rps: round6(r.paired_se_rps),
+            pairs: r.pairs,
             passed: r.passed,
         }),
         refusal: step.refusal.as_ref().map(ceiling),
@@ -938,11 +960,38 @@ fn seed_list(seeds: &[u64]) -> String {
 mod tests {
     use super::*;
 
+    /// A rise with no seed, or one seed, common to both levels says so instead of printing a
+    /// paired test of zeros.
+    #[test]
+    fn a_rise_says_how_many_seeds_it_pairs() {
+        let rise = |pairs, se| Rise {
+            from_rps: 1.0,
+            to_rps: 2.0,
+            paired_rise_rps: if pairs == 0 { 0.0 } else { 1.0 },
+            paired_se_rps: se,
+            pairs,
+            passed: pairs > 0,
+        };
+        let none = rise_text(Some(&rise(0, 0.0)), "concurrency 8");
+        assert!(none.starts_with("FAIL — 1.000 → 2.000 jobs/s"), "{none}");
+        assert!(none.ends_with("no seed finished at both levels: no per-seed rise to test"));
+        let one = rise_text(Some(&rise(1, 0.0)), "concurrency 8");
+        assert!(one.contains("per-seed rise 1.000 on the one seed"), "{one}");
+        assert!(!one.contains("× paired SE"), "{one}");
+        let three = rise_text(Some(&rise(3, 0.1)), "concurrency 8");
+        assert!(
+            three.ends_with("mean per-seed rise 1.000 vs 2 × paired SE 0.100 = 0.200 over 3 seeds"),
+            "{three}"
+        );
+    }
+
     #[test]
     fn numbers_are_spelled_like_the_report() {
         assert_eq!(seed_list(&[5, 6, 7]), "3 seeds 5…7");
         assert_eq!(seed_list(&[5]), "1 seed 5");
         assert_eq!(Knob::Rate.spell(2.5), "2.5");
+        assert_eq!(Knob::Rate.axis_label(), "rate_per_s [jobs/s]");
+        assert_eq!(Knob::Concurrency.axis_label(), "concurrency [workers]");
         assert_eq!(Knob::Concurrency.spell(8.0), "8");
     }
 }
