@@ -243,6 +243,18 @@ pub struct Shard {
     pub count: u32,
 }
 
+/// A shard number or count: "is not a whole number", or "is too large" for digits past `u32`.
+fn whole(text: &str) -> Result<u32, String> {
+    let digits = text.trim();
+    digits.parse::<u32>().map_err(|_| {
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            format!("is too large (at most {})", u32::MAX)
+        } else {
+            "is not a whole number".into()
+        }
+    })
+}
+
 impl Shard {
     /// The whole plan.
     pub const ALL: Shard = Shard { index: 1, count: 1 };
@@ -255,11 +267,7 @@ impl Shard {
         let (i, n) = text
             .split_once('/')
             .ok_or_else(|| format!("expected `I/N`, e.g. `2/8`, or `auto`; got `{text}`"))?;
-        let number = |s: &str| {
-            s.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{s}` in `{text}` is not a whole number"))
-        };
+        let number = |s: &str| whole(s).map_err(|why| format!("`{s}` in `{text}` {why}"));
         Shard::new(number(i)?, number(n)?)
     }
 
@@ -293,11 +301,7 @@ impl Shard {
     ) -> Result<Shard, String> {
         let number = |name: &str| -> Result<Option<u32>, String> {
             var(name)
-                .map(|v| {
-                    v.trim()
-                        .parse::<u32>()
-                        .map_err(|_| format!("{name}=`{v}` is not a whole number"))
-                })
+                .map(|v| whole(&v).map_err(|why| format!("{name}=`{v}` {why}")))
                 .transpose()
         };
         let (slurm, kubernetes) = (
@@ -314,6 +318,11 @@ impl Shard {
             let min = number("SLURM_ARRAY_TASK_MIN")?.ok_or(
                 "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_MIN is not (Slurm sets both for a job array)",
             )?;
+            if total == 0 {
+                return Err(
+                    "SLURM_ARRAY_TASK_COUNT=0, but a job array has at least one task".into(),
+                );
+            }
             if let Some(n) = count.filter(|&n| n != total) {
                 return Err(format!(
                     "--shard auto/{n} but the job array has {total} tasks (SLURM_ARRAY_TASK_COUNT)"
@@ -1031,6 +1040,11 @@ mod tests {
         assert!(Shard::parse("9/8").unwrap_err().contains("1 to 8"));
         assert!(Shard::parse("1/0").unwrap_err().contains("at least 1"));
         assert!(Shard::parse("a/2").unwrap_err().contains("whole number"));
+        assert_eq!(
+            Shard::parse("1/99999999999999999999").unwrap_err(),
+            "`99999999999999999999` in `1/99999999999999999999` is too large (at most 4294967295)"
+        );
+        assert!(Shard::parse("-1/2").unwrap_err().contains("whole number"));
         assert!(Shard::parse("3").unwrap_err().contains("I/N"));
     }
 
@@ -1077,6 +1091,23 @@ mod tests {
             why.contains("consecutive") && why.contains("--array=1-3"),
             "{why}"
         );
+        let no_tasks = env(&[
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "0"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+        ]);
+        let why = Shard::from_env(None, no_tasks).unwrap_err();
+        assert_eq!(
+            why,
+            "SLURM_ARRAY_TASK_COUNT=0, but a job array has at least one task"
+        );
+        let huge = env(&[
+            ("SLURM_ARRAY_TASK_ID", "99999999999999999999"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+        ]);
+        let why = Shard::from_env(None, huge).unwrap_err();
+        assert!(why.ends_with("is too large (at most 4294967295)"), "{why}");
         let no_min = env(&[
             ("SLURM_ARRAY_TASK_ID", "2"),
             ("SLURM_ARRAY_TASK_COUNT", "4"),

@@ -167,8 +167,20 @@ impl Built {
         };
         let mut text = grid::PlanText::new(&built.spec.axes, built.spec.seeds, &built.spec.rng);
         for file in &built.spec.worlds {
-            let source = Source::read(file.as_deref().map(Path::new), inputs)
-                .map_err(|m| usage_error(&m))?;
+            let source = Source::read(file.as_deref().map(Path::new), inputs).map_err(|m| {
+                let relative = file.as_deref().is_some_and(|f| Path::new(f).is_relative());
+                match (from, relative) {
+                    // A merge re-reads the files at the paths the sweep was given.
+                    (Some(_), true) => usage_error(&format!(
+                        "{m}\n  hint: the part names its world files as the sweep was given \
+                         them, relative to the folder the sweep ran in, and this merge runs \
+                         in {}: run it from the sweep's folder",
+                        std::env::current_dir()
+                            .map_or_else(|_| "unknown".into(), |d| d.display().to_string())
+                    )),
+                    _ => usage_error(&m),
+                }
+            })?;
             let base = source.load(&user, inputs).map_err(|e| invalid(&e))?;
             let algorithms = super::run::pick_algorithms(&base, built.spec.algorithms.as_deref())
                 .map_err(|m| match built.spec.worlds.len() {
@@ -459,6 +471,14 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             total,
             clock()
         );
+        let unfinished = runs.iter().filter(|r| r.metrics().is_none()).count();
+        if unfinished > 0 {
+            // The part still records them: the merge reports them, or fails if none finished.
+            errln!(
+                "warning: {unfinished} of {} runs of this shard did not finish (the part records them as they ended)",
+                runs.len()
+            );
+        }
         let write = |_: Rendering, out: &mut dyn Write| write_part(&part, out);
         return plan.finish(write, || summary, args.exec.quiet);
     }
@@ -661,6 +681,8 @@ fn merge_need(built: &Built, cells: usize, shard: Shard) -> u64 {
     crate::memory::merge_bytes(cells as u64, held, largest)
 }
 
+/// Writes the grid's outputs; a grid in which no run finished is an error (exit 2, as `run`'s
+/// comparison is), so that a scheduler's "after success" step does not take it for a result.
 fn emit(
     report: &GridReport,
     part: Option<&Part<StoredRuns<'_>>>,
@@ -672,7 +694,38 @@ fn emit(
         Rendering::Csv => render::write_csv(report, out),
         Rendering::Part => part.map_or(Ok(()), |p| write_part(p, out)),
     };
+    let (runs, unfinished) = warn_unfinished(report);
+    if runs > 0 && unfinished == runs {
+        plan.abandon(write, || render::terminal(report), quiet);
+        errln!(
+            "error: no run of the grid finished with metrics (each was stopped by a budget, or stalled under --rng reference), so there is nothing to compare; hint: run the sweep (or its shards) with a larger --wall-budget or --memory-budget, or fewer jobs"
+        );
+        return super::EXIT_ERROR;
+    }
     plan.finish(write, || render::terminal(report), quiet)
+}
+
+/// Says on standard error, even with --quiet, how many of the grid's runs did not finish or
+/// stalled; returns the runs and the unfinished ones.
+fn warn_unfinished(report: &GridReport) -> (usize, usize) {
+    let cells = || report.worlds.iter().flat_map(|w| &w.cells);
+    let runs: usize = cells().map(|c| c.runs.len()).sum();
+    let unfinished: usize = cells().map(|c| c.unfinished_runs()).sum();
+    let stalled = cells()
+        .flat_map(|c| &c.runs)
+        .filter(|r| r.stall().is_some())
+        .count();
+    if unfinished > 0 {
+        errln!(
+            "warning: {unfinished} of {runs} runs did not finish; their algorithms are left out of their points' rankings (the CSV's `outcome` column says which runs)"
+        );
+    }
+    if stalled > 0 {
+        errln!(
+            "warning: {stalled} of {runs} runs stalled; each counts with what it did until the stall (stall_rate, jobs_stalled)"
+        );
+    }
+    (runs, unfinished)
 }
 
 /// A part as compact JSON: a machine file, read back by `merge`.

@@ -83,7 +83,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
     /// Write a self-contained HTML page to PATH (`-` for standard output): throughput,
-    /// refusal rate and the p99s against the level, every seed's value, the knee marked.
+    /// refusal rate and the p99s against the level, every seed's value, the knee marked. Knee
+    /// sweeps only: a grid writes `--json` and `--csv`.
     #[arg(long, value_name = "PATH", conflicts_with = "grid")]
     pub html: Option<PathBuf>,
     /// Seeds (the same at every level), overrides (applied before the level), threads, budget,

@@ -71,6 +71,19 @@ pub struct WorldGrid {
     pub best: Decision,
     /// The best cell's (point, algorithm), mean and interval, if any cell ran.
     pub leader: Option<Leader>,
+    /// Every contestant of the best-cell contest that stands for several points (its runs the
+    /// same at each), in contest order: named at its first point, the others listed.
+    pub folded: Vec<Folded>,
+}
+
+/// A contestant whose runs an axis does not change: one contestant for several points.
+pub struct Folded {
+    /// The point it is named at (its first).
+    pub point: usize,
+    /// Algorithm name.
+    pub algorithm: String,
+    /// The later points with the same runs.
+    pub same_runs_at: Vec<usize>,
 }
 
 /// The best cell and how sure its value is.
@@ -312,6 +325,19 @@ fn world_grid(
             summary,
         })
     });
+    let folded = same
+        .iter()
+        .enumerate()
+        .filter(|(_, at)| !at.is_empty())
+        .map(|(c, at)| {
+            let (point, algorithm) = keys[kept[c]].clone();
+            Folded {
+                point,
+                algorithm,
+                same_runs_at: at.clone(),
+            }
+        })
+        .collect();
     WorldGrid {
         file: w.file.clone(),
         name: w.base.name().to_owned(),
@@ -320,6 +346,7 @@ fn world_grid(
         cells,
         best,
         leader,
+        folded,
     }
 }
 
@@ -409,7 +436,25 @@ struct JsonBest<'a> {
     /// Other points where the leader's runs are the same, value for value (axes it ignores).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     same_runs_at: Vec<Ordered<&'a str, serde_json::Value>>,
+    /// Every contestant that stands for several points (the leader too), as the verdict names
+    /// it (`ALGORITHM @ POINT`, its first point), with the later points of the same runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    same_runs: Vec<JsonFolded<'a>>,
     verdict: JsonVerdict<'a>,
+}
+
+/// A contestant of the best-cell contest for several points.
+#[derive(Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct JsonFolded<'a> {
+    /// `ALGORITHM @ POINT`, as the verdict names it.
+    contestant: String,
+    /// The algorithm.
+    algorithm: &'a str,
+    /// The point it is named at.
+    point: Ordered<&'a str, serde_json::Value>,
+    /// The later points where its runs are the same.
+    same_runs_at: Vec<Ordered<&'a str, serde_json::Value>>,
 }
 
 /// One grid point of one world.
@@ -485,6 +530,24 @@ fn json_world<'a>(report: &'a GridReport, w: &'a WorldGrid) -> JsonWorld<'a> {
                     .map(|&p| point_json(&report.axes, &report.points[p]))
                     .collect()
             }),
+            same_runs: w
+                .folded
+                .iter()
+                .map(|f| JsonFolded {
+                    contestant: contestant_name(
+                        &report.axes,
+                        &report.points[f.point],
+                        &f.algorithm,
+                    ),
+                    algorithm: &f.algorithm,
+                    point: point_json(&report.axes, &report.points[f.point]),
+                    same_runs_at: f
+                        .same_runs_at
+                        .iter()
+                        .map(|&p| point_json(&report.axes, &report.points[p]))
+                        .collect(),
+                })
+                .collect(),
             verdict: json::verdict(&w.best),
         },
         cells: w
@@ -514,7 +577,8 @@ pub fn schema_text() -> String {
 /// Writes one CSV row per run: the run export's key columns, one column per axis (named by its
 /// key), then the outcome and every metric, as `simbench run --csv`.
 pub fn write_csv(report: &GridReport, out: &mut dyn Write) -> io::Result<()> {
-    let mut header = vec!["scenario", "world_hash", "rng", "algorithm", "seed"];
+    // `file` tells apart two worlds of one `name` (an edited copy beside its original).
+    let mut header = vec!["scenario", "file", "world_hash", "rng", "algorithm", "seed"];
     header.extend(report.axes.iter().map(|a| a.key.as_str()));
     header.extend(["outcome", "valid"]);
     header.extend(CATALOGUE.iter().map(|m| m.name));
@@ -524,6 +588,7 @@ pub fn write_csv(report: &GridReport, out: &mut dyn Write) -> io::Result<()> {
         for (cell, point) in w.cells.iter().zip(&report.points) {
             for run in &cell.runs {
                 let mut cells = super::csv::key_cells(cell, run);
+                cells.insert(1, super::csv::field(&w.file));
                 cells.extend(
                     report
                         .axes
@@ -544,7 +609,10 @@ pub fn write_csv(report: &GridReport, out: &mut dyn Write) -> io::Result<()> {
 pub fn terminal(report: &GridReport) -> String {
     let mut out = String::new();
     for w in &report.worlds {
-        let metric = w.best.objective.metric.info().name;
+        let info = w.best.objective.metric.info();
+        let metric = info.name;
+        // The report's precision for the metric's unit, the same at every point.
+        let short = |x: f64| super::format::thousands(x, super::format::decimals(info.unit));
         out.push_str(&format!(
             "{} ({}): {} × {} × {}\n",
             w.name,
@@ -603,6 +671,31 @@ pub fn terminal(report: &GridReport) -> String {
                     plural(l.summary.n, "seed"),
                     w.best.headline()
                 ));
+                // The other contestants that stand for several points, which the verdict names
+                // at their first point only.
+                let others: Vec<String> = w
+                    .folded
+                    .iter()
+                    .filter(|f| (f.point, f.algorithm.as_str()) != (l.point, l.algorithm.as_str()))
+                    .map(|f| {
+                        let at: Vec<String> = f
+                            .same_runs_at
+                            .iter()
+                            .map(|&p| grid::label(&report.axes, &report.points[p]))
+                            .collect();
+                        format!(
+                            "{} (also {})",
+                            contestant_name(&report.axes, &report.points[f.point], &f.algorithm),
+                            at.join("; ")
+                        )
+                    })
+                    .collect();
+                if !others.is_empty() {
+                    out.push_str(&format!(
+                        "  the same runs at several points: {}\n",
+                        others.join(", ")
+                    ));
+                }
             }
             None => out.push_str(&format!("best cell: none: {}\n", w.best.headline())),
         }
@@ -611,17 +704,6 @@ pub fn terminal(report: &GridReport) -> String {
 }
 
 /// A number for a summary line: up to 4 significant decimals.
-fn short(x: f64) -> String {
-    let r = round6(x);
-    if r.abs() >= 1000.0 {
-        format!("{r:.0}")
-    } else if r.abs() >= 100.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{}", (r * 1e4).round() / 1e4)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -309,6 +309,21 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     );
     let report = without_wall_times(&String::from_utf8(ok.stdout).unwrap());
     assert_eq!(report["worlds"][0]["cells"].as_array().unwrap().len(), 4);
+    // Merged from another folder, the sweep's relative world path is not found: the hint says
+    // why and where the merge ran.
+    let elsewhere = std::process::Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(["merge", "--quiet", "--json", "-"])
+        .args(&parts)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    refused(
+        elsewhere,
+        &format!(
+            "relative to the folder the sweep ran in, and this merge runs in {}",
+            dir.canonicalize().unwrap().display()
+        ),
+    );
 }
 
 #[test]
@@ -825,6 +840,110 @@ fn an_axis_an_algorithm_ignores_is_one_contestant() {
     );
     assert_eq!(ignored["verdict"]["decision"], "pick", "{verdict}");
 
+    // Every folded contestant is listed, not only the leader: `backoff` and `wait` both ignore
+    // the axis, whichever leads.
+    let folds: Vec<(&str, usize)> = ignored["same_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            assert_eq!(f["point"]["algorithms.aimd.factor"], 0.5, "{f}");
+            (
+                f["algorithm"].as_str().unwrap(),
+                f["same_runs_at"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(folds, [("backoff", 2), ("wait", 2)], "{ignored}");
+
     // An axis that does change the runs keeps its points apart.
-    assert!(best("0.5,0.9", "aimd").get("same_runs_at").is_none());
+    let apart = best("0.5,0.9", "aimd");
+    assert!(apart.get("same_runs_at").is_none());
+    assert!(apart.get("same_runs").is_none());
+}
+
+/// A grid in which no run finished is a failed command, whole or merged from its shards, as
+/// `run`'s comparison is: a scheduler's "after success" step must not take it for a result.
+/// A shard whose runs did not finish still writes its part, and says so.
+#[test]
+fn a_grid_without_a_finished_run_fails_whole_and_merged() {
+    let dir = scratch_dir("grid-unfinished");
+    let world = path(&dir, "doomed.toml");
+    std::fs::write(&world, crate::support::DOOMED).unwrap();
+    // Every request fails, so every run stalls; under the reference's rule a stall keeps no
+    // metrics: no run finishes, deterministically.
+    let grid = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            s(&world),
+            "--grid",
+            "retry.max_attempts=2,3",
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "2",
+            "--rng",
+            "reference",
+        ];
+        args.extend_from_slice(extra);
+        simbench(&args)
+    };
+    let json = path(&dir, "grid.json");
+    let whole = grid(&["--quiet", "--json", s(&json)]);
+    let stderr = String::from_utf8_lossy(&whole.stderr);
+    assert_eq!(whole.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("warning: 4 of 4 runs did not finish"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error: no run of the grid finished"),
+        "{stderr}"
+    );
+    assert!(!json.exists(), "a failed grid wrote its report");
+    let parts: Vec<PathBuf> = (1..=2)
+        .map(|i| {
+            let part = path(&dir, &format!("part{i}.json"));
+            let shard = format!("{i}/2");
+            let out = grid(&["--quiet", "--shard", &shard, "--part", s(&part)]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert!(
+                stderr.contains("warning: 2 of 2 runs of this shard did not finish"),
+                "{stderr}"
+            );
+            part
+        })
+        .collect();
+    let merged = simbench(&[
+        "merge",
+        "--quiet",
+        "--json",
+        s(&json),
+        s(&parts[0]),
+        s(&parts[1]),
+    ]);
+    let stderr = String::from_utf8_lossy(&merged.stderr);
+    assert_eq!(merged.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: no run of the grid finished"),
+        "{stderr}"
+    );
+    assert!(!json.exists(), "a failed merge wrote its report");
+
+    // A point whose runs finish: the grid succeeds, and warns of the others.
+    let out = grid(&[
+        "--quiet",
+        "--grid",
+        "endpoints.0.failures.error_rate=1.0,0.0",
+        "--json",
+        s(&json),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: 4 of 8 runs did not finish"),
+        "{stderr}"
+    );
+    assert!(json.exists());
 }
