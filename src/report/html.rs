@@ -360,6 +360,20 @@ fn timeline(out: &mut String, report: &Report, run: &Run, series: &Timeseries) {
         escape(&run.algorithm),
         run.seed
     );
+    // A run that ended early: its series stop there, and the page says why.
+    let early = match &run.outcome {
+        super::Outcome::Finished(_) => None,
+        super::Outcome::Stalled { kind, reason, .. }
+        | super::Outcome::Unfinished { kind, reason } => Some((kind, reason)),
+    };
+    if let Some((kind, reason)) = early {
+        let _ = write!(
+            out,
+            "<p class=\"caption early\">This run ended early ({}): {}. Its series stop there.</p>",
+            escape(kind),
+            escape(reason.trim_end_matches('.'))
+        );
+    }
     let b = buckets(series);
     let end = b.last().map_or(series.window_s, |(s, w, ..)| s + w);
     let mid = |(start, width, ..): &(f64, f64, Window, usize)| start + width / 2.0;
@@ -394,10 +408,11 @@ fn timeline(out: &mut String, report: &Report, run: &Run, series: &Timeseries) {
                 rate(|w| w.refused_capacity + w.refused_quota + w.refused_limit),
             ),
             ("overloaded".into(), solid(4), rate(|w| w.overloaded)),
+            ("errors".into(), solid(3), rate(|w| w.errors)),
             (
-                "errors".into(),
-                solid(3),
-                rate(|w| w.errors + w.client_timeouts),
+                "client timeouts".into(),
+                solid(5),
+                rate(|w| w.client_timeouts),
             ),
             ("rejected".into(), solid(6), rate(|w| w.rejected)),
         ],
@@ -703,7 +718,7 @@ fn sweep_panel(view: &SweepView<'_>, metric: Metric) -> String {
         .map(|vs| Summary::of(&vs.iter().map(|v| v.1).collect::<Vec<_>>()))
         .collect();
     let values = per_level.iter().flatten().map(|v| v.1);
-    let x = Axis::covering(view.levels.iter().copied(), &[], view.knob.name())
+    let x = Axis::covering(view.levels.iter().copied(), &[], &view.knob.axis_label())
         .with_ticks_at(view.levels);
     let y = Axis::covering(values, &[0.0], &axis_label(info.name, info.unit));
     let title = panel_title(info);

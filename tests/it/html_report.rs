@@ -156,3 +156,49 @@ fn a_sweep_page_charts_every_seed_at_every_level_and_marks_the_knee() {
     }
     assert!(html.contains("knee: concurrency"));
 }
+
+/// A run's series that end early say why, and the errors panel keeps client timeouts apart.
+#[test]
+fn a_series_of_a_run_that_ended_early_says_so() {
+    let dir = scratch_dir("html-early");
+    let world = dir.join("doomed.toml");
+    std::fs::write(&world, crate::support::DOOMED).unwrap();
+    let page = dir.join("doomed.html");
+    let html = written(
+        &[
+            "run",
+            world.to_str().unwrap(),
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "1",
+            "--quiet",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+        &page,
+    );
+    assert!(
+        html.contains("<p class=\"caption early\">This run ended early (stalled): stalled at t = "),
+        "no note of the stall"
+    );
+    assert!(html.contains("Its series stop there.</p>"));
+    // The built-in world's runs finish: no such note.
+    let fine = dir.join("fine.html");
+    let html = written(
+        &[
+            "run",
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "1",
+            "--quiet",
+            "--html",
+            fine.to_str().unwrap(),
+        ],
+        &fine,
+    );
+    assert!(!html.contains("caption early"));
+    // Drawn, or named in the caption as zero throughout.
+    assert!(html.contains("client timeouts"));
+}
