@@ -593,7 +593,8 @@ enum Route {
 }
 
 /// `POST /v1/chat/completions` (endpoint from the header, the model or the first), `POST
-/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`, `GET /v1/models/ID`. An id is
+/// /ID/v1/chat/completions` (endpoint ID), `GET /v1/models`, `GET /v1/models/ID` (and HEAD of
+/// both). An id is
 /// percent-decoded (`org%2Fmodel%20v1` is `org/model v1`), as a client's URL library encodes
 /// it; an unknown id is a 404 whatever the method, a known path with another method a 405.
 fn route(shared: &Shared, method: &Method, path: &str) -> Route {
@@ -608,8 +609,9 @@ fn route(shared: &Shared, method: &Method, path: &str) -> Route {
     };
     if path == "/v1/models" {
         return match *method {
-            Method::GET => Route::Models,
-            _ => Route::WrongMethod("GET"),
+            // HEAD is GET without the body (hyper leaves the body out, keeping its length).
+            Method::GET | Method::HEAD => Route::Models,
+            _ => Route::WrongMethod("GET, HEAD"),
         };
     }
     if let Some(raw) = path.strip_prefix("/v1/models/") {
@@ -618,8 +620,8 @@ fn route(shared: &Shared, method: &Method, path: &str) -> Route {
             Err(error) => return Route::NotFound(error),
         };
         return match (method, shared.emulator().endpoint(&id)) {
-            (&Method::GET, Some(e)) => Route::Model(e),
-            (_, Some(_)) => Route::WrongMethod("GET"),
+            (&Method::GET | &Method::HEAD, Some(e)) => Route::Model(e),
+            (_, Some(_)) => Route::WrongMethod("GET, HEAD"),
             (_, None) => Route::NotFound(ApiError {
                 status: 404,
                 message: format!("The model `{id}` does not exist."),

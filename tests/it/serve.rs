@@ -831,8 +831,20 @@ fn serve_guards_every_route_and_answers_at_its_edges() {
         request(&addr, "GET", "/v1/models/nope", &key, "").status,
         404
     );
+    // HEAD is GET without the body: the same status and length.
+    let head = request(&addr, "HEAD", "/v1/models", &key, "");
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty(), "{}", head.body);
+    assert_eq!(
+        head.header("content-length"),
+        models.header("content-length")
+    );
+    assert_eq!(
+        request(&addr, "HEAD", &format!("/v1/models/{id}"), &key, "").status,
+        200
+    );
     for (method, path, allow) in [
-        ("POST", "/v1/models", "GET"),
+        ("POST", "/v1/models", "GET, HEAD"),
         ("GET", "/v1/chat/completions", "POST"),
     ] {
         let answer = request(&addr, method, path, &key, "");
