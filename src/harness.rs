@@ -1309,11 +1309,12 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         if let Some(rec) = self.recorder.as_deref_mut() {
             rec.answered(self.now, pending.failure, pending.gave_up());
         }
-        if self.trace.is_some() {
-            self.trace_answer(w, &pending);
-        }
         self.provider.finish(r, pending.failure.is_some());
         self.account_tokens(w, r, &pending);
+        if self.trace.is_some() {
+            // After the request's own settlement: its headers are the limits as it leaves them.
+            self.trace_answer(w, &pending);
+        }
         self.record_clocks(w);
         let response = match pending.failure {
             None => Response::Success,
@@ -1384,6 +1385,22 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         self.settle_tokens(r, pending, usage, size);
     }
 
+    /// A hedged request of `w` on `r` cancelled `elapsed_s` after it was sent: it is settled,
+    /// billed and wasted as one the client hung up on then.
+    pub(super) fn account_cancelled(
+        &mut self,
+        w: usize,
+        r: usize,
+        pending: &Pending,
+        elapsed_s: f64,
+    ) {
+        let (Some(usage), Some(size)) = (pending.usage, self.call_size(w)) else {
+            return;
+        };
+        let written = usage.written_by(size.output, elapsed_s, pending.latency_s);
+        self.bill_tokens(r, usage, size, written, None);
+    }
+
     /// [`Sim::account_tokens`] of a token request; out of line so that worlds without
     /// `[tokens]` keep a small loop.
     #[inline(never)]
@@ -1393,25 +1410,44 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         } else {
             size.output
         };
+        let ok = pending.failure.is_none().then_some(pending.latency_s);
+        if ok.is_none() && !pending.gave_up() {
+            // A provider's error: settled and wasted, not billed.
+            self.provider.settle(r, &size, written, self.now);
+            self.tally.tokens_wasted += size.input + written;
+            return;
+        }
+        self.bill_tokens(r, usage, size, written, ok);
+    }
+
+    /// Settles `r`'s limits for a request of `size` that wrote `written` output tokens and
+    /// bills it; `ok` is the latency of a success (goodput, time to first token and per output
+    /// token), `None` for a request the client hung up on (waste).
+    fn bill_tokens(
+        &mut self,
+        r: usize,
+        usage: Usage,
+        size: CallSize,
+        written: f64,
+        ok: Option<f64>,
+    ) {
         self.provider.settle(r, &size, written, self.now);
         let price = self.world.endpoints()[r].price;
         let cost = |input, output| price.map_or(0.0, |p| p.cost(input, usage.cached, output));
         let t = &mut self.tally;
         let input = size.input;
-        if pending.failure.is_none() {
+        if let Some(latency_s) = ok {
             t.input_tokens_ok += input;
             t.output_tokens_ok += written;
             t.cost += cost(input, written);
             t.ttft_ms.push(usage.ttft_s * 1000.0);
             if written > 0.0 {
                 t.tpot_ms
-                    .push((pending.latency_s - usage.ttft_s) / written * 1000.0);
+                    .push((latency_s - usage.ttft_s) / written * 1000.0);
             }
         } else {
             t.tokens_wasted += input + written;
-            if pending.gave_up() {
-                t.cost += cost(input, written);
-            }
+            t.cost += cost(input, written);
         }
     }
 

@@ -103,7 +103,15 @@ impl Usage {
         if elapsed_s <= self.ttft_s || decode_s <= 0.0 {
             return 0.0;
         }
-        (output * (elapsed_s - self.ttft_s) / decode_s).floor()
+        // Whole tokens written; a count a rounding error short of a whole one (times are sums
+        // of simulated instants: 1.55 − 1.1 is 0.44999…) is that whole one.
+        let written = output * (elapsed_s - self.ttft_s) / decode_s;
+        let whole = written.round();
+        if (written - whole).abs() <= 1e-9 * output.max(1.0) {
+            whole
+        } else {
+            written.floor()
+        }
     }
 }
 
@@ -681,6 +689,21 @@ fn tail_multiplier(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hang-up at 1.55 s of a request whose first token came at 1.1 s, written at 400 a
+    /// second: 180 tokens, though 1.55 − 1.1 is 0.44999… in floating point.
+    #[test]
+    fn a_hang_up_counts_the_whole_tokens_written() {
+        let usage = Usage {
+            ttft_s: 0.5 + 0.5 * 1.2,
+            cached: false,
+        };
+        let latency_s = usage.ttft_s + 200.0 / 400.0;
+        assert_eq!(usage.written_by(200.0, 1.55, latency_s), 180.0);
+        assert_eq!(usage.written_by(200.0, 1.5, latency_s), 160.0);
+        assert_eq!(usage.written_by(200.0, 1.1024, latency_s), 0.0);
+        assert_eq!(usage.written_by(200.0, 1.1026, latency_s), 1.0);
+    }
     use crate::rng::Native;
 
     /// The calm span a scan leaves behind never changes an answer: a provider asked at rising

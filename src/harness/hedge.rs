@@ -138,16 +138,18 @@ impl<R: RandomSource> Sim<'_, R> {
         };
         debug_assert_eq!(worker.phase, Phase::InFlight);
         worker.hedging.copy = None;
-        let (lease, dispatched_at, answer_s) =
-            (worker.lease, worker.dispatched_at, worker.pending.answer_s);
-        worker.hedging.stale_answers.push(dispatched_at + answer_s);
+        let (lease, dispatched_at, primary) = (worker.lease, worker.dispatched_at, worker.pending);
+        worker
+            .hedging
+            .stale_answers
+            .push(dispatched_at + primary.answer_s);
         worker.lease = copy.lease;
         worker.pending = copy.pending;
         worker.dispatched_at = copy.dispatched_at;
         if self.trace.is_some() {
             self.trace_copy_won(w);
         }
-        self.cancel(lease, dispatched_at + answer_s);
+        self.cancel(w, lease, dispatched_at, &primary);
         let next = self.complete_request(w);
         self.drive(w, next);
     }
@@ -161,7 +163,7 @@ impl<R: RandomSource> Sim<'_, R> {
             if self.trace.is_some() {
                 self.trace_cancelled(w, 1);
             }
-            self.cancel(copy.lease, copy.answers_at());
+            self.cancel(w, copy.lease, copy.dispatched_at, &copy.pending);
         }
     }
 
@@ -177,12 +179,16 @@ impl<R: RandomSource> Sim<'_, R> {
         }
     }
 
-    /// Cancels the request on `r` that would have answered at `answers_at`: the provider stops
-    /// serving it, the lease is given back, the busy time it will not use is remembered.
-    fn cancel(&mut self, r: usize, answers_at: f64) {
+    /// Cancels the request of `w` on `r`, sent at `dispatched_at` to do `pending`: the provider
+    /// stops serving it, the lease is given back, the busy time it will not use is remembered,
+    /// and in a world with `[tokens]` what it consumed stays spent (the prompt and the output
+    /// written by now: billed, wasted, and settled against the limits as a hang-up is).
+    fn cancel(&mut self, w: usize, r: usize, dispatched_at: f64, pending: &Pending) {
         if let Some(rec) = self.recorder.as_deref_mut() {
             rec.window(self.now).cancelled += 1;
         }
+        let answers_at = dispatched_at + pending.answer_s;
+        self.account_cancelled(w, r, pending, self.now - dispatched_at);
         self.provider.finish(r, false);
         self.unused_busy_s[r] += answers_at - self.now;
         self.pool.release(r);

@@ -4,6 +4,10 @@
 use crate::rounding::ceil_ms;
 use crate::tokens::{CallSize, Charge, Limit, LimitHeader, Reset, Unit};
 
+/// How far short of a need, as a share of the limit, a level may be and still hold it (see
+/// `Allowance::has`).
+const ROOM_TOLERANCE: f64 = 1e-9;
+
 /// The state of one limit.
 #[derive(Clone, Copy, Debug)]
 struct Allowance {
@@ -51,7 +55,9 @@ impl Limits {
     }
 
     /// Admits a request of `size` at `now` if every limit has room, charging each; otherwise
-    /// charges nothing and says which limit refused (the first in the endpoint's order).
+    /// charges nothing and says which limit refused: one the request could never fit, else the
+    /// one whose room comes last (so its Retry-After is when every limit has room, whatever
+    /// the order the endpoint lists them in; the first of those on a tie).
     pub fn admit(
         &mut self,
         limits: &[Limit],
@@ -59,6 +65,7 @@ impl Limits {
         size: &CallSize,
         now: f64,
     ) -> Result<(), Blocked> {
+        let mut blocked: Option<Blocked> = None;
         for (index, (limit, allowance)) in limits.iter().zip(&mut self.allowances).enumerate() {
             allowance.catch_up(limit, now);
             let take = charge.at_admission(limit.unit, size);
@@ -71,13 +78,25 @@ impl Limits {
             if need > limit.limit {
                 return Err(Blocked::TooLarge { index });
             }
-            if allowance.level < need {
+            if !allowance.has(limit, need) {
                 let retry_after_s = allowance.time_to(limit, need, now);
-                return Err(Blocked::Wait {
-                    index,
-                    retry_after_s,
-                });
+                let later = match blocked {
+                    Some(Blocked::Wait {
+                        retry_after_s: before,
+                        ..
+                    }) => retry_after_s > before,
+                    _ => true,
+                };
+                if later {
+                    blocked = Some(Blocked::Wait {
+                        index,
+                        retry_after_s,
+                    });
+                }
             }
+        }
+        if let Some(blocked) = blocked {
+            return Err(blocked);
         }
         for (limit, allowance) in limits.iter().zip(&mut self.allowances) {
             allowance.level -= charge.at_admission(limit.unit, size);
@@ -154,18 +173,34 @@ impl Allowance {
         }
     }
 
+    /// Whether the level holds `need`. Levels are sums of refills computed in floating point,
+    /// so a level a billionth of the limit short of `need` holds it: a client that waits out
+    /// the Retry-After exactly must find the room the header promised.
+    fn has(&self, limit: &Limit, need: f64) -> bool {
+        self.level >= need - ROOM_TOLERANCE * limit.limit
+    }
+
     /// Seconds from `now` until the level reaches `need` (0 if it has), rounded up to whole
     /// milliseconds as a `retry-after-ms` header carries it: a client that waits that long
-    /// finds the room, never a rounding error short of it.
+    /// finds the room, never a rounding error short of it. The exact time is first taken to
+    /// the nanosecond, so that 4.000000000001 s says 4.000, not 4.001.
     fn time_to(&self, limit: &Limit, need: f64, now: f64) -> f64 {
-        if self.level >= need {
+        if self.has(limit, need) {
             return 0.0;
         }
         let exact = match limit.reset {
             Reset::Rolling => (need - self.level) * limit.window_s / limit.limit,
             Reset::Fixed => ((now / limit.window_s).floor() + 1.0) * limit.window_s - now,
         };
-        ceil_ms(exact)
+        let wait = ceil_ms((exact * 1e9).round() / 1e9);
+        // What a client finds when it comes back after `wait`, computed as the run will.
+        let mut then = *self;
+        then.catch_up(limit, now + wait);
+        if then.has(limit, need) {
+            wait
+        } else {
+            wait + 0.001
+        }
     }
 }
 
@@ -233,6 +268,86 @@ mod tests {
             })
         );
         assert!(state.admit(&limits, Charge::Input, &SIZE, 86_400.0).is_ok());
+    }
+
+    /// A client that comes back exactly when Retry-After said is admitted, whatever the
+    /// floating-point sums of the refill make of the level (the QA case: a deficit of 1149
+    /// at 14.02 s, back at 14.02 + 23.0 = 37.019999999999996).
+    #[test]
+    fn a_client_that_waits_out_the_retry_after_finds_the_room() {
+        let mut next = crate::rng::xorshift(0x5eed);
+        let mut draw = |n: u64| next() % n;
+        for case in 0..20_000 {
+            let window_s = [1.0, 60.0, 0.37, 86_400.0][case % 4];
+            let reset = [Reset::Rolling, Reset::Fixed][case / 4 % 2];
+            let cap = 1.0 + draw(100_000) as f64;
+            let limits = [limit(Unit::Tokens, cap, window_s, reset)];
+            let mut state = Limits::new(&limits);
+            let size = CallSize {
+                input: 1.0 + draw(cap as u64) as f64,
+                output: 0.0,
+                max_tokens: 0.0,
+            };
+            let mut now = draw(100_000) as f64 / 100.0;
+            // Spend the limit down (a completion charge may overdraw it), then retry after.
+            state.settle(&limits, Charge::Completion, &size, 0.0, now);
+            state.settle(&limits, Charge::Completion, &size, draw(1000) as f64, now);
+            for _ in 0..3 {
+                match state.admit(&limits, Charge::Input, &size, now) {
+                    Ok(()) => {}
+                    Err(Blocked::Wait { retry_after_s, .. }) => {
+                        now += retry_after_s;
+                        assert_eq!(
+                            state.admit(&limits, Charge::Input, &size, now),
+                            Ok(()),
+                            "case {case}: {limits:?} {size:?} back at {now}"
+                        );
+                    }
+                    Err(blocked) => panic!("case {case}: {blocked:?}"),
+                }
+            }
+        }
+    }
+
+    /// Of several limits without room, the one whose room comes last answers, in whichever
+    /// order the endpoint lists them; times a rounding error past a millisecond are not
+    /// rounded up to the next.
+    #[test]
+    fn the_limit_that_refuses_is_the_last_to_have_room_in_any_order() {
+        let requests = limit(Unit::Requests, 2.0, 10.0, Reset::Fixed);
+        let tokens = limit(Unit::Tokens, 3000.0, 60.0, Reset::Rolling);
+        let size = CallSize {
+            input: 1000.0,
+            output: 200.0,
+            max_tokens: 500.0,
+        };
+        for (limits, tokens_index) in [([requests, tokens], 1), ([tokens, requests], 0)] {
+            let mut state = Limits::new(&limits);
+            for t in [0.0, 1.0] {
+                assert_eq!(state.admit(&limits, Charge::Admission, &size, t), Ok(()));
+            }
+            // Requests come back at 10 s, tokens (3000 − 3000 + 2 s × 50/s = 100; 1500 needed)
+            // at 2 + 1400/50 = 30 s.
+            assert_eq!(
+                state.admit(&limits, Charge::Admission, &size, 2.0),
+                Err(Blocked::Wait {
+                    index: tokens_index,
+                    retry_after_s: 28.0
+                })
+            );
+        }
+        let limits = [limit(Unit::Requests, 6.0, 60.0, Reset::Rolling)];
+        let mut state = Limits::new(&limits);
+        for _ in 0..6 {
+            assert!(state.admit(&limits, Charge::Admission, &size, 0.0).is_ok());
+        }
+        // 10 s a request, less the 0.6 s since: 9.4, not 9.401.
+        let Err(Blocked::Wait { retry_after_s, .. }) =
+            state.admit(&limits, Charge::Admission, &size, 0.6)
+        else {
+            panic!("refused")
+        };
+        assert_eq!(retry_after_s, 9.4);
     }
 
     #[test]

@@ -302,3 +302,78 @@ limits = [{ unit = "requests", limit = 1, window_s = 0.001, reset = "fixed" }]"#
         }
     }
 }
+
+/// A hedge copy that loses is cancelled, but what it consumed stays spent: its prompt and the
+/// output written by then are billed and wasted, as a request the client hung up on. The
+/// request log's cancelled records account for every token of waste and every cent of cost
+/// beyond the successes.
+#[test]
+fn a_cancelled_hedge_copy_is_billed_and_wasted_for_what_it_wrote() {
+    let dir = crate::support::scratch_dir("hedge-tokens");
+    let file = dir.join("hedge.toml");
+    let endpoint = |id: &str| {
+        format!(
+            "[[endpoints]]\nid = \"{id}\"\ncapacity = 1\n\
+             latency = {{ distribution = \"tokens\", ttft_s = 0.5, decode_tokens_per_s = 100, tail_rate = 0 }}\n\
+             price = {{ input_per_mtok = 3, output_per_mtok = 15 }}\n\
+             failures = {{ error_rate = 0, storm_rate = 0 }}\n"
+        )
+    };
+    let text = format!(
+        "name = \"hedge\"\nsummary = \"x\"\njobs = 12\nconcurrency = 1\nsteps_per_job = 1\n\
+         calls_per_step = 1\n[cycle]\nperiod_s = 0\n[algorithms.hedged]\npercentile = 0.5\n\
+         window = 1\n[tokens]\ninput = {{ distribution = \"constant\", value = 1000 }}\n\
+         output = {{ distribution = \"uniform\", min = 100, max = 300 }}\nmax_tokens = 500\n{}{}",
+        endpoint("a"),
+        endpoint("b")
+    );
+    std::fs::write(&file, text).unwrap();
+    let log = dir.join("log.jsonl");
+    let out = crate::support::simbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--algorithms",
+        "hedged",
+        "--seeds",
+        "1",
+        "--quiet",
+        "--json",
+        "-",
+        "--request-log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metric = |name: &str| report["runs"][0]["metrics"][name].as_f64().unwrap();
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |outcome: &'static str| records.iter().filter(move |r| r["outcome"] == outcome);
+    let cancelled = of("cancelled").count() as f64;
+    assert!(cancelled > 0.0, "no copy lost: the test needs one");
+    let ok_cost: f64 = of("ok")
+        .map(|r| {
+            let tokens = |k: &str| r[k].as_f64().unwrap();
+            (3.0 * tokens("input_tokens") + 15.0 * tokens("output_tokens")) / 1e6
+        })
+        .sum();
+    // Each cancelled copy wastes its 1000-token prompt and the output it wrote.
+    let wasted = metric("tokens_wasted");
+    let written = wasted - 1000.0 * cancelled;
+    assert!(
+        written > 0.0,
+        "tokens_wasted {wasted} for {cancelled} copies"
+    );
+    let billed = (3.0 * 1000.0 * cancelled + 15.0 * written) / 1e6;
+    assert!(
+        (metric("cost") - (ok_cost + billed)).abs() < 1e-6,
+        "cost {} against {ok_cost} for successes and {billed} for {cancelled} cancelled copies",
+        metric("cost")
+    );
+}
