@@ -1382,47 +1382,56 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let (Some(usage), Some(size)) = (pending.usage, self.call_size(w)) else {
             return;
         };
-        self.settle_tokens(r, pending, usage, size);
+        let sent_at = self.workers[w].dispatched_at;
+        self.settle_tokens(r, pending, usage, size, sent_at);
     }
 
-    /// A hedged request of `w` on `r` cancelled `elapsed_s` after it was sent: it is settled,
-    /// billed and wasted as one the client hung up on then.
+    /// A hedged request of `w` on `r`, sent at `sent_at`, cancelled now: it is settled, billed
+    /// and wasted as one the client hung up on now.
     pub(super) fn account_cancelled(
         &mut self,
         w: usize,
         r: usize,
         pending: &Pending,
-        elapsed_s: f64,
+        sent_at: f64,
     ) {
         let (Some(usage), Some(size)) = (pending.usage, self.call_size(w)) else {
             return;
         };
-        let written = usage.written_by(size.output, elapsed_s, pending.latency_s);
+        let written = usage.written_by(size.output, self.now - sent_at, pending.latency_s);
+        self.provider.settle(r, &size, written, sent_at, self.now);
         self.bill_tokens(r, usage, size, written, None);
     }
 
     /// [`Sim::account_tokens`] of a token request; out of line so that worlds without
     /// `[tokens]` keep a small loop.
     #[inline(never)]
-    fn settle_tokens(&mut self, r: usize, pending: &Pending, usage: Usage, size: CallSize) {
+    fn settle_tokens(
+        &mut self,
+        r: usize,
+        pending: &Pending,
+        usage: Usage,
+        size: CallSize,
+        sent_at: f64,
+    ) {
         let written = if pending.gave_up() {
             usage.written_by(size.output, pending.answer_s, pending.latency_s)
         } else {
             size.output
         };
+        self.provider.settle(r, &size, written, sent_at, self.now);
         let ok = pending.failure.is_none().then_some(pending.latency_s);
         if ok.is_none() && !pending.gave_up() {
-            // A provider's error: settled and wasted, not billed.
-            self.provider.settle(r, &size, written, self.now);
+            // A provider's error: wasted, not billed.
             self.tally.tokens_wasted += size.input + written;
             return;
         }
         self.bill_tokens(r, usage, size, written, ok);
     }
 
-    /// Settles `r`'s limits for a request of `size` that wrote `written` output tokens and
-    /// bills it; `ok` is the latency of a success (goodput, time to first token and per output
-    /// token), `None` for a request the client hung up on (waste).
+    /// Bills a settled request on `r` of `size` that wrote `written` output tokens; `ok` is the
+    /// latency of a success (goodput, time to first token and per output token), `None` for a
+    /// request the client hung up on (waste).
     fn bill_tokens(
         &mut self,
         r: usize,
@@ -1431,7 +1440,6 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         written: f64,
         ok: Option<f64>,
     ) {
-        self.provider.settle(r, &size, written, self.now);
         let price = self.world.endpoints()[r].price;
         let cost = |input, output| price.map_or(0.0, |p| p.cost(input, usage.cached, output));
         let t = &mut self.tally;
@@ -1459,11 +1467,16 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             .is_some_and(|cache| self.workers[w].reuses(r, self.now, cache.ttl_s))
     }
 
-    /// A request on `r` was turned away by an incident: the pool hears of a failure (and of
-    /// a revoked key, which it stops using), the lease goes back. Returns the error's class.
+    /// A request on `r` was turned away: by an incident the pool hears of as a failure (and of
+    /// a revoked key, which it stops using), or as too large for `r`'s limits, the client's
+    /// own fault that says nothing of `r`'s health (a breaker counting it would eject an
+    /// endpoint for requests no endpoint of its size could take). The lease goes back.
+    /// Returns the error's class.
     fn rejected(&mut self, r: usize, rejection: Rejection) -> ErrorClass {
         let now = self.now;
-        self.pool.report_failure(r, now);
+        if rejection != Rejection::TooLarge {
+            self.pool.report_failure(r, now);
+        }
         let class = match rejection {
             Rejection::Outage => ErrorClass::Connection,
             Rejection::Revoked => {

@@ -472,15 +472,20 @@ impl<'w> Provider<'w> {
         }
     }
 
-    /// Settles the token limits of endpoint `e` for a request of `size` that ended at `now`
-    /// having written `written` output tokens.
-    pub fn settle(&mut self, e: usize, size: &CallSize, written: f64, now: f64) {
+    /// Settles the token limits of endpoint `e` for a request of `size` admitted at
+    /// `admitted_at` that ended at `now` having written `written` output tokens.
+    pub fn settle(&mut self, e: usize, size: &CallSize, written: f64, admitted_at: f64, now: f64) {
         let endpoint = &self.world.endpoints()[e];
         if !endpoint.limits.is_empty() {
             let state = &mut self.endpoints[e];
-            state
-                .limits
-                .settle(&endpoint.limits, endpoint.charge, size, written, now);
+            state.limits.settle(
+                &endpoint.limits,
+                endpoint.charge,
+                size,
+                written,
+                admitted_at,
+                now,
+            );
         }
     }
 

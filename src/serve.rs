@@ -892,6 +892,7 @@ fn chat(
                 record,
                 done: false,
                 ttft: None,
+                headers_at_end: false,
             };
             Ok(if request.stream {
                 stream(guard, id, request).into()
@@ -1067,6 +1068,9 @@ struct InFlight {
     done: bool,
     /// When a streamed answer's first token was sent (after admission \[s, simulated\]).
     ttft: Option<f64>,
+    /// The answer's headers are sent when it ends (a whole answer), not at admission (a
+    /// stream's).
+    headers_at_end: bool,
 }
 
 impl InFlight {
@@ -1082,9 +1086,14 @@ impl InFlight {
         self.done = true;
         let written = written_at(&self.admission, self.record.start_s, end_s);
         let failed = outcome == EntryOutcome::Error;
-        self.shared
-            .emulator()
-            .finish(&self.admission, end_s, written, failed);
+        let start_s = self.record.start_s;
+        let mut emulator = self.shared.emulator();
+        emulator.finish(&self.admission, start_s, end_s, written, failed);
+        if self.headers_at_end {
+            // An answer sent whole carries the limits as this request leaves them.
+            self.record.headers = emulator.headers(self.admission.endpoint, end_s);
+        }
+        drop(emulator);
         let mut entry = self.record.entry(end_s, outcome, status, error);
         if self.shared.world.tokens().is_some() {
             entry.output_tokens = Some(f64::from(if outcome == EntryOutcome::Ok {
@@ -1142,9 +1151,8 @@ async fn whole(
 ) -> Result<Response<Body>, io::Error> {
     let due = guard.due_s();
     tokio::time::sleep_until(guard.shared.clock.at(due)).await;
-    // The headers are sent now, so they say how the limits stand now.
-    let e = guard.admission.endpoint;
-    guard.record.headers = guard.shared.emulator().headers(e, due);
+    // The headers are sent now, so they say how the limits stand once this request settled.
+    guard.headers_at_end = true;
     match guard.admission.failure {
         Some(FailureKind::Upstream) => {
             guard.end(

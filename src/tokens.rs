@@ -28,7 +28,7 @@ pub struct Tokens {
 pub enum Size {
     /// Always this many.
     Constant(f64),
-    /// Uniform between the two (inclusive, before rounding).
+    /// Each whole number from `min` to `max` (both whole, inclusive) equally likely.
     Uniform {
         /// Smallest.
         min: f64,
@@ -51,7 +51,10 @@ impl Size {
     pub fn sample(&self, stream: &mut impl Stream) -> f64 {
         let raw = match self {
             Size::Constant(n) => *n,
-            Size::Uniform { min, max } => min + (max - min) * stream.uniform(),
+            // Not a continuous draw rounded: that would give the two ends half a share each.
+            Size::Uniform { min, max } => (min + (max - min + 1.0) * stream.uniform())
+                .floor()
+                .min(*max),
             Size::Lognormal { median, sigma } => median * (sigma * stream.gauss()).exp(),
             Size::Empirical(points) => inverse_cdf(points, stream.uniform()),
         };
@@ -224,6 +227,12 @@ impl Limit {
     pub fn is_daily(&self) -> bool {
         self.window_s >= 86_400.0
     }
+
+    /// Whether instants `a` and `b` fall in one window of a fixed limit. Always for a rolling
+    /// one: its charges fade out as it refills rather than vanish at a boundary.
+    pub fn same_window(&self, a: f64, b: f64) -> bool {
+        self.reset == Reset::Rolling || (a / self.window_s).floor() == (b / self.window_s).floor()
+    }
 }
 
 /// One limit's state as a response's `x-ratelimit-*` headers carry it.
@@ -374,6 +383,26 @@ mod tests {
             "output capped at max_tokens"
         );
         assert!((100.0..=200.0).contains(&own.input));
+    }
+
+    #[test]
+    fn a_uniform_size_draws_every_whole_number_equally_often() {
+        let rng = Native::new(11, ["a"]);
+        let size = Size::Uniform { min: 1.0, max: 3.0 };
+        let mut counts = [0u32; 4];
+        let n = 30_000;
+        for job in 0..n {
+            let draw = size.sample(&mut rng.sizes(job, 0, 0));
+            assert!(draw.fract() == 0.0 && (1.0..=3.0).contains(&draw), "{draw}");
+            counts[draw as usize] += 1;
+        }
+        // A continuous draw rounded would give 1, 2 and 3 in proportions 1 : 2 : 1.
+        for (k, &count) in counts.iter().enumerate().skip(1) {
+            let share = f64::from(count) / f64::from(n);
+            assert!((share - 1.0 / 3.0).abs() < 0.01, "{k}: {share}");
+        }
+        let one = Size::Uniform { min: 5.0, max: 5.0 };
+        assert_eq!(one.sample(&mut rng.sizes(0, 0, 0)), 5.0);
     }
 
     #[test]

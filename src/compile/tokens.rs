@@ -161,6 +161,26 @@ fn check_size(
             "a uniform size draws between min and max: min <= max".into(),
         ));
     }
+    if shape == SizeShape::Uniform {
+        for k in ["min", "max"] {
+            if let Some(v) = number(json, &at(base, k))
+                && v.fract() != 0.0
+            {
+                out.push(problem(
+                    at(base, k),
+                    Target::Value,
+                    format!("`{k}` ({}) is not a whole number of tokens", show_number(v)),
+                    "not a whole number",
+                    format!(
+                        "a uniform size draws each whole number from min to max equally often: \
+                         write {k} = {} or {}",
+                        show_number(v.floor()),
+                        show_number(v.ceil())
+                    ),
+                ));
+            }
+        }
+    }
     if shape == SizeShape::Empirical {
         check_quantiles(json, &at(base, "quantiles"), PointUnit::Tokens, out);
     }

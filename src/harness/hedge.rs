@@ -147,7 +147,7 @@ impl<R: RandomSource> Sim<'_, R> {
         worker.pending = copy.pending;
         worker.dispatched_at = copy.dispatched_at;
         if self.trace.is_some() {
-            self.trace_copy_won(w);
+            self.trace_copy_won(w, &primary, dispatched_at);
         }
         self.cancel(w, lease, dispatched_at, &primary);
         let next = self.complete_request(w);
@@ -161,7 +161,7 @@ impl<R: RandomSource> Sim<'_, R> {
         hedging.timer = None;
         if let Some(copy) = hedging.copy.take() {
             if self.trace.is_some() {
-                self.trace_cancelled(w, 1);
+                self.trace_cancelled(w, 1, &copy.pending, copy.dispatched_at);
             }
             self.cancel(w, copy.lease, copy.dispatched_at, &copy.pending);
         }
@@ -188,7 +188,7 @@ impl<R: RandomSource> Sim<'_, R> {
             rec.window(self.now).cancelled += 1;
         }
         let answers_at = dispatched_at + pending.answer_s;
-        self.account_cancelled(w, r, pending, self.now - dispatched_at);
+        self.account_cancelled(w, r, pending, dispatched_at);
         self.provider.finish(r, false);
         self.unused_busy_s[r] += answers_at - self.now;
         self.pool.release(r);

@@ -72,7 +72,7 @@ pub struct TraceRecord {
     pub headers: Vec<LimitHeader>,
     /// Time to first token \[s\], when a token was written before the request ended.
     pub ttft_s: Option<f64>,
-    /// Output tokens the client received (on success, or streamed before its timeout).
+    /// Output tokens the client received (on success, or streamed before its timeout or its cancellation).
     pub output_tokens: Option<f64>,
     /// For a refusal: the resource's consecutive failures and state after the report.
     pub after_report: Option<(u32, State)>,
@@ -197,18 +197,34 @@ impl<R: RandomSource> Sim<'_, R> {
     }
 
     /// The request of `w` in slot `slot` (0 the primary, 1 the copy) is cancelled now.
-    pub(super) fn trace_cancelled(&mut self, w: usize, slot: usize) {
+    /// It was sent at `sent_at` to do `pending`; in a world with `[tokens]` its record keeps
+    /// the output streamed to the client until then, as a client timeout's does.
+    pub(super) fn trace_cancelled(
+        &mut self,
+        w: usize,
+        slot: usize,
+        pending: &Pending,
+        sent_at: f64,
+    ) {
         let index = self.trace_slots[w][slot];
         let now = self.now;
+        let output = self.workers[w].size.output;
         let record = &mut self.trace.as_mut().expect("tracing")[index];
         record.end_s = now;
         record.answer = Answer::Cancelled;
+        if let Some(usage) = pending.usage {
+            let elapsed_s = now - sent_at;
+            record.output_tokens = Some(usage.written_by(output, elapsed_s, pending.latency_s));
+            if elapsed_s > usage.ttft_s {
+                record.ttft_s = Some(usage.ttft_s);
+            }
+        }
     }
 
-    /// The hedge copy of `w` answered first: the primary is cancelled and the copy's record
-    /// becomes the one the answer completes.
-    pub(super) fn trace_copy_won(&mut self, w: usize) {
-        self.trace_cancelled(w, 0);
+    /// The hedge copy of `w` answered first: the primary (sent at `sent_at` to do `pending`)
+    /// is cancelled and the copy's record becomes the one the answer completes.
+    pub(super) fn trace_copy_won(&mut self, w: usize, pending: &Pending, sent_at: f64) {
+        self.trace_cancelled(w, 0, pending, sent_at);
         let slots = &mut self.trace_slots[w];
         slots[0] = slots[1];
     }

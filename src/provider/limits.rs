@@ -104,21 +104,25 @@ impl Limits {
         Ok(())
     }
 
-    /// Settles a request of `size` that ended at `now` having written `written` output tokens.
+    /// Settles a request of `size` admitted at `admitted_at` that ended at `now` having
+    /// written `written` output tokens. Unused `max_tokens` go back only to the window that
+    /// was charged for them: a fixed window that has since reset starts full and owes nothing.
     pub fn settle(
         &mut self,
         limits: &[Limit],
         charge: Charge,
         size: &CallSize,
         written: f64,
+        admitted_at: f64,
         now: f64,
     ) {
         for (limit, allowance) in limits.iter().zip(&mut self.allowances) {
             let delta = charge.at_end(limit.unit, size, written);
-            if delta != 0.0 {
-                allowance.catch_up(limit, now);
-                allowance.level = (allowance.level - delta).min(limit.limit);
+            if delta == 0.0 || (delta < 0.0 && !limit.same_window(admitted_at, now)) {
+                continue;
             }
+            allowance.catch_up(limit, now);
+            allowance.level = (allowance.level - delta).min(limit.limit);
         }
     }
 
@@ -155,7 +159,7 @@ impl Allowance {
                 self.level = (self.level + refill).min(limit.limit);
             }
             Reset::Fixed => {
-                if (now / limit.window_s).floor() > (self.at / limit.window_s).floor() {
+                if !limit.same_window(self.at, now) {
                     self.level = limit.limit;
                 }
             }
@@ -240,7 +244,7 @@ mod tests {
         };
         assert!((retry_after_s - 30.0).abs() < 1e-9);
         // The first request ends having written 100 of its 400: 300 come back at once.
-        state.settle(&limits, charge, &SIZE, 100.0, 0.0);
+        state.settle(&limits, charge, &SIZE, 100.0, 0.0, 0.0);
         let mut headers = Vec::new();
         state.headers(&limits, 0.0, &mut headers);
         let [header] = headers[..] else {
@@ -249,6 +253,35 @@ mod tests {
         assert_eq!((header.limit, header.remaining), (2000.0, 300.0));
         assert!((header.reset_s - 51.0).abs() < 1e-9);
         assert!(state.admit(&limits, charge, &SIZE, 21.0).is_ok());
+    }
+
+    #[test]
+    fn unused_max_tokens_go_back_only_to_the_fixed_window_charged_for_them() {
+        let limits = [limit(Unit::Tokens, 2000.0, 60.0, Reset::Fixed)];
+        let mut state = Limits::new(&limits);
+        let charge = Charge::Admission;
+        let remaining = |state: &mut Limits, now| {
+            let mut headers = Vec::new();
+            state.headers(&limits, now, &mut headers);
+            headers[0].remaining
+        };
+        // Admitted at 59 s (1000 charged to the first window), ended at 61 s in the second.
+        assert!(state.admit(&limits, charge, &SIZE, 59.0).is_ok());
+        assert!(state.admit(&limits, charge, &SIZE, 60.5).is_ok());
+        assert_eq!(remaining(&mut state, 60.5), 1000.0);
+        state.settle(&limits, charge, &SIZE, 100.0, 59.0, 61.0);
+        assert_eq!(
+            remaining(&mut state, 61.0),
+            1000.0,
+            "nothing owed to the new window"
+        );
+        // The request admitted in this window gives its unused 300 back to it.
+        state.settle(&limits, charge, &SIZE, 100.0, 60.5, 62.0);
+        assert_eq!(remaining(&mut state, 62.0), 1300.0);
+        // A completion charge counts in the window it is taken in, whenever admitted.
+        let mut state = Limits::new(&limits);
+        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 59.0, 61.0);
+        assert_eq!(remaining(&mut state, 61.0), 1300.0);
     }
 
     #[test]
@@ -290,8 +323,15 @@ mod tests {
             };
             let mut now = draw(100_000) as f64 / 100.0;
             // Spend the limit down (a completion charge may overdraw it), then retry after.
-            state.settle(&limits, Charge::Completion, &size, 0.0, now);
-            state.settle(&limits, Charge::Completion, &size, draw(1000) as f64, now);
+            state.settle(&limits, Charge::Completion, &size, 0.0, now, now);
+            state.settle(
+                &limits,
+                Charge::Completion,
+                &size,
+                draw(1000) as f64,
+                now,
+                now,
+            );
             for _ in 0..3 {
                 match state.admit(&limits, Charge::Input, &size, now) {
                     Ok(()) => {}
@@ -366,8 +406,8 @@ mod tests {
         let mut state = Limits::new(&limits);
         assert!(state.admit(&limits, Charge::Completion, &SIZE, 0.0).is_ok());
         assert!(state.admit(&limits, Charge::Completion, &SIZE, 0.0).is_ok());
-        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 0.0);
-        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 0.0);
+        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 0.0, 0.0);
+        state.settle(&limits, Charge::Completion, &SIZE, 100.0, 0.0, 0.0);
         // 1000 - 2·700 = -400: the next needs a positive allowance, 401 tokens away.
         let Err(Blocked::Wait { retry_after_s, .. }) =
             state.admit(&limits, Charge::Completion, &SIZE, 0.0)

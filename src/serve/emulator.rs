@@ -138,13 +138,22 @@ impl<'w> Emulator<'w> {
         (verdict, self.headers(e, now))
     }
 
-    /// An admitted request ended at `now` having written `written` tokens (fewer than its
-    /// output when the client went away first); `failed` when it ended in a failure.
-    pub fn finish(&mut self, admission: &Admission, now: f64, written: u32, failed: bool) {
+    /// An admitted request, admitted at `admitted_s`, ended at `now` having written `written`
+    /// tokens (fewer than its output when the client went away first); `failed` when it ended
+    /// in a failure.
+    pub fn finish(
+        &mut self,
+        admission: &Admission,
+        admitted_s: f64,
+        now: f64,
+        written: u32,
+        failed: bool,
+    ) {
         self.provider.finish(admission.endpoint, failed);
         if let Some(size) = &admission.size {
-            self.provider
-                .settle(admission.endpoint, size, f64::from(written), now);
+            let written = f64::from(written);
+            let e = admission.endpoint;
+            self.provider.settle(e, size, written, admitted_s, now);
         }
     }
 
@@ -189,7 +198,7 @@ mod tests {
         for a in &admitted {
             assert_eq!(a.output, DEFAULT_OUTPUT);
             assert!(a.latency_s > 0.0);
-            emulator.finish(a, a.latency_s, a.output, a.failure.is_some());
+            emulator.finish(a, 0.0, a.latency_s, a.output, a.failure.is_some());
         }
         assert_eq!(emulator.in_flight(0), 0);
     }

@@ -720,7 +720,8 @@ fn the_served_token_limit_holds_under_a_burst() {
         "{statuses:?}"
     );
     // Admission takes prompt + max_tokens; the unused part of max_tokens comes back when the
-    // request ends. So per window: what admissions there took, less what ends there gave back.
+    // request ends, to the window it was charged in (a window that has reset since owes
+    // nothing). So per window: what admissions there took, less what they gave back there.
     let mut per_window = std::collections::BTreeMap::<u64, f64>::new();
     let entries = read_log(&log);
     assert_eq!(entries.len(), statuses.len());
@@ -733,8 +734,11 @@ fn the_served_token_limit_holds_under_a_burst() {
         // 390 characters: 98 tokens of text and 4 for the message; the asked max_tokens.
         assert_eq!((input, max), (102.0, 50.0));
         let unused = max - e["output_tokens"].as_f64().unwrap();
-        *per_window.entry(window(&e["start_s"])).or_default() += input + max;
-        *per_window.entry(window(&e["end_s"])).or_default() -= unused;
+        let charged = per_window.entry(window(&e["start_s"])).or_default();
+        *charged += input + max;
+        if window(&e["start_s"]) == window(&e["end_s"]) {
+            *charged -= unused;
+        }
     }
     eprintln!("net tokens per window: {per_window:?}");
     assert!(per_window.values().all(|&t| t <= 2000.0), "{per_window:?}");
@@ -1097,4 +1101,51 @@ failures = { error_rate = 0.0, storm_rate = 0.0 }
         assert!(stderr.contains("is not a time scale"), "{scale}: {stderr}");
     }
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// A whole (non-streamed) answer is sent when the request ends, so its headers say how the
+/// limits stand after its own settlement: the unused part of `max_tokens` already given back
+/// (they used to be taken a moment before, 20 tokens short here). A stream's headers go out at
+/// admission and say what admission left.
+#[test]
+fn a_whole_answer_carries_the_limits_as_its_request_leaves_them() {
+    let server = Server::start(&["tests/data/worlds/serve_tokens.toml"]);
+    let addr = server.addr.clone();
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":50}"#;
+    let whole = request(&addr, "POST", "/v1/chat/completions", &[], body);
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    let usage = &whole.json()["usage"];
+    let (prompt, output) = (
+        usage["prompt_tokens"].as_f64().unwrap(),
+        usage["completion_tokens"].as_f64().unwrap(),
+    );
+    assert!(output < 50.0, "the test needs unused max_tokens: {output}");
+    // One fixed 10 s window of 2,000 tokens, and the answer came within it (about 0.5 s).
+    let remaining = |a: &Answer| -> f64 {
+        a.header("x-ratelimit-remaining-tokens")
+            .expect("the token header")
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(
+        remaining(&whole),
+        2000.0 - prompt - output,
+        "{:?}",
+        whole.headers
+    );
+    let streamed = request(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &body.replace("\"max_tokens\"", "\"stream\":true,\"max_tokens\""),
+    );
+    assert_eq!(streamed.status, 200);
+    assert_eq!(
+        remaining(&streamed),
+        2000.0 - prompt - output - prompt - 50.0,
+        "{:?}",
+        streamed.headers
+    );
+    assert!(server.stop().success());
 }

@@ -248,6 +248,26 @@ fn requests_larger_than_a_limit_fail_at_once_as_fatal() {
     assert_eq!(result.error_classes, [("fatal", 10)].into());
 }
 
+/// A 400 says the request is too large, not that the endpoint is unwell: the breaker does not
+/// count it, so an endpoint whose limit is below every request fails each job at once (the
+/// run ends) instead of being declared DEAD after a few (a stall, every later job unstarted).
+#[test]
+fn requests_too_large_for_every_endpoint_fail_without_tripping_the_breaker() {
+    let endpoint =
+        format!("{FAST}\nlimits = [{{ unit = \"tokens\", limit = 1000, per = \"minute\" }}]");
+    let text = world_text(2, 40, 10, CONSTANT_SIZES, &endpoint).replace(
+        "dead_after = 1000000000\ndegrade_after = 1000000000",
+        "dead_after = 3\ndegrade_after = 2",
+    );
+    let w = load(&text);
+    for algorithm in ["wait", "least_busy", "sdk_retry"] {
+        let result = run(&w, algorithm, w.seed(), false);
+        let m = result.metrics.expect("the run ends: no stall");
+        assert_eq!(m.get(Metric::JobsFailed), 40.0, "{algorithm}");
+        assert_eq!(result.error_classes, [("fatal", 40)].into(), "{algorithm}");
+    }
+}
+
 #[test]
 fn a_token_world_no_code_was_written_for_runs_every_strategy_deterministically() {
     use crate::support::{simbench, without_wall_times};
@@ -363,13 +383,18 @@ fn a_cancelled_hedge_copy_is_billed_and_wasted_for_what_it_wrote() {
             (3.0 * tokens("input_tokens") + 15.0 * tokens("output_tokens")) / 1e6
         })
         .sum();
-    // Each cancelled copy wastes its 1000-token prompt and the output it wrote.
+    // Each cancelled copy wastes its 1000-token prompt and the output it wrote, which its
+    // record carries.
     let wasted = metric("tokens_wasted");
-    let written = wasted - 1000.0 * cancelled;
-    assert!(
-        written > 0.0,
-        "tokens_wasted {wasted} for {cancelled} copies"
-    );
+    let written: f64 = of("cancelled")
+        .map(|r| {
+            r["output_tokens"]
+                .as_f64()
+                .expect("a cancelled copy's output")
+        })
+        .sum();
+    assert!(written > 0.0, "no cancelled copy wrote a token");
+    assert_eq!(wasted, 1000.0 * cancelled + written, "tokens_wasted");
     let billed = (3.0 * 1000.0 * cancelled + 15.0 * written) / 1e6;
     assert!(
         (metric("cost") - (ok_cost + billed)).abs() < 1e-6,
