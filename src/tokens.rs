@@ -28,7 +28,8 @@ pub struct Tokens {
 pub enum Size {
     /// Always this many.
     Constant(f64),
-    /// Each whole number from `min` to `max` (both whole, inclusive) equally likely.
+    /// Each whole number from `min` to `max` (both whole, inclusive; compiled from the written
+    /// bounds rounded inwards) equally likely.
     Uniform {
         /// Smallest.
         min: f64,

@@ -161,25 +161,29 @@ fn check_size(
             "a uniform size draws between min and max: min <= max".into(),
         ));
     }
-    if shape == SizeShape::Uniform {
-        for k in ["min", "max"] {
-            if let Some(v) = number(json, &at(base, k))
-                && v.fract() != 0.0
-            {
-                out.push(problem(
-                    at(base, k),
-                    Target::Value,
-                    format!("`{k}` ({}) is not a whole number of tokens", show_number(v)),
-                    "not a whole number",
-                    format!(
-                        "a uniform size draws each whole number from min to max equally often: \
-                         write {k} = {} or {}",
-                        show_number(v.floor()),
-                        show_number(v.ceil())
-                    ),
-                ));
-            }
-        }
+    if shape == SizeShape::Uniform
+        && let (Some(min), Some(max)) = (
+            number(json, &at(base, "min")),
+            number(json, &at(base, "max")),
+        )
+        && min <= max
+        && min.ceil() > max.floor()
+    {
+        out.push(problem(
+            blame(&[at(base, "max"), at(base, "min")]),
+            Target::Value,
+            format!(
+                "no whole number of tokens lies from `min` ({}) to `max` ({})",
+                show_number(min),
+                show_number(max)
+            ),
+            "no whole number in range",
+            format!(
+                "a uniform size draws each whole number from min to max equally often: \
+                 widen the range to hold one, e.g. max = {}",
+                show_number(min.ceil())
+            ),
+        ));
     }
     if shape == SizeShape::Empirical {
         check_quantiles(json, &at(base, "quantiles"), PointUnit::Tokens, out);
@@ -458,9 +462,10 @@ fn build_size(s: &spec::Size) -> Size {
     let need = |v: Option<f64>| v.expect("checked: the shape's keys are written");
     match s.distribution {
         SizeShape::Constant => Size::Constant(need(s.value)),
+        // The whole numbers of the range (validation saw that it holds one).
         SizeShape::Uniform => Size::Uniform {
-            min: need(s.min),
-            max: need(s.max),
+            min: need(s.min).ceil(),
+            max: need(s.max).floor(),
         },
         SizeShape::Lognormal => Size::Lognormal {
             median: need(s.median),

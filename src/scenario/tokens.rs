@@ -59,13 +59,13 @@ pub struct Size {
     #[schemars(range(min = 1, max = 1e8))]
     pub value: Option<f64>,
 
-    /// Smallest draw of the `"uniform"` shape: a whole number >= 1.
+    /// Smallest draw of the `"uniform"` shape (rounded up to a whole number). Must be >= 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1e8))]
     pub min: Option<f64>,
 
-    /// Largest draw of the `"uniform"` shape: a whole number >= `min`. Each whole number from
-    /// `min` to `max` is drawn equally often.
+    /// Largest draw of the `"uniform"` shape (rounded down to a whole number); must be >= `min`.
+    /// Each whole number from `min` to `max` is drawn equally often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1e8))]
     pub max: Option<f64>,

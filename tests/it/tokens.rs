@@ -402,3 +402,21 @@ fn a_cancelled_hedge_copy_is_billed_and_wasted_for_what_it_wrote() {
         metric("cost")
     );
 }
+
+/// A uniform size draws whole numbers: fractional bounds hold the whole numbers between them.
+#[test]
+fn a_uniform_size_with_fractional_bounds_draws_the_whole_numbers_between_them() {
+    let sizes = r#"input = { distribution = "uniform", min = 10.5, max = 12.7 }
+output = { distribution = "constant", value = 5 }
+max_tokens = 5"#;
+    let w = world(1, 10, 10, sizes, FAST);
+    let tokens = w.tokens().expect("[tokens]");
+    assert_eq!(
+        tokens.input,
+        simbench::tokens::Size::Uniform {
+            min: 11.0,
+            max: 12.0
+        }
+    );
+    assert_eq!(tokens.input.mean(), 11.5);
+}
