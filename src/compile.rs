@@ -186,7 +186,12 @@ pub fn load_resolved(
                         {
                             table.remove("jobs");
                         }
-                        let world = build(&scenario, &algorithm_order(&root), replay);
+                        let world = build(
+                            &scenario,
+                            &algorithm_order(&root),
+                            metric_written(&root),
+                            replay,
+                        );
                         objective::check_applies(&world, &mut problems);
                         if problems.is_empty() {
                             return Ok((world, resolved));
@@ -1079,6 +1084,18 @@ fn param_help(info: &AlgorithmInfo, param: &str) -> String {
 
 /// The names of `[algorithms]` in the order the document writes them (a base's first, then
 /// the names a child or an override adds).
+/// Whether the document (or an override) writes `objective.metric`, rather than leaving it to
+/// its default: a sweep's own default objective differs from a comparison's.
+fn metric_written(root: &Node) -> bool {
+    let doc::Value::Table(top) = &root.value else {
+        return false;
+    };
+    match top.get("objective").map(|e| &e.node.value) {
+        Some(doc::Value::Table(objective)) => objective.get("metric").is_some(),
+        _ => false,
+    }
+}
+
 fn algorithm_order(root: &Node) -> Vec<String> {
     let doc::Value::Table(top) = &root.value else {
         return Vec::new();
@@ -1121,7 +1138,12 @@ fn build_variants(
 }
 
 /// Freezes a checked scenario. Every value is already in range, so this cannot fail.
-fn build(s: &Scenario, algorithm_order: &[String], replay: Option<Replayed>) -> World {
+fn build(
+    s: &Scenario,
+    algorithm_order: &[String],
+    metric_written: bool,
+    replay: Option<Replayed>,
+) -> World {
     let (pools, pool_of) = topology::build_pools(s);
     let incidents = topology::build_incidents(s, &pools);
     let token_sizes = s.tokens.as_ref().map(tokens::build_tokens);
@@ -1217,7 +1239,10 @@ fn build(s: &Scenario, algorithm_order: &[String], replay: Option<Replayed>) -> 
             knee_concurrency: s.validity.knee_concurrency,
         },
         tokens: token_sizes,
-        objective: s.objective.as_ref().map(objective::build),
+        objective: s
+            .objective
+            .as_ref()
+            .map(|o| objective::build(o, metric_written)),
         thresholds: s
             .thresholds
             .iter()

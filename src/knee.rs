@@ -57,10 +57,10 @@ pub const SHOWN: [Metric; 5] = [
 pub struct Point {
     /// Completed jobs per simulated second \[jobs/s\].
     pub throughput_rps: f64,
-    /// 429 refusals plus read timeouts per request \[ratio\].
-    pub refusal_ratio: f64,
-    /// p99 service time of served first attempts \[ms\].
-    pub service_p99_ms: f64,
+    /// 429 refusals plus read timeouts per request \[ratio\]; `None` when the run sent none.
+    pub refusal_ratio: Option<f64>,
+    /// p99 service time of served first attempts \[ms\]; `None` when none was served.
+    pub service_p99_ms: Option<f64>,
 }
 
 /// One level's readings by seed; seeds whose run did not finish are absent.
@@ -119,12 +119,13 @@ pub struct Analysis {
 /// comparison's default, most jobs done, ties whenever every level finishes its jobs.
 pub fn sweep_objective(world: &crate::world::World) -> crate::objective::Objective {
     let objective = world.objective();
-    match objective.source {
-        crate::objective::Source::World => objective,
-        crate::objective::Source::Default => crate::objective::Objective {
-            metric: Metric::ThroughputRps,
-            ..objective
-        },
+    if objective.metric_written {
+        return objective;
+    }
+    // A table that sets only a confidence, constraints or tie-breaks keeps the sweep's metric.
+    crate::objective::Objective {
+        metric: Metric::ThroughputRps,
+        ..objective
     }
 }
 
@@ -228,8 +229,8 @@ fn level_stats(level: &LevelRuns<'_>) -> LevelStats {
             .map(|&(seed, m)| {
                 let point = Point {
                     throughput_rps: m.get(Metric::ThroughputRps),
-                    refusal_ratio: m.get(Metric::RefusalTimeoutRatio),
-                    service_p99_ms: m.get(Metric::ServiceP99Ms),
+                    refusal_ratio: m.value(Metric::RefusalTimeoutRatio),
+                    service_p99_ms: m.value(Metric::ServiceP99Ms),
                 };
                 (seed, point)
             })
@@ -250,37 +251,49 @@ pub enum Finding {
     NoKnee,
 }
 
-/// The first level's values every step is compared with.
+/// The first level's values every step is compared with: means over the finished runs that
+/// define each metric, as the sweep's table shows them (`None` when no run does: a run with
+/// no served first attempt has no service p99, which is not 0 ms).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Baseline {
     /// Mean refusal ratio at the first level.
-    pub refusal_mean: f64,
-    /// Its sample standard deviation across seeds.
+    pub refusal_mean: Option<f64>,
+    /// Its sample standard deviation across seeds (0 with fewer than two).
     pub refusal_stdev: f64,
     /// Mean service p99 at the first level \[ms\].
-    pub service_p99_ms: f64,
+    pub service_p99_ms: Option<f64>,
 }
 
 impl Baseline {
     fn of(readings: &Readings) -> Baseline {
-        let refusals: Vec<f64> = readings.values().map(|p| p.refusal_ratio).collect();
-        let service: Vec<f64> = readings.values().map(|p| p.service_p99_ms).collect();
+        let refusals = defined(readings, |p| p.refusal_ratio);
         Baseline {
-            refusal_mean: mean(&refusals),
+            refusal_mean: defined_mean(&refusals),
             refusal_stdev: sample_stdev(&refusals),
-            service_p99_ms: mean(&service),
+            service_p99_ms: defined_mean(&defined(readings, |p| p.service_p99_ms)),
         }
     }
 
-    /// (b)'s ceiling on the mean refusal ratio.
-    pub fn refusal_limit(&self) -> f64 {
-        self.refusal_mean + f64::max(REFUSAL_SLACK, REFUSAL_STDEV_K * self.refusal_stdev)
+    /// (b)'s ceiling on the mean refusal ratio; `None` without a baseline.
+    pub fn refusal_limit(&self) -> Option<f64> {
+        let slack = f64::max(REFUSAL_SLACK, REFUSAL_STDEV_K * self.refusal_stdev);
+        self.refusal_mean.map(|m| m + slack)
     }
 
-    /// (c)'s ceiling on the mean service p99 \[ms\].
-    pub fn service_limit_ms(&self) -> f64 {
-        SERVICE_JUMP * self.service_p99_ms
+    /// (c)'s ceiling on the mean service p99 \[ms\]; `None` without a baseline.
+    pub fn service_limit_ms(&self) -> Option<f64> {
+        self.service_p99_ms.map(|m| SERVICE_JUMP * m)
     }
+}
+
+/// The values of one reading over the runs that define it.
+fn defined(readings: &Readings, f: fn(&Point) -> Option<f64>) -> Vec<f64> {
+    readings.values().filter_map(f).collect()
+}
+
+/// The mean of `values`, `None` when there are none.
+fn defined_mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| mean(values))
 }
 
 /// Test (a) on one step.
@@ -303,12 +316,20 @@ pub struct Rise {
 /// Test (b) or (c) on one step: a mean against a ceiling.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ceiling {
-    /// The higher level's mean.
-    pub value: f64,
-    /// The most it may be.
-    pub limit: f64,
-    /// `value <= limit`.
+    /// The higher level's mean; `None` when none of its finished runs defines the metric.
+    pub value: Option<f64>,
+    /// The most it may be; `None` when no run of the first level defines it (no baseline).
+    pub limit: Option<f64>,
+    /// `value <= limit`; a test with either side undefined has nothing to compare and does
+    /// not fail the step (the other tests judge it).
     pub passed: bool,
+}
+
+impl Ceiling {
+    /// Whether both sides are defined, so the test compared something.
+    pub fn tested(&self) -> bool {
+        self.value.is_some() && self.limit.is_some()
+    }
 }
 
 /// The three tests on the step into one level; `None` fields mean that level has no finished run.
@@ -400,9 +421,9 @@ fn step(lower: &Readings, higher: &Readings, baseline: &Baseline) -> Step {
             service: None,
         };
     }
-    let means = |r: &Readings, f: fn(&Point) -> f64| mean(&r.values().map(f).collect::<Vec<_>>());
-    let refusal = means(higher, |p| p.refusal_ratio);
-    let service = means(higher, |p| p.service_p99_ms);
+    let means = |f: fn(&Point) -> Option<f64>| defined_mean(&defined(higher, f));
+    let refusal = means(|p| p.refusal_ratio);
+    let service = means(|p| p.service_p99_ms);
     Step {
         rise: (!lower.is_empty()).then(|| rise(lower, higher)),
         refusal: Some(ceiling(refusal, baseline.refusal_limit())),
@@ -410,11 +431,14 @@ fn step(lower: &Readings, higher: &Readings, baseline: &Baseline) -> Step {
     }
 }
 
-fn ceiling(value: f64, limit: f64) -> Ceiling {
+fn ceiling(value: Option<f64>, limit: Option<f64>) -> Ceiling {
     Ceiling {
         value,
         limit,
-        passed: value <= limit,
+        passed: match (value, limit) {
+            (Some(v), Some(l)) => v <= l,
+            _ => true,
+        },
     }
 }
 
@@ -457,8 +481,8 @@ mod tests {
             .map(|(i, &(throughput_rps, refusal_ratio, service_p99_ms))| {
                 let point = Point {
                     throughput_rps,
-                    refusal_ratio,
-                    service_p99_ms,
+                    refusal_ratio: Some(refusal_ratio),
+                    service_p99_ms: Some(service_p99_ms),
                 };
                 (i as u64 + 1, point)
             })
@@ -580,7 +604,7 @@ mod tests {
     fn the_refusal_tolerance_widens_with_a_noisy_baseline() {
         let noisy = level(&[(1.0, 0.0, 800.0), (1.0, 0.1, 800.0), (1.0, 0.2, 800.0)]);
         let baseline = Baseline::of(&noisy);
-        assert!((baseline.refusal_limit() - (0.1 + 2.0 * 0.1)).abs() < 1e-12);
+        assert!((baseline.refusal_limit().unwrap() - (0.1 + 2.0 * 0.1)).abs() < 1e-12);
     }
 
     #[test]
@@ -592,5 +616,53 @@ mod tests {
             steady(4.0, 0.0, 800.0),
         ];
         check(&levels, Finding::Knee, 1, "abc");
+    }
+
+    /// A run with no served first attempt has no service p99: the baseline and a level's mean
+    /// are over the runs that define it, as the table's are, never with a 0 ms in their place.
+    #[test]
+    fn an_undefined_service_p99_is_left_out_not_read_as_zero() {
+        let with_gap = |points: &[(f64, Option<f64>)]| -> Readings {
+            points
+                .iter()
+                .enumerate()
+                .map(|(i, &(throughput_rps, service_p99_ms))| {
+                    let point = Point {
+                        throughput_rps,
+                        refusal_ratio: Some(0.0),
+                        service_p99_ms,
+                    };
+                    (i as u64 + 1, point)
+                })
+                .collect()
+        };
+        // The baseline's mean is over the three seeds that define it: 1,000 ms, limit 1,500.
+        let low = with_gap(&[
+            (1.0, Some(900.0)),
+            (1.01, None),
+            (0.99, Some(1100.0)),
+            (1.0, Some(1000.0)),
+        ]);
+        let high = with_gap(&[
+            (2.0, Some(1400.0)),
+            (2.01, None),
+            (1.99, None),
+            (2.0, Some(1400.0)),
+        ]);
+        let knee = find(&[low.clone(), high]);
+        assert_eq!(knee.baseline.service_p99_ms, Some(1000.0));
+        let service = knee.steps[0].service.unwrap();
+        assert_eq!((service.value, service.limit), (Some(1400.0), Some(1500.0)));
+        assert!(service.passed && service.tested());
+        assert_eq!(knee.finding, Finding::LastLevel);
+        // No baseline at all: (c) has nothing to compare and leaves the step to (a) and (b).
+        let none = with_gap(&[(1.0, None), (1.0, None), (1.0, None)]);
+        let knee = find(&[none, steady(2.0, 0.0, 2116.0)]);
+        let service = knee.steps[0].service.unwrap();
+        assert_eq!(
+            (service.limit, service.passed, service.tested()),
+            (None, true, false)
+        );
+        assert_eq!(knee.finding, Finding::LastLevel);
     }
 }

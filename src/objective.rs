@@ -71,6 +71,9 @@ pub struct Objective {
     pub confidence: f64,
     /// Whether the world wrote it.
     pub source: Source,
+    /// Whether the world (or a command-line override) wrote `metric` itself, rather than
+    /// leaving it to the default, as a table holding only a confidence or a constraint does.
+    pub metric_written: bool,
 }
 
 impl Default for Objective {
@@ -81,6 +84,7 @@ impl Default for Objective {
             tie_break: vec![Metric::SuccessfulJobLatencyP99Ms],
             confidence: 0.95,
             source: Source::Default,
+            metric_written: false,
         }
     }
 }
@@ -166,6 +170,7 @@ mod tests {
             tie_break: vec![Metric::Cost],
             confidence: 0.9,
             source: Source::World,
+            metric_written: true,
         };
         assert_eq!(
             objective.describe(),

@@ -72,8 +72,11 @@ pub struct Stop {
     pub looks_taken: usize,
     /// Seeds run.
     pub seeds: u32,
-    /// Whether the verdict was decided (else the maximum was reached undecided).
+    /// Whether the verdict picked a strategy.
     pub decided: bool,
+    /// Whether it stopped with nothing to decide, more seeds being no help: no strategy meets
+    /// every constraint, or none could be judged.
+    pub nothing_to_decide: bool,
 }
 
 impl Stop {
@@ -81,7 +84,13 @@ impl Stop {
     /// most 200); each look's intervals at 99.2 %, so that all looks together hold 95 %`.
     pub fn describe(&self) -> String {
         let d = &self.design;
-        let outcome = if self.decided { "decided" } else { "undecided" };
+        let outcome = if self.decided {
+            "decided"
+        } else if self.nothing_to_decide {
+            "nothing to decide"
+        } else {
+            "undecided"
+        };
         format!(
             "seeds auto: {outcome} at look {} of {} ({} seeds of at most {}); each look's \
              intervals at {}, so that all looks together hold {} (planned looks at {} seeds, \
@@ -115,13 +124,14 @@ pub fn run(design: &Design, mut analyse: impl FnMut(u32) -> Report) -> (Report, 
         let seeds = design.looks[looks_taken];
         looks_taken += 1;
         let report = analyse(seeds);
-        let decided = settled(&report);
-        if decided || looks_taken == design.looks.len() {
+        if settled(&report) || looks_taken == design.looks.len() {
+            let outcome = &report.decision.outcome;
             let stop = Stop {
                 design: design.clone(),
                 looks_taken,
                 seeds,
-                decided,
+                decided: matches!(outcome, Outcome::Decided { .. } | Outcome::Alone { .. }),
+                nothing_to_decide: matches!(outcome, Outcome::Nothing),
             };
             return (report, stop);
         }

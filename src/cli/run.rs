@@ -485,12 +485,35 @@ fn gates(report: &Report, world: &World, args: &RunArgs, baseline: Option<&Basel
             );
         }
         let confidence = report.decision.objective.confidence;
-        let found = gates::regressions(report, baseline, confidence, args.tolerance);
+        let gated = gates::regressions(report, baseline, confidence, args.tolerance);
         failed.extend(
-            found
+            gated
+                .regressions
                 .iter()
                 .map(|r| format!("regression {}", r.describe(confidence))),
         );
+        if !gated.unpaired.is_empty() {
+            let why = format!(
+                "{} of this run {} no 2 finished seeds in common with the baseline (it has {}), \
+                 so no change could be tested",
+                gated.unpaired.join(", "),
+                if gated.unpaired.len() == 1 {
+                    "has"
+                } else {
+                    "have"
+                },
+                baseline.describe()
+            );
+            if gated.unpaired.len() == report.columns.len() {
+                // A gate that compared nothing must not pass.
+                failed.push(format!(
+                    "--baseline compared nothing: {why}; run the baseline's algorithms on 2 or \
+                     more of its seeds"
+                ));
+            } else {
+                errln!("warning: --baseline left out {why}");
+            }
+        }
     }
     if failed.is_empty() {
         return super::EXIT_OK;

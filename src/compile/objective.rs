@@ -281,8 +281,9 @@ pub fn inapplicable(world: &World, metric: Metric) -> Option<String> {
     ))
 }
 
-/// `[objective]` with its names resolved (the schema admits only catalogue names).
-pub(super) fn build(o: &spec::Objective) -> Objective {
+/// `[objective]` with its names resolved (the schema admits only catalogue names);
+/// `metric_written` when the file or an override wrote `metric`.
+pub(super) fn build(o: &spec::Objective, metric_written: bool) -> Objective {
     let metric = |name: &str| Metric::from_name(name).expect("checked: a catalogue name");
     Objective {
         metric: metric(&o.metric),
@@ -301,5 +302,6 @@ pub(super) fn build(o: &spec::Objective) -> Objective {
         tie_break: o.tie_break.iter().map(|n| metric(n)).collect(),
         confidence: o.confidence,
         source: Source::World,
+        metric_written,
     }
 }

@@ -125,6 +125,20 @@ pub fn decide(
             breaches.push((c.name.to_string(), broken));
         }
     }
+    // One that leaves the objective undefined in every run (a job latency where it finished
+    // no job) cannot be ranked on it, nor told from the leader on any number of seeds: it is
+    // not judged, unless no one defines it (then the tie-breaks rank them all).
+    let metric = objective.metric;
+    if feasible.iter().any(|c| c.defines(metric)) {
+        feasible.retain(|c| {
+            let defines = c.defines(metric);
+            if !defines {
+                let why = format!("{} undefined in every finished run", metric.info().name);
+                skipped.push((c.name.to_string(), why));
+            }
+            defines
+        });
+    }
     Decision {
         objective: objective.clone(),
         outcome: outcome(objective, feasible),
@@ -347,7 +361,7 @@ impl Decision {
             }
             Outcome::Undecided { levels } => undecided(levels, &level),
             Outcome::Nothing if self.breaches.is_empty() => {
-                "no decision: no strategy finished every run to be judged".to_owned()
+                "no decision: no strategy could be judged".to_owned()
             }
             Outcome::Nothing => "no decision: no strategy meets every constraint".to_owned(),
         }
@@ -780,6 +794,44 @@ mod tests {
         };
         assert_eq!(levels.len(), 1);
         assert!(!d.headline().contains("p99"), "{}", d.headline());
+    }
+
+    /// A strategy that finished no job on any seed has no job latency: it is not judged, and
+    /// the others are decided between as if it had not run (it used to tie with the leader on
+    /// "0 common seeds", on any number of seeds).
+    #[test]
+    fn a_strategy_that_never_defines_the_objective_is_not_judged() {
+        let latency = Objective {
+            metric: Metric::SuccessfulJobLatencyP99Ms,
+            tie_break: vec![],
+            ..Objective::default()
+        };
+        let mut runs = field(&[
+            ("a", &[(90.0, 5.0, 0.0), (92.0, 5.5, 0.0), (91.0, 5.2, 0.0)]),
+            ("b", &[(80.0, 9.0, 0.0), (81.0, 9.9, 0.0), (83.0, 9.4, 0.0)]),
+            ("dead", &[(0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)]),
+        ]);
+        for v in &mut runs[2].1 {
+            v.undefine(Metric::SuccessfulJobLatencyP99Ms);
+        }
+        let d = judge(&latency, &runs);
+        let Outcome::Decided {
+            pick, runner_up, ..
+        } = &d.outcome
+        else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!((pick.as_str(), runner_up.as_str()), ("a", "b"));
+        assert_eq!(
+            d.left_out,
+            [(
+                "dead".to_owned(),
+                "successful_job_latency_p99_ms undefined in every finished run".to_owned()
+            )]
+        );
+        // Beside one that defines it, it leaves that one alone.
+        let d = judge(&latency, &[runs[0].clone(), runs[2].clone()]);
+        assert_eq!(d.headline(), "pick a: the only one judged");
     }
 
     #[test]

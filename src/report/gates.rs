@@ -61,6 +61,20 @@ pub struct Baseline {
 }
 
 impl Baseline {
+    /// `backoff, aimd at seeds 1–5`: what the baseline holds, for a gate that compared nothing.
+    pub fn describe(&self) -> String {
+        let seeds: std::collections::BTreeSet<u64> = self
+            .values
+            .values()
+            .flat_map(|metrics| metrics.values().flat_map(|by_seed| by_seed.keys().copied()))
+            .collect();
+        if seeds.is_empty() {
+            return "no finished run".into();
+        }
+        let names: Vec<&str> = self.values.keys().map(String::as_str).collect();
+        format!("{} at seeds {}", names.join(", "), seed_ranges(&seeds))
+    }
+
     /// Reads the `runs` of a JSON report (`--json` output of `simbench run`).
     pub fn from_json(doc: &serde_json::Value) -> Result<Baseline, String> {
         let runs = doc
@@ -143,20 +157,29 @@ impl Regression {
     }
 }
 
+/// What a comparison with a baseline found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gated {
+    /// The regressions.
+    pub regressions: Vec<Regression>,
+    /// Algorithms of the run that no metric compared: absent from the baseline, or with fewer
+    /// than two finished seeds in common with it (a change needs pairs to be tested).
+    pub unpaired: Vec<String>,
+}
+
 /// Every ranked metric of every algorithm in both reports whose paired per-seed change is
 /// worse at `confidence` (the interval lies wholly on the worse side of zero) and larger than
-/// `tolerance` times the baseline mean's magnitude (or than `tolerance` itself near zero).
-pub fn regressions(
-    report: &Report,
-    baseline: &Baseline,
-    confidence: f64,
-    tolerance: f64,
-) -> Vec<Regression> {
+/// `tolerance` times the baseline mean's magnitude (or than `tolerance` itself near zero);
+/// and the algorithms nothing could be compared for.
+pub fn regressions(report: &Report, baseline: &Baseline, confidence: f64, tolerance: f64) -> Gated {
     let mut out = Vec::new();
+    let mut unpaired = Vec::new();
     for run_column in &report.columns {
         let Some(before) = baseline.values.get(&run_column.algorithm) else {
+            unpaired.push(run_column.algorithm.clone());
             continue;
         };
+        let mut compared = false;
         let now = current_values(report, &run_column.algorithm);
         for info in CATALOGUE
             .iter()
@@ -172,6 +195,7 @@ pub fn regressions(
             if pairs.len() < 2 {
                 continue;
             }
+            compared = true;
             let diffs: Vec<f64> = pairs.iter().map(|(y, x)| x - y).collect();
             let change = Paired::of(&diffs, confidence);
             let Some((low, high)) = change.interval else {
@@ -197,8 +221,14 @@ pub fn regressions(
                 });
             }
         }
+        if !compared {
+            unpaired.push(run_column.algorithm.clone());
+        }
     }
-    out
+    Gated {
+        regressions: out,
+        unpaired,
+    }
 }
 
 /// metric → seed → value of `algorithm`'s finished runs in `report`.
@@ -215,4 +245,25 @@ fn current_values(report: &Report, algorithm: &str) -> BTreeMap<Metric, BTreeMap
         }
     }
     out
+}
+
+/// `1–5, 9, 11–12`.
+fn seed_ranges(seeds: &std::collections::BTreeSet<u64>) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &seed in seeds {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == seed => *end = seed,
+            _ => runs.push((seed, seed)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

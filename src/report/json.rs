@@ -635,8 +635,11 @@ struct JsonSequential<'a> {
     seeds: u32,
     /// The most seeds it could run.
     max_seeds: u32,
-    /// Whether the verdict was decided (else every look was taken).
+    /// Whether the verdict picked a strategy.
     decided: bool,
+    /// Whether it stopped because there is nothing to decide (no strategy meets every
+    /// constraint, or none could be judged), which more seeds would not change.
+    nothing_to_decide: bool,
     /// The confidence of each look's intervals (the verdict's comparisons are at it).
     per_look_confidence: f64,
     /// The sentence the terminal and markdown print.
@@ -650,6 +653,7 @@ fn sequential(stop: &crate::sequential::Stop) -> JsonSequential<'_> {
         seeds: stop.seeds,
         max_seeds: stop.design.max(),
         decided: stop.decided,
+        nothing_to_decide: stop.nothing_to_decide,
         per_look_confidence: round6(stop.design.per_look()),
         text: stop.describe(),
     }

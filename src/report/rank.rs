@@ -77,7 +77,7 @@ impl Contestant<'_> {
     }
 
     /// Whether some finished run defines `metric`.
-    fn defines(&self, metric: Metric) -> bool {
+    pub(super) fn defines(&self, metric: Metric) -> bool {
         self.runs.iter().any(|(_, v)| v.is_defined(metric))
     }
 

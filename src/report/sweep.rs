@@ -530,17 +530,20 @@ fn refusal_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String 
     let Some(c) = c else {
         return no_run(higher);
     };
-    let b = &knee.baseline;
+    let (Some(value), Some(limit), Some(mean)) = (c.value, c.limit, knee.baseline.refusal_mean)
+    else {
+        return untested(c, "sent a request");
+    };
     format!(
         "{} — {} {} limit {} (baseline {} + max({}, {} × stdev {}))",
         verdict_word(c.passed),
-        fixed(c.value, 4),
+        fixed(value, 4),
         if c.passed { "≤" } else { ">" },
-        fixed(c.limit, 4),
-        fixed(b.refusal_mean, 4),
+        fixed(limit, 4),
+        fixed(mean, 4),
         REFUSAL_SLACK,
         fixed(REFUSAL_STDEV_K, 0),
-        fixed(b.refusal_stdev, 4)
+        fixed(knee.baseline.refusal_stdev, 4)
     )
 }
 
@@ -548,15 +551,30 @@ fn service_text(c: Option<&Ceiling>, knee: &knee::Knee, higher: &str) -> String 
     let Some(c) = c else {
         return no_run(higher);
     };
+    let (Some(value), Some(limit), Some(baseline)) =
+        (c.value, c.limit, knee.baseline.service_p99_ms)
+    else {
+        return untested(c, "served a first attempt");
+    };
     format!(
         "{} — {} ms {} limit {} ms ({} × baseline {} ms)",
         verdict_word(c.passed),
-        thousands(c.value, 0),
+        thousands(value, 0),
         if c.passed { "≤" } else { ">" },
-        thousands(c.limit, 0),
+        thousands(limit, 0),
         SERVICE_JUMP,
-        thousands(knee.baseline.service_p99_ms, 0)
+        thousands(baseline, 0)
     )
+}
+
+/// A ceiling test with a side no finished run defines: it compared nothing.
+fn untested(c: &Ceiling, why: &str) -> String {
+    let side = if c.limit.is_none() {
+        "the first level"
+    } else {
+        "the higher level"
+    };
+    format!("not tested — no finished run at {side} {why}, so there is nothing to compare")
 }
 
 /// Writes the JSON document, 2-space indented, ending with a newline.
@@ -587,11 +605,11 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
             service_jump: SERVICE_JUMP,
         },
         baseline: BaselineJson {
-            refusal_timeout_ratio_mean: round6(knee.baseline.refusal_mean),
+            refusal_timeout_ratio_mean: knee.baseline.refusal_mean.map(round6),
             refusal_timeout_ratio_stdev: round6(knee.baseline.refusal_stdev),
-            refusal_timeout_ratio_limit: round6(knee.baseline.refusal_limit()),
-            service_p99_ms_mean: round6(knee.baseline.service_p99_ms),
-            service_p99_ms_limit: round6(knee.baseline.service_limit_ms()),
+            refusal_timeout_ratio_limit: knee.baseline.refusal_limit().map(round6),
+            service_p99_ms_mean: knee.baseline.service_p99_ms.map(round6),
+            service_p99_ms_limit: knee.baseline.service_limit_ms().map(round6),
         },
         levels: (0..view.levels.len())
             .map(|i| level_json(view, i))
@@ -617,7 +635,7 @@ pub fn write_json(view: &SweepView<'_>, out: &mut dyn Write) -> io::Result<()> {
 
 /// The version of the sweep's JSON shape: raised whenever a field changes meaning or goes away
 /// (added fields do not raise it). `schema/sweep.schema.json` describes it.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The JSON Schema (draft 2020-12) of the sweep's JSON, as `simbench schema sweep` prints it
 /// and `schema/sweep.schema.json` stores it, ending with a newline.
@@ -642,7 +660,7 @@ fn optional_level_schema(_: &mut SchemaGenerator) -> schemars::Schema {
 #[schemars(title = "simbench sweep report", deny_unknown_fields)]
 struct Document<'a> {
     /// The version of this shape.
-    #[schemars(extend("const" = 1))]
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     schema_version: u32,
     simbench_version: &'static str,
     world_hash: &'a str,
@@ -687,11 +705,13 @@ struct RuleJson {
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 struct BaselineJson {
-    refusal_timeout_ratio_mean: f64,
+    /// Null when no finished run at the first level sent a request.
+    refusal_timeout_ratio_mean: Option<f64>,
     refusal_timeout_ratio_stdev: f64,
-    refusal_timeout_ratio_limit: f64,
-    service_p99_ms_mean: f64,
-    service_p99_ms_limit: f64,
+    refusal_timeout_ratio_limit: Option<f64>,
+    /// Null when no finished run at the first level served a first attempt.
+    service_p99_ms_mean: Option<f64>,
+    service_p99_ms_limit: Option<f64>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -804,8 +824,11 @@ struct RiseJson {
 #[derive(Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 struct CeilingJson {
-    value: f64,
-    limit: f64,
+    /// Null when no finished run at the higher level defines the metric.
+    value: Option<f64>,
+    /// Null when no finished run at the first level does (no baseline).
+    limit: Option<f64>,
+    /// True when either side is null: the test compared nothing.
     passed: bool,
 }
 
@@ -898,8 +921,8 @@ fn run_json<'a>(level: &'a LevelStats, run: &Run) -> RunJson<'a> {
 
 fn step_json(step: &Step) -> StepJson {
     let ceiling = |c: &Ceiling| CeilingJson {
-        value: round6(c.value),
-        limit: round6(c.limit),
+        value: c.value.map(round6),
+        limit: c.limit.map(round6),
         passed: c.passed,
     };
     StepJson {

@@ -118,6 +118,43 @@ fn gates_a_baseline_flags_a_planted_regression_and_passes_a_rerun() {
     let (code, err) = run(&["--baseline", "Cargo.toml"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("is not JSON"), "{err}");
+    // A gate that compared nothing fails, whatever the run did (the planted regression used
+    // to pass with no seed or no algorithm in common); a partial one warns of what it left out.
+    let planted = ["--baseline", &base, "--set", "retry.max_attempts=2"];
+    let (code, err) = run(&[&planted[..], &["--set", "seed=1"]].concat());
+    assert_eq!(code, Some(3), "no seed in common: {err}");
+    assert!(err.contains("--baseline compared nothing: backoff, aimd, wait of this run have no 2 finished seeds in common with the baseline (it has aimd, backoff, wait at seeds"), "{err}");
+    let other = |algorithms: &str, seeds: &str| {
+        let args = [
+            "run",
+            "scenarios/dead_endpoint.toml",
+            "--seeds",
+            seeds,
+            "--algorithms",
+            algorithms,
+            "--quiet",
+        ];
+        let out = simbench(&[&args[..], &planted[..]].concat());
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = other("sticky", "5");
+    assert_eq!(code, Some(3), "no algorithm in common: {err}");
+    assert!(
+        err.contains("--baseline compared nothing: sticky of this run has"),
+        "{err}"
+    );
+    let (code, err) = other("aimd", "1");
+    assert_eq!(code, Some(3), "one seed pairs nothing: {err}");
+    let (code, err) = other("aimd,sticky", "5");
+    assert_eq!(code, Some(3), "aimd's regression: {err}");
+    assert!(
+        err.contains("warning: --baseline left out sticky of this run has no 2"),
+        "{err}"
+    );
+    assert!(err.contains("regression aimd jobs_done"), "{err}");
 }
 
 #[test]

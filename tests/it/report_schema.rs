@@ -259,7 +259,7 @@ fn sweep_schema_file_is_fresh_and_every_sweep_validates() {
             String::from_utf8_lossy(&out.stderr)
         );
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], 2);
         let errors: Vec<String> = validator
             .iter_errors(&doc)
             .map(|e| format!("{} at {}", e, e.instance_path()))

@@ -238,4 +238,20 @@ fn sweep_names_the_best_operating_point_beside_the_knee_and_says_why_they_differ
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let objective = &doc["best_operating_point"]["verdict"]["comparisons"][0]["metric"];
     assert_eq!(objective, "successful_job_latency_p99_ms");
+    // Changing only the confidence (or adding a constraint) keeps the sweep's metric: it used
+    // to fall back to a comparison's most jobs_done.
+    for extra in [
+        &["--confidence", "0.9"][..],
+        &["--constraint", "refusal_timeout_ratio<=0.5"][..],
+        &["--tie-break", "none"][..],
+    ] {
+        let out = simbench(&[&args[..], extra, &["--json", "-"]].concat());
+        assert!(out.status.success(), "{extra:?}: {}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let lines = doc["best_operating_point"]["text"].to_string();
+        assert!(
+            lines.contains("objective: most throughput_rps"),
+            "{extra:?}: {lines}"
+        );
+    }
 }

@@ -362,7 +362,27 @@ fn verdict_seeds_auto_stops_early_on_a_clear_difference_and_runs_to_the_maximum_
     assert_eq!(close["sequential"]["looks_taken"], 2);
     assert_eq!(close["sequential"]["seeds"], 20);
     assert_eq!(close["sequential"]["decided"], false);
+    assert_eq!(close["sequential"]["nothing_to_decide"], false);
     assert_eq!(close["verdict"]["decision"], "no_decision");
+    // A constraint nobody meets: it stops at the first look, with nothing to decide (it used
+    // to say "decided" beside a verdict of no decision).
+    let none = document(&[
+        "--seeds",
+        "auto:20",
+        "--algorithms",
+        "wait,backoff",
+        "--constraint",
+        "jobs_done>=1e9",
+    ]);
+    assert_eq!(none["verdict"]["decision"], "none");
+    assert_eq!(none["sequential"]["looks_taken"], 1);
+    assert_eq!(none["sequential"]["decided"], false);
+    assert_eq!(none["sequential"]["nothing_to_decide"], true);
+    let text = none["sequential"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("seeds auto: nothing to decide at look 1"),
+        "{text}"
+    );
 }
 
 #[test]
