@@ -867,16 +867,43 @@ fn map_error(
                 )
             }),
         )),
+        K::MaxItems { limit } => {
+            let n = error.instance().as_array().map_or(0, Vec::len);
+            let allowed = plural(*limit as usize, "entry");
+            let help = match description {
+                Some(d) => format!("`{}`: {d} At most {allowed}.", subject(&path)),
+                None => format!("remove entries: at most {allowed}"),
+            };
+            out.push(problem(
+                format!("`{here}` has {n} entries; at most {limit} are allowed"),
+                format!("{n} entries"),
+                Some(help),
+            ));
+        }
         K::MinLength { .. } => out.push(problem(
             format!("`{here}` must not be empty"),
             "empty string".into(),
             description.map(|d| format!("`{}`: {d}", subject(&path))),
         )),
+        // The validator's own words quote the value, which may be a table of 100,000 points.
         _ => out.push(problem(
-            format!("`{here}`: {error}"),
+            format!("`{here}`: {}", shortened(&error.to_string())),
             "invalid".into(),
             description,
         )),
+    }
+}
+
+/// `text`, or its first 200 characters and how many more: a message stays a line or two.
+fn shortened(text: &str) -> String {
+    const SHOWN: usize = 200;
+    match text.char_indices().nth(SHOWN) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..cut],
+            text[cut..].chars().count()
+        ),
     }
 }
 

@@ -223,6 +223,23 @@ impl PointUnit {
     }
 }
 
+/// The first point whose value no draw can give: a repeated quantile is a jump between its
+/// two values, but a point before a second quantile 0, after a second quantile 1, or between
+/// two more of its quantile, is skipped over (unless it repeats a neighbour's value).
+fn never_drawn(pairs: &[(f64, f64)]) -> Option<usize> {
+    let n = pairs.len();
+    (0..n).find(|&i| {
+        let (q, v) = pairs[i];
+        let same = |j: usize| pairs[j].0 == q && pairs[j].1 != v;
+        let before = |j: usize| pairs[j].0 == q && pairs[j].1 == v;
+        match i {
+            0 => n > 1 && q == 0.0 && same(1),
+            _ if i == n - 1 => q == 1.0 && same(i - 1),
+            _ => pairs[i - 1].0 == q && pairs[i + 1].0 == q && !before(i - 1) && !before(i + 1),
+        }
+    })
+}
+
 /// Quantiles rise from 0 to 1 and the values never fall (and are in range for their unit).
 pub(super) fn check_quantiles(json: &Value, path: &[Seg], unit: PointUnit, out: &mut Vec<Problem>) {
     let Some(points) = value_at(json, path).and_then(Value::as_array) else {
@@ -246,6 +263,7 @@ pub(super) fn check_quantiles(json: &Value, path: &[Seg], unit: PointUnit, out: 
         p.push(Seg::Index(i));
         problem(p, Target::Value, message, label, help.clone())
     };
+    let found = out.len();
     if pairs[0].0 != 0.0 {
         out.push(bad(
             0,
@@ -290,6 +308,31 @@ pub(super) fn check_quantiles(json: &Value, path: &[Seg], unit: PointUnit, out: 
                 &format!("{name} must not fall"),
             ));
         }
+    }
+    if let Some(i) = never_drawn(&pairs).filter(|_| out.len() == found) {
+        let (q, v) = pairs[i];
+        let mut p = path.to_vec();
+        p.push(Seg::Index(i));
+        out.push(problem(
+            p,
+            Target::Value,
+            format!(
+                "the point [{}, {}] is never drawn: quantile {} is repeated {}",
+                show_number(q),
+                show_number(v),
+                show_number(q),
+                if q == 0.0 || q == 1.0 && i == last {
+                    "at the end of the range"
+                } else {
+                    "three times"
+                }
+            ),
+            "never drawn",
+            "a quantile written twice is a jump from the first value to the second (a \
+             point mass); a third point at it, or a second at 0 or 1, is skipped over: remove \
+             it or give it its own quantile"
+                .into(),
+        ));
     }
     if let Some(i) = pairs.iter().position(|&(_, v)| v > unit.most()) {
         out.push(bad(

@@ -267,6 +267,38 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     Ok(entries)
 }
 
+/// A failed span without an HTTP status, by its `error.type`: a status code, or the name an
+/// instrumentation gives the exception (`RateLimitError`, `APITimeoutError`,
+/// `InternalServerError` from the OpenAI SDK; `rate_limit`, `timeout` elsewhere), read case-
+/// and separator-blind. Anything else is a connection failure.
+fn error_outcome(error_type: &str) -> (EntryOutcome, Option<ErrorKind>) {
+    let name: String = error_type
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if let Ok(code) = name.parse::<u16>() {
+        return super::har::outcome_of(Some(code), false);
+    }
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    if has(&["ratelimit", "toomanyrequests"]) {
+        (EntryOutcome::RateLimited, None)
+    } else if has(&["timeout", "timedout"]) {
+        (EntryOutcome::ClientTimeout, None)
+    } else if has(&["overloaded"]) {
+        (EntryOutcome::Overloaded, None)
+    } else if has(&[
+        "internalserver",
+        "serviceunavailable",
+        "servererror",
+        "badgateway",
+    ]) {
+        (EntryOutcome::Error, Some(ErrorKind::Upstream))
+    } else {
+        (EntryOutcome::Error, Some(ErrorKind::Connection))
+    }
+}
+
 fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
     let status = span
         .number("http.response.status_code")
@@ -274,14 +306,10 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
         .filter(|s| (100..600).contains(s));
     let failed = span.status.as_ref().and_then(|s| s.code) == Some(2);
     let error_type = span.text("error.type");
-    let (outcome, error) = match (status, failed, error_type) {
-        (Some(_), _, _) => super::har::outcome_of(status, false),
-        (None, false, _) => (EntryOutcome::Ok, None),
-        (None, true, Some(t)) if t.contains("429") || t.contains("rate") => {
-            (EntryOutcome::RateLimited, None)
-        }
-        (None, true, Some(t)) if t.contains("timeout") => (EntryOutcome::ClientTimeout, None),
-        (None, true, _) => (EntryOutcome::Error, Some(ErrorKind::Connection)),
+    let (outcome, error) = match (status, failed) {
+        (Some(_), _) => super::har::outcome_of(status, false),
+        (None, false) => (EntryOutcome::Ok, None),
+        (None, true) => error_outcome(error_type.unwrap_or_default()),
     };
     let endpoint = span
         .text("server.address")
@@ -313,5 +341,36 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
             .number("gen_ai.usage.cache_read.input_tokens")
             .or_else(|| span.number("gen_ai.usage.cache_read_input_tokens"))
             .map(|n| n > 0.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdk_exception_names_are_read_as_what_they_are() {
+        let cases = [
+            ("RateLimitError", EntryOutcome::RateLimited, None),
+            ("rate_limit", EntryOutcome::RateLimited, None),
+            ("429", EntryOutcome::RateLimited, None),
+            ("APITimeoutError", EntryOutcome::ClientTimeout, None),
+            ("timeout", EntryOutcome::ClientTimeout, None),
+            (
+                "InternalServerError",
+                EntryOutcome::Error,
+                Some(ErrorKind::Upstream),
+            ),
+            ("503", EntryOutcome::Error, Some(ErrorKind::Upstream)),
+            (
+                "APIConnectionError",
+                EntryOutcome::Error,
+                Some(ErrorKind::Connection),
+            ),
+            ("", EntryOutcome::Error, Some(ErrorKind::Connection)),
+        ];
+        for (name, outcome, error) in cases {
+            assert_eq!(error_outcome(name), (outcome, error), "{name}");
+        }
     }
 }
