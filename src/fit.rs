@@ -101,7 +101,7 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
         Some(None) => {}
         None => load::write_load(&mut doc, &load),
     }
-    tokens(&mut doc, log);
+    let has_tokens = tokens(&mut doc, log);
     for table in client::TABLES
         .iter()
         .filter(|t| !["load", "retry"].contains(t))
@@ -140,7 +140,7 @@ pub fn fit(log: &Log, name: &str, client: Option<client::Client>) -> Result<Fitt
     blocks.sort_by_key(|(at, _)| *at);
     for (_, block) in blocks {
         match block {
-            Ok(fit) => write_endpoint(&mut doc, fit, choice.peak()),
+            Ok(fit) => write_endpoint(&mut doc, fit, choice.peak(), has_tokens),
             Err(id) => {
                 let client = doc
                     .client
@@ -766,8 +766,9 @@ fn provider(doc: &mut Doc, log: &Log, endpoints: &[EndpointFit]) {
     doc.fitted("timeout", float(c4.max(0.0), 4), basis(kinds[2]));
 }
 
-/// `[tokens]` from the prompt and output sizes, when the logs have them.
-fn tokens(doc: &mut Doc, log: &Log) {
+/// `[tokens]` from the prompt and output sizes, when the logs have them (else the client's,
+/// when it has one); whether a `[tokens]` table was written.
+fn tokens(doc: &mut Doc, log: &Log) -> bool {
     let requests = || log.segments.iter().flat_map(|s| &s.requests);
     let prompts = context::prompts(log);
     // The client's world knows how its prompts are built; else the log may show it.
@@ -791,8 +792,9 @@ fn tokens(doc: &mut Doc, log: &Log) {
         // token limits and prices need them.
         if let Some(Some((text, from))) = doc.client_table("tokens") {
             doc.raw("tokens", text, &from);
+            return true;
         }
-        return;
+        return false;
     }
     input.sort_by(f64::total_cmp);
     output.sort_by(f64::total_cmp);
@@ -863,6 +865,7 @@ fn tokens(doc: &mut Doc, log: &Log) {
             doc.copied(key, value, &from);
         }
     }
+    true
 }
 
 /// A lognormal size when it fits (KS ≤ 0.05), else 21 empirical quantiles.
@@ -930,7 +933,8 @@ fn lognormal_size(sorted: &[f64]) -> (f64, f64, f64) {
 }
 
 /// `peak`: the world's cycle's peak factor, at which the fitted limits are found.
-fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64) {
+/// `has_tokens`: the world has `[tokens]`, which a limit counted in tokens needs.
+fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64, has_tokens: bool) {
     let prefix = format!("endpoints.{}", f.id);
     doc.table("[[endpoints]]", &prefix, &[]);
     doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
@@ -1020,10 +1024,34 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64) {
             format!("{} \"overloaded\" answers when full", f.overloaded),
         );
     }
-    if !f.published.is_empty() {
-        let items: Vec<String> = f.published.iter().map(published_item).collect();
-        let basis: Vec<String> = f
-            .published
+    // A token limit needs token counts, which a capture of headers without bodies (a HAR
+    // file) lacks: it is left out and said so, rather than written into a world that cannot
+    // load.
+    let (published, untold): (Vec<&admission::PublishedFit>, Vec<&admission::PublishedFit>) = f
+        .published
+        .iter()
+        .partition(|p| has_tokens || p.unit.unit() == crate::tokens::Unit::Requests);
+    if !untold.is_empty() {
+        let names: Vec<&str> = untold.iter().map(|p| unit_name(p.unit)).collect();
+        let what = format!(
+            "the headers publish a {} limit, left out",
+            names.join(" and ")
+        );
+        let why = "the logs hold no token counts (prompt and output sizes) for the [tokens] \
+                   table it needs; `--client` with a world that has one keeps it";
+        doc.comment(format!("{what}:"));
+        doc.comment(why);
+        let note = format!("{what}: {why}");
+        doc.report.push(doc::ReportLine {
+            key: format!("{prefix}.limits"),
+            value: "(token limits left out)".into(),
+            note,
+            identified: false,
+        });
+    }
+    if !published.is_empty() {
+        let items: Vec<String> = published.iter().map(|p| published_item(p)).collect();
+        let basis: Vec<String> = published
             .iter()
             .map(|p| {
                 format!(

@@ -56,6 +56,12 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// A comment line above the current table's header.
+    pub fn comment(&mut self, line: impl Into<String>) {
+        let table = self.tables.last_mut().expect("a table is open");
+        table.comment.push(line.into());
+    }
+
     /// A comment line at the top of the file.
     pub fn preamble(&mut self, line: impl Into<String>) {
         self.preamble.push(line.into());

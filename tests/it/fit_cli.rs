@@ -692,3 +692,41 @@ fn fit_cli_never_writes_a_world_that_does_not_load() {
     let fitted = std::fs::read_to_string(&beside).unwrap();
     assert!(!fitted.lines().any(|l| l.starts_with("jobs =")), "{fitted}");
 }
+
+/// Headers that publish a token limit, in a log without token counts (a HAR capture has no
+/// bodies): the token limit is left out and said so, the request limit kept; the fit used to
+/// write nothing ("a limit counted in tokens needs [tokens]").
+#[test]
+fn fit_cli_leaves_out_a_token_limit_the_log_has_no_token_counts_for() {
+    let dir = scratch_dir("fit-token-headers");
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/llm_tpm_tier.toml");
+    let (_, entries) = logged_run(&dir, Some(&world), "wait");
+    let bare: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            let fields = e.as_object_mut().unwrap();
+            for k in ["input_tokens", "output_tokens", "max_tokens", "ttft_s"] {
+                fields.remove(k);
+            }
+            e.to_string()
+        })
+        .collect();
+    assert!(bare.iter().any(|e| e.contains("\"unit\":\"tokens\"")));
+    let log = dir.join("bare.jsonl");
+    std::fs::write(&log, bare.join("\n") + "\n").unwrap();
+    let (text, doc) = fitted_world(&log);
+    assert!(doc.get("tokens").is_none(), "{text}");
+    assert!(
+        text.contains("# the headers publish a tokens limit, left out:"),
+        "{text}"
+    );
+    let limits = doc["endpoints"][0]["limits"].as_array().expect("limits");
+    assert!(
+        limits
+            .iter()
+            .all(|l| l["unit"].as_str() == Some("requests")),
+        "{limits:?}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
