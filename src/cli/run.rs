@@ -119,8 +119,9 @@ pub struct RunArgs {
     /// and larger than --tolerance.
     #[arg(long, value_name = "PATH")]
     pub baseline: Option<PathBuf>,
-    /// Smallest change --baseline flags, as a share of the baseline mean.
-    #[arg(long, default_value_t = 0.05, value_parser = parse_share)]
+    /// Smallest change --baseline flags, as a share of the baseline mean (only with
+    /// --baseline: alone it would gate nothing).
+    #[arg(long, default_value_t = 0.05, value_parser = parse_share, requires = "baseline")]
     pub tolerance: f64,
     /// Seeds, overrides, threads, budget, random numbers, quietness.
     #[command(flatten)]

@@ -105,6 +105,10 @@ fn gates_a_baseline_flags_a_planted_regression_and_passes_a_rerun() {
         "100",
     ]);
     assert_eq!(code, Some(0));
+    // A tolerance alone gates nothing: a usage error, not a silent pass.
+    let (code, err) = run(&["--tolerance", "0.5"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--baseline"), "{err}");
     // The report may not replace the baseline it is judged against: a regression would pass
     // the next time.
     let before = std::fs::read(&base).unwrap();
