@@ -132,9 +132,9 @@ pub fn fit(log: &Log) -> LoadFit {
         most_jobs = most_jobs.max(most);
         durations.0 += spans.iter().map(|s| s.1 - s.0).sum::<f64>();
         durations.1 += spans.len();
-        let origin = segment.requests.first().map_or(0.0, |r| r.start);
         let mut starts: Vec<f64> = spans.iter().map(|s| s.0).collect();
         starts.sort_by(f64::total_cmp);
+        let origin = starts.first().copied().unwrap_or(0.0);
         let mut ends: Vec<f64> = spans.iter().map(|s| s.1).collect();
         ends.sort_by(f64::total_cmp);
         let before = lags.len();
@@ -242,9 +242,9 @@ fn pause(lags: &[f64], paired_ends: &[Vec<f64>]) -> Pause {
 }
 
 /// The mean of exponential pauses whose lags, paired with `paired_ends`, have the median
-/// `median`. The median, not the mean: a log's lags also hold what the client waited for
-/// before a job's first request (a slot, a limit, a breaker), which the fitted world simulates
-/// again, and those waits lift the lags' upper tail and so their mean. The lags' median rises
+/// `median`. The median, not the mean: the lags of a log without `arrived_s` also hold what
+/// the client waited for before a job's first request (a slot, a limit, a breaker), which the
+/// fitted world simulates again, and those waits lift the lags' upper tail and so their mean. The lags' median rises
 /// with the pauses' mean (each lag is an order statistic of ends plus pauses), so halving finds it.
 fn exponential_mean(median: f64, paired_ends: &[Vec<f64>]) -> f64 {
     let lag_median = |mean: f64| stats::quantile(&exponential_lags(paired_ends, mean), 0.5);
@@ -303,20 +303,24 @@ fn exponential_lags(paired_ends: &[Vec<f64>], mean: f64) -> Vec<f64> {
     out
 }
 
-/// `(first start, last end)` per job (per request without ids).
+/// `(arrival, last end)` per job (per request without ids). A job arrives at its first
+/// request, or earlier at its `arrived_s` when the client's own queue held it: that wait is the
+/// client's, which the fitted world simulates again, not a pause between jobs nor a gap in
+/// the arrivals.
 fn job_spans(requests: &[Request], has_jobs: bool) -> Vec<(f64, f64)> {
+    let arrival = |r: &Request| r.start.min(r.arrived);
     if !has_jobs {
-        return requests.iter().map(|r| (r.start, r.end)).collect();
+        return requests.iter().map(|r| (arrival(r), r.end)).collect();
     }
     let mut spans: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
     for r in requests {
         spans
             .entry(r.job)
             .and_modify(|s| {
-                s.0 = s.0.min(r.start);
+                s.0 = s.0.min(arrival(r));
                 s.1 = s.1.max(r.end);
             })
-            .or_insert((r.start, r.end));
+            .or_insert((arrival(r), r.end));
     }
     spans.into_values().collect()
 }

@@ -611,6 +611,40 @@ fn fit_cli_finds_a_closed_loops_pause_between_jobs() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A job the client's own queue held (a pacer, a limit's wait) arrives at its `arrived_s`, not
+/// at its first request: a closed loop whose strategy holds jobs back is fitted as that closed
+/// loop, without a pause between jobs (the wait read as think time) or an open loop (the waits
+/// read as arrivals that follow no end). The fitted world simulates the wait again.
+#[test]
+fn fit_cli_reads_a_wait_in_the_clients_queue_as_the_clients_not_as_a_pause() {
+    let dir = scratch_dir("fit-arrived");
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    for (world, algorithm, workers) in [
+        ("llm_tpm_tier", "aimd", 32),
+        ("llm_daily_quota", "budget_pacer", 4),
+    ] {
+        let path = scenarios.join(format!("{world}.toml"));
+        let (log, entries) = logged_run(&dir, Some(&path), algorithm);
+        let waited = entries
+            .iter()
+            .filter(|e| {
+                let start = e["start_s"].as_f64().unwrap();
+                e["arrived_s"].as_f64().is_some_and(|a| a < start)
+            })
+            .count();
+        assert!(waited > 100, "{world}: only {waited} jobs waited");
+        let (text, doc) = fitted_world(&log);
+        assert_eq!(doc["concurrency"].as_integer(), Some(workers), "{text}");
+        let line = text.lines().find(|l| l.starts_with("concurrency")).unwrap();
+        assert!(line.ends_with("(a closed loop)"), "{world}: {line}");
+        let load = doc.get("load").and_then(|l| l.as_table());
+        for key in ["model", "think_s"] {
+            assert_eq!(load.and_then(|l| l.get(key)), None, "{world}: {text}");
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// Request sizes cross a `--client` boundary either way: a client world without `[tokens]`
 /// keeps the logs' sizes (and their `max_tokens`), and logs without token counts take the
 /// client world's `[tokens]`, which its token limits and prices need. Both fitted worlds load.
