@@ -1027,10 +1027,29 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64, has_tokens: bool) {
     // A token limit needs token counts, which a capture of headers without bodies (a HAR
     // file) lacks: it is left out and said so, rather than written into a world that cannot
     // load.
-    let (published, untold): (Vec<&admission::PublishedFit>, Vec<&admission::PublishedFit>) = f
-        .published
-        .iter()
-        .partition(|p| has_tokens || p.unit.unit() == crate::tokens::Unit::Requests);
+    let (nothing, published): (Vec<&admission::PublishedFit>, Vec<&admission::PublishedFit>) =
+        f.published.iter().partition(|p| p.limit <= 0.0);
+    for p in nothing {
+        let what = format!(
+            "the headers publish a {} limit of {}, left out",
+            unit_name(p.unit),
+            p.limit
+        );
+        let why = "a limit must allow something (a vendor may send 0 for a limit it does not \
+                   apply)";
+        doc.comment(format!("{what}:"));
+        doc.comment(why);
+        doc.report.push(doc::ReportLine {
+            key: format!("{prefix}.limits"),
+            value: format!("({} limit left out)", unit_name(p.unit)),
+            note: format!("{what}: {why}"),
+            identified: false,
+        });
+    }
+    let (published, untold): (Vec<&admission::PublishedFit>, Vec<&admission::PublishedFit>) =
+        published
+            .into_iter()
+            .partition(|p| has_tokens || p.unit.unit() == crate::tokens::Unit::Requests);
     if !untold.is_empty() {
         let names: Vec<&str> = untold.iter().map(|p| unit_name(p.unit)).collect();
         let what = format!(
@@ -1049,20 +1068,33 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64, has_tokens: bool) {
             identified: false,
         });
     }
+    for p in &published {
+        if let admission::WindowEvidence::Assumed(why) = p.evidence {
+            let what = format!(
+                "the {} limit's window is not identified ({why}); a minute, the commonest, is \
+                 assumed",
+                unit_name(p.unit)
+            );
+            doc.comment(format!("{what}:"));
+            doc.comment("set its `per` or `window_s` if you know it");
+            doc.report.push(doc::ReportLine {
+                key: format!("{prefix}.limits"),
+                value: format!("(the {} limit per minute)", unit_name(p.unit)),
+                note: what,
+                identified: false,
+            });
+        }
+    }
     if !published.is_empty() {
         let items: Vec<String> = published.iter().map(|p| published_item(p)).collect();
         let basis: Vec<String> = published
             .iter()
             .map(|p| {
                 format!(
-                    "{}: {} headers{}",
+                    "{}: {} headers, {}",
                     unit_name(p.unit),
                     p.n,
-                    if p.rolling {
-                        format!(", window spread {}", float(p.spread, 2))
-                    } else {
-                        ", fixed reset".into()
-                    }
+                    window_basis(p)
                 )
             })
             .collect();
@@ -1238,6 +1270,36 @@ fn capacity_incident(
 
 fn unit_name(unit: HeaderUnit) -> &'static str {
     unit.unit().name()
+}
+
+/// What a published limit's window rests on, for its report line.
+fn window_basis(p: &admission::PublishedFit) -> String {
+    match p.evidence {
+        admission::WindowEvidence::Rolling { spread } => {
+            format!("window spread {}", float(spread, 2))
+        }
+        admission::WindowEvidence::Fixed => "fixed reset".into(),
+        admission::WindowEvidence::Whole { lo, hi, agree, of } => {
+            let range = if hi.is_finite() {
+                format!("{} s to {} s", float(lo, 4), float(hi, 4))
+            } else {
+                format!("{} s or longer", float(lo, 4))
+            };
+            let named = [1.0, 60.0, 3600.0, 86_400.0];
+            let in_range = named.iter().filter(|w| (lo..=hi).contains(*w)).count();
+            let pick = if hi <= 1.02 * lo {
+                "pinned"
+            } else if in_range == 1 {
+                "the named window in that range"
+            } else if named.contains(&p.window_s) {
+                "the shortest named window in that range"
+            } else {
+                "the range's geometric middle"
+            };
+            format!("whole-number remaining: windows of {range} agree with {agree} of {of}; {pick}")
+        }
+        admission::WindowEvidence::Assumed(_) => "window assumed (a minute)".into(),
+    }
 }
 
 fn published_item(p: &admission::PublishedFit) -> String {

@@ -918,9 +918,35 @@ pub struct PublishedFit {
     pub rolling: bool,
     /// Header samples it rests on.
     pub n: usize,
-    /// Relative spread (interquartile range over median) of the window estimates.
-    pub spread: f64,
+    /// What the window rests on.
+    pub evidence: WindowEvidence,
 }
+
+/// What a published limit's window rests on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WindowEvidence {
+    /// Rolling, from `reset = (limit − remaining) · window / limit`: the relative spread
+    /// (interquartile range over median) of the estimates.
+    Rolling { spread: f64 },
+    /// Fixed: every reset points at boundaries a window apart.
+    Fixed,
+    /// Rolling, from whole-number `remaining` values (as vendors send them), each leaving the
+    /// window within a range (the count used known within one): the windows `lo..hi` \[s\]
+    /// agree with `agree` of `of` headers; within 2 % of each other the window is pinned,
+    /// otherwise the window written is a named one in the range (the shortest) or the range's
+    /// geometric middle.
+    Whole {
+        lo: f64,
+        hi: f64,
+        agree: usize,
+        of: usize,
+    },
+    /// Not told by the headers (why); the window written is a minute, the commonest.
+    Assumed(&'static str),
+}
+
+/// The share of whole-number headers whose window range must hold the window.
+const WHOLE_AGREE: f64 = 0.9;
 
 /// The published limits of endpoint `e`, from every segment's headers.
 pub fn fit_published(log: &Log, e: u32) -> Vec<PublishedFit> {
@@ -949,28 +975,29 @@ fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit>
     let mut limits: Vec<f64> = samples.iter().map(|s| s.limit).collect();
     limits.sort_by(f64::total_cmp);
     let limit = super::stats::quantile(&limits, 0.5);
-    if limit.is_nan() || limit <= 0.0 {
+    if limit.is_nan() {
         return None;
     }
-    // Rolling: reset = (limit - remaining) · window / limit.
-    let mut windows: Vec<f64> = samples
+    let fit = |window_s: f64, rolling: bool, evidence: WindowEvidence| PublishedFit {
+        unit,
+        limit,
+        window_s,
+        rolling,
+        n: samples.len(),
+        evidence,
+    };
+    if limit <= 0.0 {
+        // Kept for the writer to say why it leaves it out.
+        return Some(fit(60.0, true, WindowEvidence::Assumed("a limit of 0")));
+    }
+    // Rolling: reset = (limit - remaining) · window / limit. Whole-number values (as vendors
+    // send them) bias that estimate when little is used, and go through ranges instead.
+    let whole = samples
         .iter()
-        .filter(|s| s.remaining < 0.999 * limit && s.reset_s > 0.0)
-        .map(|s| s.reset_s * limit / (limit - s.remaining))
-        .collect();
-    windows.sort_by(f64::total_cmp);
-    let rolling_window = super::stats::quantile(&windows, 0.5);
-    let spread = (super::stats::quantile(&windows, 0.75) - super::stats::quantile(&windows, 0.25))
-        / rolling_window;
-    if windows.len() >= 5 && spread < 0.05 {
-        return Some(PublishedFit {
-            unit,
-            limit,
-            window_s: snap_window(rolling_window),
-            rolling: true,
-            n: samples.len(),
-            spread,
-        });
+        .all(|s| s.remaining == s.remaining.round() && s.limit == s.limit.round());
+    let rolling = rolling_window(limit, samples);
+    if !whole && let Some((window_s, spread)) = rolling {
+        return Some(fit(window_s, true, WindowEvidence::Rolling { spread }));
     }
     // Fixed: every reset points at the same boundaries, a multiple of the window.
     // A full allowance says reset 0, which points at no boundary.
@@ -979,18 +1006,123 @@ fn published(unit: HeaderUnit, samples: &[HeaderSample]) -> Option<PublishedFit>
         .filter(|s| s.reset_s > 0.0)
         .map(|s| s.at + s.reset_s)
         .collect();
-    if boundaries.len() < 3 {
+    if boundaries.len() >= 3
+        && let Some(window_s) = fixed_window(&boundaries, samples)
+    {
+        return Some(fit(window_s, false, WindowEvidence::Fixed));
+    }
+    if whole {
+        if let Some((window_s, evidence)) = whole_number_window(limit, samples) {
+            return Some(fit(window_s, true, evidence));
+        }
+        if let Some((window_s, spread)) = rolling {
+            return Some(fit(window_s, true, WindowEvidence::Rolling { spread }));
+        }
+    }
+    // The limit itself is the header's value: kept, its window assumed and said so.
+    let why = if boundaries.is_empty() {
+        "no header showed any of it used"
+    } else {
+        "the resets fit neither a rolling nor a fixed window"
+    };
+    Some(fit(60.0, true, WindowEvidence::Assumed(why)))
+}
+
+/// A rolling window from `reset = (limit − remaining) · window / limit`: the median estimate
+/// and the estimates' relative spread, when at least five agree within 5 %.
+fn rolling_window(limit: f64, samples: &[HeaderSample]) -> Option<(f64, f64)> {
+    let mut windows: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.remaining < 0.999 * limit && s.reset_s > 0.0)
+        .map(|s| s.reset_s * limit / (limit - s.remaining))
+        .collect();
+    windows.sort_by(f64::total_cmp);
+    let median = super::stats::quantile(&windows, 0.5);
+    let spread =
+        (super::stats::quantile(&windows, 0.75) - super::stats::quantile(&windows, 0.25)) / median;
+    (windows.len() >= 5 && spread < 0.05).then(|| (snap_window(median), spread))
+}
+
+/// A rolling window from whole-number `remaining` values. Rounded from the count really left
+/// (down, up or to the nearest: vendors do not say which), each leaves the count used known
+/// within one, and so the window within a range, `reset · limit / used`, with the reset known
+/// to a millisecond (rounded either way). Per rounding, the window is where the most ranges overlap; the
+/// roundings whose ranges agree best (at least [`WHOLE_AGREE`] of them) leave the window
+/// between their lowest and highest ends.
+fn whole_number_window(limit: f64, samples: &[HeaderSample]) -> Option<(f64, WindowEvidence)> {
+    let counted: Vec<&HeaderSample> = samples
+        .iter()
+        .filter(|s| s.remaining <= limit && s.reset_s > 0.0)
+        .collect();
+    if counted.len() < 5 {
         return None;
     }
-    let window_s = fixed_window(&boundaries, samples)?;
-    Some(PublishedFit {
-        unit,
-        limit,
-        window_s,
-        rolling: false,
-        n: samples.len(),
-        spread: 0.0,
-    })
+    // The count really used, from the whole one: after rounding down, up, to the nearest.
+    let roundings = [(-1.0, 0.0), (0.0, 1.0), (-0.5, 0.5)];
+    let fits: Vec<(f64, f64, usize)> = roundings
+        .iter()
+        .map(|(below, above)| {
+            let ranges: Vec<(f64, f64)> = counted
+                .iter()
+                .filter_map(|s| {
+                    let used = limit - s.remaining;
+                    let (least, most) = (used + below, used + above);
+                    (most > 0.0).then(|| {
+                        let lo = (s.reset_s - 0.001).max(0.0) * limit / most;
+                        let hi = if least > 0.0 {
+                            (s.reset_s + 0.001) * limit / least
+                        } else {
+                            f64::INFINITY
+                        };
+                        (lo, hi)
+                    })
+                })
+                .collect();
+            most_overlapping(&ranges)
+        })
+        .collect();
+    let best = fits.iter().map(|f| f.2).max().unwrap_or(0);
+    let of = counted.len();
+    if (best as f64) < WHOLE_AGREE * of as f64 {
+        return None;
+    }
+    let agreeing = fits.iter().filter(|f| f.2 as f64 >= 0.99 * best as f64);
+    let (lo, hi) = agreeing.fold((f64::INFINITY, 0.0f64), |(lo, hi), f| {
+        (lo.min(f.0), hi.max(f.1))
+    });
+    if lo <= 0.0 {
+        return None;
+    }
+    let named = [1.0, 60.0, 3600.0, 86_400.0]
+        .into_iter()
+        .find(|w| (lo..=hi).contains(w));
+    let window_s = if hi <= 1.02 * lo {
+        snap_window(0.5 * (lo + hi))
+    } else if let Some(w) = named {
+        w
+    } else if hi.is_finite() {
+        (lo * hi).sqrt()
+    } else {
+        return None;
+    };
+    let agree = best;
+    Some((window_s, WindowEvidence::Whole { lo, hi, agree, of }))
+}
+
+/// The stretch where the most `ranges` (closed) overlap: `(lo, hi, how many)`.
+fn most_overlapping(ranges: &[(f64, f64)]) -> (f64, f64, usize) {
+    // Opens before closes at one point: closed ranges that touch overlap.
+    let mut events: Vec<(f64, i32)> = ranges.iter().flat_map(|r| [(r.0, 1), (r.1, -1)]).collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+    let (mut open, mut best) = (0i64, (0.0, 0.0, 0usize));
+    for (i, (x, d)) in events.iter().enumerate() {
+        open += i64::from(*d);
+        if open > best.2 as i64 {
+            let next = events.get(i + 1).map_or(*x, |e| e.0);
+            best = (*x, next, open as usize);
+        }
+    }
+    best
 }
 
 /// A fixed window's length from the boundaries its resets point at: the boundaries lie a
@@ -1046,6 +1178,83 @@ mod tests {
             remaining: 3.0,
             reset_s,
         }
+    }
+
+    /// Headers of a rolling `limit` per `window` s, refilled continuously, after bursts of
+    /// `burst` requests 1 ms apart every `every` s (a little uneven), with `remaining` given
+    /// as `round` makes it and the reset to the millisecond, as vendors send them.
+    fn rolling(
+        (limit, window): (f64, f64),
+        (burst, every): (u32, f64),
+        round: fn(f64) -> f64,
+    ) -> Vec<HeaderSample> {
+        let (mut used, mut at) = (0.0f64, 0.0f64);
+        (0..600u32)
+            .map(|i| {
+                let gap = if i % burst == 0 {
+                    every * (1.0 + 0.3 * f64::from(i / burst % 5) / 4.0)
+                } else {
+                    0.001
+                };
+                at += gap;
+                used = (used - gap * limit / window).max(0.0) + 1.0;
+                HeaderSample {
+                    at,
+                    limit,
+                    remaining: round(limit - used),
+                    reset_s: (used * window / limit * 1000.0).ceil() / 1000.0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn whole_number_remaining_values_still_tell_a_rolling_window() {
+        for round in [f64::floor, f64::round, f64::ceil] {
+            // Hardly used (a few of 500 at a time), yet the minute within the range they leave.
+            let fit = published(
+                HeaderUnit::Requests,
+                &rolling((500.0, 60.0), (2, 0.2), round),
+            );
+            let fit = fit.unwrap();
+            assert_eq!((fit.window_s, fit.rolling), (60.0, true), "{fit:?}");
+            let WindowEvidence::Whole { lo, hi, agree, of } = fit.evidence else {
+                panic!("{fit:?}")
+            };
+            let holds = |w: f64| lo <= w * (1.0 + 1e-9) && w * (1.0 - 1e-9) <= hi;
+            assert!(holds(60.0) && agree == of, "{fit:?}");
+            // Used deeper (up to some 20 of 60): a range narrow enough to pin 10 s.
+            let fit = published(
+                HeaderUnit::Requests,
+                &rolling((60.0, 10.0), (12, 2.4), round),
+            );
+            let fit = fit.unwrap();
+            assert!((fit.window_s / 10.0 - 1.0).abs() < 0.03, "{fit:?}");
+        }
+        // Exact values keep the estimate they always had.
+        let exact = published(
+            HeaderUnit::Requests,
+            &rolling((500.0, 60.0), (2, 0.2), |v| v),
+        );
+        let exact = exact.unwrap();
+        assert!(
+            matches!(exact.evidence, WindowEvidence::Rolling { .. }),
+            "{exact:?}"
+        );
+    }
+
+    #[test]
+    fn a_limit_whose_window_no_reset_tells_is_kept_with_a_minute_assumed() {
+        // Resets that follow no window: the limit is the header's value all the same.
+        let samples: Vec<HeaderSample> = (0..50)
+            .map(|i| sample(f64::from(i), 0.5 + f64::from(i * 7919 % 13)))
+            .collect();
+        let fit = published(HeaderUnit::Requests, &samples).unwrap();
+        assert_eq!((fit.limit, fit.window_s), (20.0, 60.0));
+        assert!(
+            matches!(fit.evidence, WindowEvidence::Assumed(_)),
+            "{fit:?}"
+        );
     }
 
     #[test]

@@ -188,6 +188,14 @@ fn fitted_world(log: &Path) -> (String, toml::Table) {
     (text, doc)
 }
 
+/// The world `simbench fit LOG --report` writes, and its report.
+fn fit_with_report(log: &Path) -> (String, String) {
+    let out = simbench(&["fit", log.to_str().unwrap(), "-o", "-", "--report"]);
+    let report = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{report}");
+    (String::from_utf8(out.stdout).unwrap(), report)
+}
+
 /// One seed of `algorithm` on `world` (the built-in world when `None`) logged to
 /// `dir/run.jsonl`, with its entries.
 fn logged_run(
@@ -642,6 +650,54 @@ fn fit_cli_reads_a_wait_in_the_clients_queue_as_the_clients_not_as_a_pause() {
             assert_eq!(load.and_then(|l| l.get(key)), None, "{world}: {text}");
         }
     }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// Vendors send whole-number `remaining` values: a limit hardly used (one or two of 500 at a
+/// time) still shows its window, as the range the rounding leaves, whichever way it rounds. A
+/// limit of 0 is left out and said so, never silently.
+#[test]
+fn fit_cli_reads_a_window_from_whole_number_remaining_values_and_says_what_it_leaves_out() {
+    let dir = scratch_dir("fit-whole");
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/llm_tpm_tier.toml");
+    let (_, entries) = logged_run(&dir, Some(&world), "wait");
+    let rewritten = |round: fn(f64) -> f64, requests_limit: Option<f64>| {
+        let path = dir.join("whole.jsonl");
+        let lines: Vec<String> = entries
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                for h in e["ratelimit"].as_array_mut().into_iter().flatten() {
+                    h["remaining"] = round(h["remaining"].as_f64().unwrap()).into();
+                    if let Some(limit) = requests_limit.filter(|_| h["unit"] == "requests") {
+                        h["limit"] = limit.into();
+                        h["remaining"] = limit.into();
+                    }
+                }
+                e.to_string()
+            })
+            .collect();
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        path
+    };
+    let per_minute = "{ unit = \"requests\", limit = 500.0, per = \"minute\" }";
+    for round in [f64::floor, f64::round, f64::ceil] {
+        let log = rewritten(round, None);
+        let (text, report) = fit_with_report(&log);
+        assert!(text.contains(per_minute), "{text}");
+        assert!(
+            report.contains("whole-number remaining: windows of"),
+            "{report}"
+        );
+    }
+    let log = rewritten(f64::floor, Some(0.0));
+    let (text, report) = fit_with_report(&log);
+    assert!(!text.contains("unit = \"requests\""), "{text}");
+    assert!(
+        text.contains("# the headers publish a requests limit of 0, left out:"),
+        "{text}"
+    );
+    assert!(report.contains("(requests limit left out)"), "{report}");
     std::fs::remove_dir_all(dir).ok();
 }
 
