@@ -166,6 +166,7 @@ pub fn load_resolved(
         sources: &sources,
         files,
     };
+    check_unique_ids(&instance.json, &root, &layers, &mut problems);
     let reported = problems.len();
     check(&instance.json, &root, &layers, &mut problems);
     drop_knock_ons(&mut problems, reported);
@@ -403,7 +404,6 @@ fn defaulted_note(keys: &[(&Vec<Seg>, &str)], written: &Written<'_>, json: &Valu
 /// in) so that they are reported together with schema violations. Each rule blames a key the
 /// user wrote, never a default.
 fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>) {
-    let sources = layers.sources;
     let written = |path: &[Seg]| doc::locate(root, path).exact;
     // A key that only one shape or model uses is stray when written, unless a later layer (a
     // child file, an override) switched the shape and the key is the base's leftover: a child
@@ -463,7 +463,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
         && period < MIN_CYCLE_PERIOD_S
     {
         out.push(Problem {
-            path: period_at,
+            path: period_at.clone(),
             target: Target::Value,
             message: "`cycle.period_s` is shorter than the clock can follow".into(),
             label: format!("must be 0 or >= {MIN_CYCLE_PERIOD_S}"),
@@ -474,6 +474,37 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
                  not even a number); use period_s = 0 for a flat cycle"
             )),
         });
+    }
+
+    // Without a rhythm the capacity stays at `peak`: a trough below it, or a phase, would be
+    // a swing that never happens.
+    if number(json, &period_at) == Some(0.0) {
+        let phase_at = vec![key("cycle"), key("phase_s")];
+        let unused = [
+            (
+                &trough_at,
+                number(json, &trough_at) != number(json, &peak_at),
+            ),
+            (&phase_at, number(json, &phase_at) != Some(0.0)),
+        ];
+        for (at, differs) in unused {
+            if differs && stray(at, &period_at) {
+                let name = crate::diagnostics::key_path(at);
+                out.push(Problem {
+                    path: at.clone(),
+                    target: Target::Key,
+                    message: format!(
+                        "`{name}` never applies: `cycle.period_s = 0` is a flat cycle"
+                    ),
+                    label: "no rhythm to shape".into(),
+                    help: Some(
+                        "with period_s = 0 capacity stays at `peak` all the time: remove the key \
+                         (or set trough = peak), or give the cycle a period"
+                            .into(),
+                    ),
+                });
+            }
+        }
     }
 
     let degrade_at = vec![key("breaker"), key("degrade_after")];
@@ -594,6 +625,14 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     for i in 0..endpoints.map_or(0, Vec::len) {
         check_bucket(json, i, &blame, out);
     }
+}
+
+/// Endpoint ids are unique. Checked before the other rules, and never silenced by a problem
+/// in the same table: a child's second `[[endpoints]]` with one id is appended as a new
+/// endpoint, whose missing keys follow from the repeated id.
+fn check_unique_ids(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>) {
+    let sources = layers.sources;
+    let endpoints = json.get("endpoints").and_then(Value::as_array);
     let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, endpoint) in endpoints.into_iter().flatten().enumerate() {
         let Some(id) = endpoint.get("id").and_then(Value::as_str) else {
@@ -612,8 +651,14 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
             message: format!("duplicate endpoint id `{id}`"),
             label: "already used".into(),
             help: Some(format!(
-                "`endpoints[{first}].id` ({}) is also `{id}`; endpoint ids must be unique",
-                compose::describe(sources, &earlier.value, here)
+                "`endpoints[{first}].id` ({}) is also `{id}`; endpoint ids must be unique{}",
+                compose::describe(sources, &earlier.value, here),
+                if layers.files > 1 {
+                    " (a child's `[[endpoints]]` with a base's id changes that endpoint; a \
+                     second one with the same id is a new endpoint)"
+                } else {
+                    ""
+                }
             )),
         });
     }

@@ -659,17 +659,22 @@ fn cycle(doc: &mut Doc, endpoints: &[EndpointFit], choice: &CycleChoice) {
                 format!("{source}, which the logs do not contradict ({basis})"),
             ),
         }
-        doc.fitted("trough", float(cycle.trough, 4), "");
+        // A flat cycle takes neither a trough nor a phase.
+        if cycle.period_s > 0.0 {
+            doc.fitted("trough", float(cycle.trough, 4), "");
+        }
         doc.fitted(
             "peak",
             float(cycle.peak, 4),
             "capacities are written at the peak",
         );
-        doc.fitted(
-            "phase_s",
-            float(cycle.phase_s, 4),
-            "the trough is at phase_s",
-        );
+        if cycle.period_s > 0.0 {
+            doc.fitted(
+                "phase_s",
+                float(cycle.phase_s, 4),
+                "the trough is at phase_s",
+            );
+        }
         return;
     }
     match best_cycle(endpoints) {

@@ -68,6 +68,24 @@ pub(super) fn check(
             limit.push(Seg::Index(j));
             check_limit(json, &limit, &endpoint, has_tokens, written, out);
         }
+        let charge = at(&endpoint, "token_charge");
+        let counts_tokens = limits.into_iter().flatten().any(|l| {
+            matches!(
+                l.get("unit").and_then(Value::as_str),
+                Some("input_tokens" | "output_tokens" | "tokens")
+            )
+        });
+        if written(&charge) && !counts_tokens {
+            out.push(problem(
+                charge,
+                Target::Key,
+                "`token_charge` never applies: this endpoint has no limit counted in tokens".into(),
+                "charges nothing",
+                "it says when a request's tokens count against a `limits` entry with `unit = \
+                 \"tokens\"` (or input_tokens, output_tokens): add such a limit, or remove the key"
+                    .into(),
+            ));
+        }
         let price = at(&endpoint, "price");
         if written(&price) && !has_tokens {
             out.push(needs_tokens(price.clone(), "a price per million tokens"));

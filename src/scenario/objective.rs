@@ -95,6 +95,8 @@ fn constrained_metric_schema(_: &mut schemars::SchemaGenerator) -> schemars::Sch
 pub struct Thresholds {
     /// Assertions, each `ALGORITHM.METRIC OP NUMBER` on the mean over seeds (e.g.
     /// `"aimd.refusal_rate < 0.02"`) or `verdict == ALGORITHM` / `verdict != ALGORITHM`; OP is
-    /// one of <, <=, >, >=, ==, !=. Required.
+    /// one of <, <=, >, >=, ==, !=. Required; at least one (a table that asserts nothing
+    /// would pass every run).
+    #[schemars(length(min = 1))]
     pub assert: Vec<String>,
 }

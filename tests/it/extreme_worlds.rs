@@ -129,9 +129,13 @@ fn world_text(d: &mut Dice) -> String {
     };
     t.num("period_s", period);
     let (a, b) = (d.float(0.0, 1e6, false), d.float(0.0, 1e6, true));
-    t.num("trough", a.min(b));
+    let phase = d.float(-1e12, 1e12, false);
+    // A flat cycle takes neither a trough nor a phase.
+    if period != 0.0 {
+        t.num("trough", a.min(b));
+        t.num("phase_s", phase);
+    }
     t.num("peak", a.max(b));
-    t.num("phase_s", d.float(-1e12, 1e12, false));
     t.line("[retry]");
     t.int("max_attempts", d.int(1, 1000));
     let (base, cap) = (d.float(0.0, 1e9, false), d.float(0.0, 1e9, false));
