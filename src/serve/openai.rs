@@ -127,7 +127,7 @@ pub fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
         chars += message_chars(message).ok_or_else(|| {
             ApiError::invalid(
                 Some(&format!("messages[{i}]")),
-                "Each message must be an object with a `role` string and a `content` string, array of text parts, or null.",
+                "Each message must be an object with a `role` string and a `content` string or array of text parts (null or absent only for an assistant's turn).",
             )
         })?;
     }
@@ -194,12 +194,12 @@ fn message_chars(message: &Value) -> Option<usize> {
     let Value::Object(m) = message else {
         return None;
     };
-    if !m.get("role").is_some_and(Value::is_string) {
-        return None;
-    }
+    let role = m.get("role").and_then(Value::as_str)?;
     let text = |v: &Value| v.as_str().map(|s| s.chars().count());
     let content = match m.get("content") {
-        None | Some(Value::Null) => 0,
+        // Only an assistant's turn may come without text (it made tool calls instead).
+        None | Some(Value::Null) if role == "assistant" => 0,
+        None | Some(Value::Null) => return None,
         Some(Value::String(s)) => s.chars().count(),
         Some(Value::Array(parts)) => {
             let mut n = 0;
@@ -375,8 +375,9 @@ mod tests {
         assert!(!parts.stream);
         // Whole numbers written as floats are whole numbers.
         for (text, n) in [("2.0", 2), ("1e2", 100), ("1E2", 100), ("7.000", 7)] {
-            let body =
-                format!(r#"{{"model":"m","messages":[{{"role":"user"}}],"max_tokens":{text}}}"#);
+            let body = format!(
+                r#"{{"model":"m","messages":[{{"role":"user","content":""}}],"max_tokens":{text}}}"#
+            );
             assert_eq!(ok(&body).max_tokens, Some(n), "{text}");
         }
     }
@@ -401,31 +402,39 @@ mod tests {
                 Some("messages[0]"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"stream":"yes"}"#,
+                r#"{"model":"m","messages":[{"role":"user"}]}"#,
+                Some("messages[0]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"system","content":null}]}"#,
+                Some("messages[0]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"stream":"yes"}"#,
                 Some("stream"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":0}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"max_tokens":0}"#,
                 Some("max_tokens"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":-3}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"max_tokens":-3}"#,
                 Some("max_tokens"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1.5}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"max_tokens":1.5}"#,
                 Some("max_tokens"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":2.5}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"max_tokens":2.5}"#,
                 Some("max_tokens"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"max_tokens":1e7}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"max_tokens":1e7}"#,
                 Some("max_tokens"),
             ),
             (
-                r#"{"model":"m","messages":[{"role":"user"}],"max_completion_tokens":0.0}"#,
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"max_completion_tokens":0.0}"#,
                 Some("max_completion_tokens"),
             ),
         ];
