@@ -1290,7 +1290,7 @@ fn window_basis(p: &admission::PublishedFit) -> String {
             } else {
                 format!("{} s or longer", float(lo, 4))
             };
-            let named = [1.0, 60.0, 3600.0, 86_400.0];
+            let named = admission::NAMED_WINDOWS;
             let in_range = named.iter().filter(|w| (lo..=hi).contains(*w)).count();
             let pick = if hi <= 1.02 * lo {
                 "pinned"

@@ -1093,9 +1093,7 @@ fn whole_number_window(limit: f64, samples: &[HeaderSample]) -> Option<(f64, Win
     if lo <= 0.0 {
         return None;
     }
-    let named = [1.0, 60.0, 3600.0, 86_400.0]
-        .into_iter()
-        .find(|w| (lo..=hi).contains(w));
+    let named = NAMED_WINDOWS.into_iter().find(|w| (lo..=hi).contains(w));
     let window_s = if hi <= 1.02 * lo {
         snap_window(0.5 * (lo + hi))
     } else if let Some(w) = named {
@@ -1156,12 +1154,15 @@ fn fixed_window(boundaries: &[f64], samples: &[HeaderSample]) -> Option<f64> {
             return Some(w);
         }
     }
-    [1.0, 60.0, 3600.0, 86_400.0].into_iter().find(|&w| fits(w))
+    NAMED_WINDOWS.into_iter().find(|&w| fits(w))
 }
+
+/// The windows vendors name: a second, a minute, an hour, a day \[s\].
+pub const NAMED_WINDOWS: [f64; 4] = [1.0, 60.0, 3600.0, 86_400.0];
 
 /// A window within 1 % of a named one is that one.
 fn snap_window(w: f64) -> f64 {
-    [1.0, 60.0, 3600.0, 86_400.0]
+    NAMED_WINDOWS
         .into_iter()
         .find(|named| (w / named - 1.0).abs() < 0.01)
         .unwrap_or(w)
