@@ -1109,9 +1109,10 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64, has_tokens: bool) {
             format!("from x-ratelimit headers ({})", basis.join("; ")),
         );
     }
+    let bucket = f.bucket.as_ref().filter(|b| explains(doc, b, &prefix));
     write_latency(doc, f, &prefix);
     write_failures(doc, f, &prefix);
-    if let Some(b) = &f.bucket {
+    if let Some(b) = bucket {
         write_bucket(doc, b, &prefix);
     }
     if let Some(c) = &f.cache {
@@ -1553,7 +1554,7 @@ fn write_cache(doc: &mut Doc, c: &CacheChoice, f: &EndpointFit, prefix: &str) {
             format!("too few hits to compare their {what}: none assumed"),
         ),
     }
-    let cost_note = if f.bucket.is_some() {
+    let cost_note = if f.bucket.as_ref().is_some_and(|b| b.beats_none()) {
         "what a hit takes from the bucket is not fitted (the bucket charged every request one): \
          none assumed"
     } else {
@@ -1577,6 +1578,31 @@ fn burst_text(burst_size: f64, per_window: f64) -> String {
     let decimals = (3 - burst.log10().floor() as i32).max(1);
     let scale = 10f64.powi(decimals);
     float((burst * scale).ceil() / scale, 4)
+}
+
+/// Whether the fitted bucket is written: one no better than none is left out and said so
+/// (above the endpoint's table), as it would describe a limit the log does not show.
+fn explains(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) -> bool {
+    if b.beats_none() {
+        return true;
+    }
+    let what = format!(
+        "{} quota refusals that no published limit explains are not fitted: the best request \
+         bucket found decides {} of {} arrivals otherwise than the log, no fewer than the {} \
+         that no bucket gets wrong",
+        b.refusals, b.mismatches, b.checked, b.refusals
+    );
+    let why = "a limit counted in tokens, or one whose x-ratelimit headers the log lacks, may \
+               explain them: add its `limits` if you know it";
+    doc.comment(format!("{what};"));
+    doc.comment(why);
+    doc.report.push(doc::ReportLine {
+        key: format!("{prefix}.rate_limit"),
+        value: "(left out)".into(),
+        note: format!("{what}; {why}"),
+        identified: false,
+    });
+    false
 }
 
 fn write_bucket(doc: &mut Doc, b: &admission::BucketFit, prefix: &str) {

@@ -778,6 +778,14 @@ pub struct BucketFit {
     pub retry_after_s: f64,
 }
 
+impl BucketFit {
+    /// Whether it decides the log better than no bucket at all, which gets only the refusals
+    /// wrong (a limit in tokens, say, can leave a request bucket no better).
+    pub fn beats_none(&self) -> bool {
+        self.mismatches < self.refusals
+    }
+}
+
 /// Fits a token bucket to the quota refusals of one endpoint; `None` when there are none.
 pub fn fit_bucket(segments: &[Vec<Arrival>]) -> Option<BucketFit> {
     let mut after = Vec::new();

@@ -242,6 +242,7 @@ impl Doc {
     pub fn render(&self) -> String {
         let mut out = String::new();
         for line in &self.preamble {
+            let line = commentable(line);
             if line.starts_with("#:") {
                 let _ = writeln!(out, "{line}");
             } else {
@@ -253,7 +254,7 @@ impl Doc {
                 out.push('\n');
             }
             for line in &table.comment {
-                let _ = writeln!(out, "# {line}");
+                let _ = writeln!(out, "# {}", commentable(line));
             }
             if let Some(raw) = &table.raw {
                 out.push_str(raw);
@@ -274,12 +275,31 @@ impl Doc {
                 if item.note.is_empty() {
                     let _ = writeln!(out, "{line}");
                 } else {
-                    let _ = writeln!(out, "{line:width$}  # {}", item.note);
+                    let _ = writeln!(out, "{line:width$}  # {}", commentable(&item.note));
                 }
             }
         }
         out
     }
+}
+
+/// `text` fit for a TOML comment, which may hold no control character but a tab: a name or a
+/// path with a newline in it would otherwise end the comment and write what follows as TOML.
+fn commentable(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\t';
+    if !text.contains(bad) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if bad(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// A TOML float with at most `digits` significant digits (always with a decimal point).
@@ -333,5 +353,21 @@ mod tests {
         );
         assert_eq!(doc.report[1].key, "cycle.period_s");
         assert!(!doc.report[1].identified);
+    }
+
+    /// A newline in a name written into a comment stays in the comment, escaped: the text is
+    /// the same TOML with or without it.
+    #[test]
+    fn a_control_character_in_a_comment_is_escaped_not_written() {
+        let mut doc = Doc::default();
+        doc.preamble("log \"a\nseed = 5\"");
+        doc.table("", "", &["endpoint a\r\nb = 1\u{7f}".into()]);
+        doc.fitted("jobs", "10".into(), "from x\ny = 2\tz");
+        let text = doc.render();
+        assert!(text.contains("# log \"a\\nseed = 5\""), "{text}");
+        assert!(text.contains("# endpoint a\\r\\nb = 1\\u{7f}"), "{text}");
+        assert!(text.contains("# from x\\ny = 2\tz"), "{text}");
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(table.keys().collect::<Vec<_>>(), ["jobs"]);
     }
 }

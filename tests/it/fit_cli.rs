@@ -701,6 +701,36 @@ fn fit_cli_reads_a_window_from_whole_number_remaining_values_and_says_what_it_le
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A request bucket is written only when it decides the log better than no bucket at all.
+/// Without its rate-limit headers, `llm_tpm_tier`'s log under `aimd` has a few refusals from a
+/// token limit, which no request bucket explains: it is left out, and said so. Under `wait`
+/// the refusals are many and a bucket does explain most of them: it is written.
+#[test]
+fn fit_cli_writes_a_request_bucket_only_when_it_explains_the_refusals_better_than_none() {
+    let dir = scratch_dir("fit-bucket-null");
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/llm_tpm_tier.toml");
+    for (algorithm, written) in [("aimd", false), ("wait", true)] {
+        let (_, entries) = logged_run(&dir, Some(&world), algorithm);
+        let lines: Vec<String> = entries
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                e.as_object_mut().unwrap().remove("ratelimit");
+                e.to_string()
+            })
+            .collect();
+        let log = dir.join("headerless.jsonl");
+        std::fs::write(&log, lines.join("\n")).unwrap();
+        let (text, report) = fit_with_report(&log);
+        assert!(report.contains("quota refusals"), "{report}");
+        assert_eq!(text.contains("[endpoints.rate_limit]"), written, "{text}");
+        let left_out = "quota refusals that no published limit explains are not fitted";
+        assert_eq!(text.contains(left_out), !written, "{text}");
+        assert_eq!(report.contains("(left out)"), !written, "{report}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// Request sizes cross a `--client` boundary either way: a client world without `[tokens]`
 /// keeps the logs' sizes (and their `max_tokens`), and logs without token counts take the
 /// client world's `[tokens]`, which its token limits and prices need. Both fitted worlds load.
