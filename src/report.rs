@@ -384,6 +384,9 @@ pub struct Row {
     /// Why the metric does not apply to this world (it lacks what the metric describes); such
     /// a row is left out of every rendering but the list that names it.
     pub not_applicable: Option<&'static str>,
+    /// The decimals its cells are spelled with: its unit's, or for money below 1 enough for
+    /// four significant digits of its largest mean (see [`format::decimals_at`]).
+    pub decimals: usize,
 }
 
 /// How the sweep was carried out, as the report states it.
@@ -571,6 +574,15 @@ pub fn analyse_for(
                 .needs
                 .filter(|&feature| !world.has(feature))
                 .map(Feature::absence),
+            decimals: format::decimals_at(
+                info.unit,
+                format::scale_of(
+                    columns
+                        .iter()
+                        .filter_map(|c| c.summary(info.metric))
+                        .map(|s| s.mean),
+                ),
+            ),
         })
         .collect();
     let decision = decision::decide(objective, &contestants, |c| {

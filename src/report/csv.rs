@@ -3,7 +3,7 @@
 //!
 //! Owns the column layout: `scenario,world_hash,rng,algorithm,seed,outcome,valid` (so files
 //! from several runs stack), then the catalogue's metric names in order, the same for every
-//! world. Values are rounded to 6 decimals; a run that did not finish
+//! world. Values are rounded to 6 decimals (money below 0.1 to 6 significant digits); a run that did not finish
 //! has empty metric cells, and so does a metric that does not apply to the world or that the
 //! run has nothing to compute from (see the JSON's `undefined` for the reason). RFC 4180
 //! quoting, `\n` line ends; a text cell's control and bidi characters are written as the
@@ -12,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use super::format::round6;
+use super::format::round_value;
 use super::{Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, Metric};
 
@@ -73,7 +73,7 @@ pub(crate) fn outcome_cells(
         } => [kind.to_string(), valid.to_string()]
             .into_iter()
             .chain(values.iter_defined().map(|(info, v)| match v {
-                Some(v) if applies(info.metric) => round6(v).to_string(),
+                Some(v) if applies(info.metric) => round_value(info.unit, v).to_string(),
                 _ => String::new(),
             }))
             .collect(),

@@ -331,8 +331,8 @@ impl Decision {
                     "pick {pick} for {} {}: {} against {} for {runner_up}, {}, better on {} of {} seeds",
                     aim(decided.metric),
                     info.name,
-                    value(decided.metric, decided.mean, true),
-                    value(decided.metric, decided.other_mean, false),
+                    value(decided.metric, decided.mean, true, scale(decided)),
+                    value(decided.metric, decided.other_mean, false, scale(decided)),
                     difference(decided, &level),
                     decided.seeds_won,
                     decided.difference.n
@@ -390,7 +390,7 @@ impl Decision {
                     let b = broken.iter().find(|b| b.constraint == *constraint)?;
                     let mean = b.mean.map_or_else(
                         || "undefined".to_owned(),
-                        |m| value(constraint.metric, m, false),
+                        |m| value(constraint.metric, m, false, m),
                     );
                     Some(format!("{name} ({mean})"))
                 })
@@ -511,10 +511,11 @@ pub fn pct(confidence: f64) -> String {
     format!("{} %", text.trim_end_matches(".0"))
 }
 
-/// A mean in the metric's precision, with the unit when asked.
-fn value(metric: Metric, x: f64, unit: bool) -> String {
+/// A mean in the metric's precision for values as large as `scale`, with the unit when asked.
+fn value(metric: Metric, x: f64, unit: bool, scale: f64) -> String {
     let info = metric.info();
-    let text = super::format::thousands(x, super::format::decimals(info.unit));
+    let decimals = super::format::decimals_at(info.unit, scale.abs());
+    let text = super::format::thousands(x, decimals);
     if unit && info.unit != "ratio" {
         format!("{text} {}", info.unit)
     } else {
@@ -531,10 +532,15 @@ fn difference(c: &Comparison, level: &str) -> String {
     }
 }
 
+/// The size of a comparison's values, which its figures are all spelled at.
+fn scale(c: &Comparison) -> f64 {
+    super::format::scale_of([c.mean, c.other_mean])
+}
+
 /// `+4.0` and `95 % CI +1.2 to +6.8` (none for fewer than two seeds).
 fn signed_parts(c: &Comparison, level: &str) -> (String, Option<String>) {
     let signed = |x: f64| {
-        let text = value(c.metric, x, false);
+        let text = value(c.metric, x, false, scale(c));
         if text.starts_with('-') || text.chars().all(|ch| "0.,".contains(ch)) {
             text
         } else {

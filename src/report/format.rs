@@ -14,6 +14,26 @@ pub fn decimals(unit: &str) -> usize {
     }
 }
 
+/// Decimals for a unit's values whose largest magnitude is `scale`: as [`decimals`], but money
+/// below 1 keeps four significant digits (at most 12 decimals), since a job's cost is often a
+/// small fraction of a cent and four decimals would print it as `0.0000`.
+pub fn decimals_at(unit: &str, scale: f64) -> usize {
+    let d = decimals(unit);
+    if unit != "cost" || !scale.is_finite() || scale <= 0.0 || scale >= 1.0 {
+        return d;
+    }
+    let leading_zeros = -scale.log10().floor() - 1.0;
+    (3 + leading_zeros as usize + 1).clamp(d, 12)
+}
+
+/// The largest finite magnitude among `values` (0 for none): the scale [`decimals_at`] takes.
+pub fn scale_of(values: impl IntoIterator<Item = f64>) -> f64 {
+    values
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0, |m, x| m.max(x.abs()))
+}
+
 /// `x` with `decimals` digits; never prints `-0.00`.
 pub fn fixed(x: f64, decimals: usize) -> String {
     let text = format!("{x:.decimals$}");
@@ -70,6 +90,18 @@ pub fn whole_percent(ratio: f64) -> String {
 /// `round(x, 6)`; a negative zero becomes 0); computations keep full precision.
 pub fn round6(x: f64) -> f64 {
     let r = crate::rounding::round(x, 6);
+    if r == 0.0 { 0.0 } else { r }
+}
+
+/// Rounds a metric's value for machine output: [`round6`], but money below 0.1 to six
+/// significant digits, since six decimals of a job's cost can leave one digit of it, or none.
+pub fn round_value(unit: &str, x: f64) -> f64 {
+    if unit != "cost" || !x.is_finite() || x.abs() >= 0.1 {
+        return round6(x);
+    }
+    let r: f64 = format!("{x:.5e}")
+        .parse()
+        .expect("a formatted finite float parses");
     if r == 0.0 { 0.0 } else { r }
 }
 
@@ -134,6 +166,23 @@ mod tests {
         assert_eq!(decimals("requests"), 1);
         assert_eq!(decimals("tokens"), 1);
         assert_eq!(decimals("jobs/s"), 4);
+        // Money below 1 keeps four significant digits; elsewhere the unit decides.
+        assert_eq!(
+            thousands(0.000461937, decimals_at("cost", 0.000461937)),
+            "0.0004619"
+        );
+        assert_eq!(decimals_at("cost", 0.5), 4);
+        assert_eq!(decimals_at("cost", 0.05), 5);
+        assert_eq!(decimals_at("cost", 1234.5), 4);
+        assert_eq!(decimals_at("cost", 0.0), 4);
+        assert_eq!(decimals_at("cost", 1e-30), 12);
+        assert_eq!(decimals_at("ms", 0.0001), 2);
+        assert_eq!(scale_of([-0.3, f64::NAN, 0.2]), 0.3);
+        assert_eq!(round_value("cost", 0.000461937412), 0.000461937);
+        assert_eq!(round_value("cost", -7.289871e-8), -7.28987e-8);
+        assert_eq!(round_value("cost", 1234.56789123), 1234.567891);
+        assert_eq!(round_value("cost", 0.0), 0.0);
+        assert_eq!(round_value("ratio", 0.000461937412), 0.000462);
     }
 
     /// An open loop's unused `concurrency` is not reported as its workers.

@@ -10,7 +10,7 @@ use crate::threshold::Assertion;
 
 use super::Report;
 use super::decision::Outcome;
-use super::format::{decimals, thousands, whole_percent};
+use super::format::{decimals_at, scale_of, thousands, whole_percent};
 use super::stats::{Paired, mean};
 
 /// `None` if `assertion` holds on `report`, else why not.
@@ -127,7 +127,8 @@ impl Regression {
     /// `aimd jobs_done: 1,991.2 → 1,874.4 jobs (-116.8, 95 % CI -122.5 to -111.1, 5 seeds)`.
     pub fn describe(&self, confidence: f64) -> String {
         let info = self.metric.info();
-        let shown = |x: f64| thousands(x, decimals(info.unit));
+        let d = decimals_at(info.unit, scale_of([self.before, self.after]));
+        let shown = |x: f64| thousands(x, d);
         let signed = |x: f64| {
             let text = shown(x);
             if text.starts_with('-') {

@@ -511,6 +511,8 @@ fn document(report: &GridReport) -> Document<'_> {
 
 fn json_world<'a>(report: &'a GridReport, w: &'a WorldGrid) -> JsonWorld<'a> {
     let leader = w.leader.as_ref();
+    let unit = w.best.objective.metric.info().unit;
+    let round = |x: f64| super::format::round_value(unit, x);
     JsonWorld {
         file: &w.file,
         name: &w.name,
@@ -520,10 +522,10 @@ fn json_world<'a>(report: &'a GridReport, w: &'a WorldGrid) -> JsonWorld<'a> {
             point: leader.map(|l| point_json(&report.axes, &report.points[l.point])),
             algorithm: leader.map(|l| l.algorithm.as_str()),
             metric: w.best.objective.metric.info().name,
-            mean: leader.map(|l| round6(l.summary.mean)),
+            mean: leader.map(|l| round(l.summary.mean)),
             interval: leader
                 .and_then(|l| l.interval)
-                .map(|(lo, hi)| [round6(lo), round6(hi)]),
+                .map(|(lo, hi)| [round(lo), round(hi)]),
             same_runs_at: leader.map_or_else(Vec::new, |l| {
                 l.same_runs_at
                     .iter()
@@ -611,8 +613,11 @@ pub fn terminal(report: &GridReport) -> String {
     for w in &report.worlds {
         let info = w.best.objective.metric.info();
         let metric = info.name;
-        // The report's precision for the metric's unit, the same at every point.
-        let short = |x: f64| super::format::thousands(x, super::format::decimals(info.unit));
+        // The report's precision for the metric's unit and the size of the values spelled
+        // together (`scale`).
+        let short = |x: f64, scale: f64| {
+            super::format::thousands(x, super::format::decimals_at(info.unit, scale.abs()))
+        };
         out.push_str(&format!(
             "{} ({}): {} × {} × {}\n",
             w.name,
@@ -625,7 +630,7 @@ pub fn terminal(report: &GridReport) -> String {
             let lead = cell.decision.leader().and_then(|name| {
                 let column = cell.columns.iter().find(|c| c.algorithm == name)?;
                 let s = column.summary(cell.decision.objective.metric)?;
-                Some(format!(" ({metric} {})", short(s.mean)))
+                Some(format!(" ({metric} {})", short(s.mean, s.mean)))
             });
             out.push_str(&format!(
                 "  {}: {}{}\n",
@@ -640,8 +645,8 @@ pub fn terminal(report: &GridReport) -> String {
                     format!(
                         ", {} interval {} to {}",
                         super::format::whole_percent(w.best.objective.confidence),
-                        short(lo),
-                        short(hi)
+                        short(lo, l.summary.mean),
+                        short(hi, l.summary.mean)
                     )
                 });
                 let same = if l.same_runs_at.is_empty() {
@@ -667,7 +672,7 @@ pub fn terminal(report: &GridReport) -> String {
                     "{title}: {} @ {}{same}: {metric} {} over {}{interval}\n  {}\n",
                     l.algorithm,
                     grid::label(&report.axes, &report.points[l.point]),
-                    short(l.summary.mean),
+                    short(l.summary.mean, l.summary.mean),
                     plural(l.summary.n, "seed"),
                     w.best.headline()
                 ));

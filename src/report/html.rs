@@ -15,7 +15,7 @@
 
 use std::fmt::Write;
 
-use super::format::{decimals, fixed, seeds, thousands};
+use super::format::{decimals_at, fixed, scale_of, seeds, thousands};
 use super::stats::{Summary, t_quantile};
 use super::svg::{Axis, Chart, Stroke, colour, escape};
 use super::sweep::SweepView;
@@ -172,7 +172,7 @@ fn cell(row: &Row, column: &Column) -> String {
         };
         return format!("<td>{text}</td>");
     };
-    let d = decimals(row.info.unit);
+    let d = row.decimals;
     let class = if row.verdict.winners.contains(&column.algorithm) {
         " class=\"win\""
     } else if row
@@ -254,13 +254,13 @@ fn metric_panel(report: &Report, row: &Row) -> String {
         .flat_map(|n| values(n).into_iter().map(|(_, v)| v))
         .collect();
     let unit = row.info.unit;
+    let d = row.decimals;
     let x = Axis::covering(all, &[], &axis_label(row.info.name, unit));
     // Newest at the top reads down the page like the table's columns read across.
     let y = Axis::categories(names.iter().rev().cloned().collect(), "strategy");
     let height = 48.0 + 19.0 * names.len() as f64 + 10.0;
     let title = panel_title(row.info);
     let mut chart = Chart::new(&title, 520.0, height, x, y);
-    let d = decimals(unit);
     for (i, column) in report.columns.iter().enumerate() {
         let at = (names.len() - 1 - i) as f64;
         let hue = colour(i);
@@ -723,7 +723,7 @@ fn sweep_panel(view: &SweepView<'_>, metric: Metric) -> String {
     let y = Axis::covering(values, &[0.0], &axis_label(info.name, info.unit));
     let title = panel_title(info);
     let mut chart = Chart::new(&title, 520.0, 240.0, x, y);
-    let d = decimals(info.unit);
+    let d = decimals_at(info.unit, scale_of(per_level.iter().flatten().map(|v| v.1)));
     let means: Vec<(f64, f64)> = view
         .levels
         .iter()

@@ -9,7 +9,7 @@
 //! completed, no request sent…) is absent from that run's `metrics` and listed in its
 //! `undefined` with the reason, and aggregates count such runs in `undefined_runs`. Objects keep report order — algorithms as they
 //! first ran, metrics in catalogue order — rather than sorting keys. Values are rounded to 6
-//! decimals; verdicts were computed from the unrounded ones. Streams into any `io::Write` (the
+//! decimals (money below 0.1 to 6 significant digits); verdicts were computed from the unrounded ones. Streams into any `io::Write` (the
 //! runs one at a time, so a report of a million runs is never held whole as text); where it
 //! goes is the caller's decision.
 
@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 
 use super::decision::{self, Comparison, Decision};
-use super::format::round6;
+use super::format::{round_value, round6};
 use super::{ErrorCounts, LoadShape, Outcome, Report, Run};
 use crate::metrics::{CATALOGUE, Metric, undefined_reason};
 use crate::objective::{Bound, Objective, Source};
@@ -268,7 +268,8 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// The report of `simbench run --json`: every run, the aggregates, the per-metric winners and
 /// the verdict, with the provenance (simbench version, world hash). Algorithms appear in the
-/// order they first ran, metrics in catalogue order; values are rounded to 6 decimals.
+/// order they first ran, metrics in catalogue order; values are rounded to 6 decimals (money
+/// below 0.1 to 6 significant digits).
 #[derive(Serialize, JsonSchema)]
 #[schemars(title = "simbench run report", deny_unknown_fields)]
 struct Document<'a> {
@@ -459,7 +460,7 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
                 .filter(|(info, _)| report.applies(info.metric));
             Ordered(
                 applicable
-                    .filter_map(|(info, v)| Some((info.name, round6(v?))))
+                    .filter_map(|(info, v)| Some((info.name, round_value(info.unit, v?))))
                     .collect(),
             )
         }),
@@ -527,12 +528,13 @@ pub(crate) fn aggregates_of<'a>(
                     .filter(|(info, _)| report.applies(info.metric))
                     .filter_map(|(info, s)| {
                         let s = s?;
+                        let round = |x: f64| round_value(info.unit, x);
                         let a = Aggregate {
-                            mean: round6(s.mean),
-                            min: round6(s.min),
-                            max: round6(s.max),
-                            stdev: round6(s.stdev),
-                            median: round6(s.median),
+                            mean: round(s.mean),
+                            min: round(s.min),
+                            max: round(s.max),
+                            stdev: round(s.stdev),
+                            median: round(s.median),
                             undefined_runs: c.undefined_runs(info.metric),
                         };
                         Some((info.name, a))
@@ -610,16 +612,17 @@ struct JsonConstraint {
     mean: Option<Option<f64>>,
 }
 
-fn constraint(metric: &'static str, bound: Bound, mean: Option<Option<f64>>) -> JsonConstraint {
+fn constraint(metric: Metric, bound: Bound, mean: Option<Option<f64>>) -> JsonConstraint {
+    let info = metric.info();
     let (max, min) = match bound {
         Bound::AtMost(x) => (Some(x), None),
         Bound::AtLeast(x) => (None, Some(x)),
     };
     JsonConstraint {
-        metric,
+        metric: info.name,
         max,
         min,
-        mean: mean.map(|m| m.map(round6)),
+        mean: mean.map(|m| m.map(|m| round_value(info.unit, m))),
     }
 }
 
@@ -668,7 +671,7 @@ fn objective(o: &Objective, sequential: Option<&crate::sequential::Stop>) -> Jso
         constraints: o
             .constraints
             .iter()
-            .map(|c| constraint(c.metric.info().name, c.bound, None))
+            .map(|c| constraint(c.metric, c.bound, None))
             .collect(),
         tie_break: o.tie_break.iter().map(|m| m.info().name).collect(),
         confidence: sequential.map_or(o.confidence, |s| s.design.confidence),
@@ -740,18 +743,20 @@ fn comparison<'a>(
     tied: Option<&'a [String]>,
     separated: bool,
 ) -> JsonComparison<'a> {
+    let unit = c.metric.info().unit;
+    let round = |x: f64| round_value(unit, x);
     JsonComparison {
         metric: c.metric.info().name,
         first,
         second,
         tied,
-        mean: round6(c.mean),
-        other_mean: round6(c.other_mean),
-        difference: round6(c.difference.mean),
+        mean: round(c.mean),
+        other_mean: round(c.other_mean),
+        difference: round(c.difference.mean),
         interval: c
             .difference
             .interval
-            .map(|(low, high)| [round6(low), round6(high)]),
+            .map(|(low, high)| [round(low), round(high)]),
         seeds: c.difference.n,
         seeds_won: c.seeds_won,
         separated,
@@ -809,10 +814,7 @@ pub(crate) fn verdict(d: &Decision) -> JsonVerdict<'_> {
                 .map(|(name, broken)| {
                     let list = broken
                         .iter()
-                        .map(|b| {
-                            let name = b.constraint.metric.info().name;
-                            constraint(name, b.constraint.bound, Some(b.mean))
-                        })
+                        .map(|b| constraint(b.constraint.metric, b.constraint.bound, Some(b.mean)))
                         .collect();
                     (name.as_str(), list)
                 })

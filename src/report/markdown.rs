@@ -3,7 +3,7 @@
 //!
 //! Owns the layout of the file teams paste into reviews. Returns a `String`; never writes it.
 
-use super::format::{decimals, fixed, seeds, thousands};
+use super::format::{fixed, seeds, thousands};
 use super::terminal::{MetricChoice, chosen_rows, column_title, notes, verdict_text};
 use super::{Column, Report, Row};
 use crate::metrics::Direction;
@@ -130,7 +130,7 @@ fn cell(row: &Row, column: &Column) -> String {
             "n/a".into()
         };
     };
-    let d = decimals(row.info.unit);
+    let d = row.decimals;
     let mean = thousands(s.mean, d);
     let mean = if row.verdict.winners.contains(&column.algorithm) {
         format!("**{mean}**")

@@ -846,11 +846,12 @@ fn level_json<'a>(view: &'a SweepView<'_>, i: usize) -> LevelJson<'a> {
                 .iter()
                 .filter_map(|&m| {
                     let s = level.summary(m)?;
+                    let round = |x: f64| format::round_value(m.info().unit, x);
                     let summary = SummaryJson {
-                        mean: round6(s.mean),
-                        stdev: round6(s.stdev),
-                        min: round6(s.min),
-                        max: round6(s.max),
+                        mean: round(s.mean),
+                        stdev: round(s.stdev),
+                        min: round(s.min),
+                        max: round(s.max),
                         n: s.n,
                     };
                     Some((m.info().name, summary))
@@ -897,7 +898,10 @@ fn run_json<'a>(level: &'a LevelStats, run: &Run) -> RunJson<'a> {
             metrics: Ordered(
                 RUN_METRICS
                     .iter()
-                    .filter_map(|&m| Some((m.info().name, round6(values.value(m)?))))
+                    .filter_map(|&m| {
+                        let info = m.info();
+                        Some((info.name, format::round_value(info.unit, values.value(m)?)))
+                    })
                     .collect(),
             ),
             undefined: Ordered(

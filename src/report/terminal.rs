@@ -8,7 +8,7 @@ use tabled::builder::Builder;
 use tabled::settings::object::{Cell, Columns, Rows};
 use tabled::settings::{Alignment, Color, Style};
 
-use super::format::{decimals, fixed, percent, seeds, whole_percent};
+use super::format::{fixed, percent, seeds, whole_percent};
 use super::rank::{COMPLETION_FLOOR, Kind, SIGNIFICANCE_K, TIE_TOLERANCE, Verdict};
 use super::{Column, Report, Row};
 use crate::metrics::{Direction, Metric, MetricInfo};
@@ -167,14 +167,8 @@ fn blocks<'a>(
             .map(|r| verdict_text(&r.verdict, &|n| crate::text::escape(n).into_owned()))
             .chain(["verdict".into()]),
     );
-    let column_width = |c: &Column| {
-        widest(
-            &mut rows
-                .iter()
-                .map(|r| cell(r.info, &r.verdict, c))
-                .chain([column_title(c)]),
-        )
-    };
+    let column_width =
+        |c: &Column| widest(&mut rows.iter().map(|r| cell(r, c)).chain([column_title(c)]));
     let mut out: Vec<Vec<&Column>> = vec![Vec::new()];
     let mut used = lead;
     for column in columns {
@@ -208,7 +202,7 @@ fn block_table(rows: &[&Row], columns: &[&Column], last: bool, colour_on: bool) 
     builder.push_record(head);
     for row in rows {
         let mut cells = body_row_lead(row);
-        cells.extend(columns.iter().map(|c| cell(row.info, &row.verdict, c)));
+        cells.extend(columns.iter().map(|c| cell(row, c)));
         if last {
             cells.push(verdict_text(&row.verdict, &|n| {
                 crate::text::escape(n).into_owned()
@@ -305,7 +299,8 @@ fn better(info: &MetricInfo) -> &'static str {
 }
 
 /// `mean ± stdev` and a marker: `*` for a winner, brackets for an algorithm the gate excluded.
-fn cell(info: &MetricInfo, verdict: &Verdict, column: &Column) -> String {
+fn cell(row: &Row, column: &Column) -> String {
+    let (info, verdict) = (row.info, &row.verdict);
     let Some(summary) = column.summary(info.metric) else {
         return if column.stats.is_empty() {
             "—".into()
@@ -313,7 +308,7 @@ fn cell(info: &MetricInfo, verdict: &Verdict, column: &Column) -> String {
             "n/a ".into()
         };
     };
-    let d = decimals(info.unit);
+    let d = row.decimals;
     let text = format!("{} ± {}", fixed(summary.mean, d), fixed(summary.stdev, d));
     if verdict.winners.contains(&column.algorithm) {
         format!("{text}*")

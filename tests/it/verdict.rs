@@ -403,3 +403,39 @@ fn verdict_seeds_auto_is_refused_by_a_sweep_and_checked_when_parsed() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+/// Money is spelled to its significant digits: at a cheap model's prices a job costs a
+/// twentieth of a cent, which four decimals printed as `0.0000` everywhere (verdict, table,
+/// JSON and CSV alike), a decided pick with every figure zero.
+#[test]
+fn verdict_spells_a_fraction_of_a_cent_to_its_significant_digits() {
+    let v = verdict(&[
+        "scenarios/llm_tpm_tier.toml",
+        "--seeds",
+        "3",
+        "--algorithms",
+        "aimd,retry_after_aware",
+        "--set",
+        "endpoints.0.price={input_per_mtok=0.15,output_per_mtok=0.6}",
+        "--objective",
+        "cost_per_completed_job",
+    ]);
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.ends_with(
+            "; before that they tie on cost_per_completed_job +0.0000001 (95 % CI -0.0000006 to \
+             +0.0000008)"
+        ),
+        "{text}"
+    );
+    let cost = &v["comparisons"][0];
+    assert_eq!(cost["metric"], "cost_per_completed_job");
+    for key in ["mean", "other_mean"] {
+        let x = cost[key].as_f64().unwrap();
+        assert!((4e-4..5e-4).contains(&x), "{cost}");
+        // Six significant digits, not six decimals (which would leave three).
+        let mantissa = format!("{x:e}").split('e').next().unwrap().replace('.', "");
+        assert_eq!(mantissa.len(), 6, "{cost}");
+    }
+    assert_ne!(cost["difference"].as_f64().unwrap(), 0.0, "{cost}");
+}
