@@ -43,17 +43,21 @@ pub use crate::compose::MAX_FILE_BYTES;
 /// Drops the cross-field problems (those from `first` on) that only follow from a value the
 /// schema stage already reported: a rule is not checked in a table that holds a bad value (an
 /// `incidents[0].kind` that is no kind, a `load.model` that is no model) or inside a bad value.
-/// Unknown keys change nothing a rule reads, so they do not count.
-fn drop_knock_ons(problems: &mut Vec<Problem>, first: usize) {
+/// Unknown keys change nothing a rule reads, so they do not count. An override that could not
+/// be applied (`unapplied`, its key) counts as a bad value at its key.
+fn drop_knock_ons(problems: &mut Vec<Problem>, first: usize, unapplied: &[Vec<Seg>]) {
+    let scope = |path: &[Seg]| match path.split_last() {
+        None => None,
+        // A bad top-level value silences only rules about that value itself.
+        Some((_, [])) => Some(path.to_vec()),
+        Some((_, table)) => Some(table.to_vec()),
+    };
     let scopes: Vec<Vec<Seg>> = problems[..first]
         .iter()
         .filter(|p| matches!(p.target, Target::Value))
-        .filter_map(|p| match p.path.split_last() {
-            None => None,
-            // A bad top-level value silences only rules about that value itself.
-            Some((_, [])) => Some(p.path.clone()),
-            Some((_, table)) => Some(table.to_vec()),
-        })
+        .map(|p| p.path.as_slice())
+        .chain(unapplied.iter().map(Vec::as_slice))
+        .filter_map(scope)
         .collect();
     let rules = problems.split_off(first);
     problems.extend(
@@ -149,6 +153,7 @@ pub fn load_resolved(
         doc,
         mut findings,
         files,
+        unapplied,
     } = compose::document(
         origin,
         bytes,
@@ -169,7 +174,7 @@ pub fn load_resolved(
     check_unique_ids(&instance.json, &root, &layers, &mut problems);
     let reported = problems.len();
     check(&instance.json, &root, &layers, &mut problems);
-    drop_knock_ons(&mut problems, reported);
+    drop_knock_ons(&mut problems, reported, &unapplied);
     if problems.is_empty() && findings.is_empty() {
         let resolved = doc::to_toml(&root);
         match resolved.clone().try_into::<Scenario>() {

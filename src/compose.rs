@@ -51,6 +51,9 @@ pub(crate) struct Composed {
     pub findings: Vec<Finding>,
     /// How many of `sources` are the file and its bases (quantile files and overrides follow).
     pub files: usize,
+    /// The keys of the overrides that could not be applied: a rule about them (`model =
+    /// "trace"` needs `trace`) would only repeat their finding.
+    pub unapplied: Vec<Vec<Seg>>,
 }
 
 /// Builds the document of `name` (see the module docs).
@@ -79,15 +82,18 @@ pub(crate) fn document(
                 sources,
                 doc: None,
                 findings: vec![*f],
+                unapplied: Vec::new(),
             };
         }
     };
+    let mut unapplied = Vec::new();
     if let Some(root) = doc.as_mut() {
         let first_override = sources.len();
         let mut axes = Vec::new();
         for ov in overrides {
             if let Err(f) = set::apply(root, &mut sources, ov, &mut axes) {
                 findings.push(*f);
+                unapplied.extend(set::key_path_of(&ov.text));
             }
         }
         // Only an override can have left a CSV path: its path is relative to the working folder.
@@ -104,6 +110,7 @@ pub(crate) fn document(
         doc,
         findings,
         files,
+        unapplied,
     }
 }
 

@@ -192,6 +192,14 @@ pub fn key_parts(key: &str) -> Option<Vec<String>> {
         .map(|parts| parts.into_iter().map(|(name, _)| name).collect())
 }
 
+/// The key of an override `key=value` as a path (a whole-number part is an index), or `None`
+/// if it has no key that parses.
+pub(crate) fn key_path_of(text: &str) -> Option<Vec<Seg>> {
+    let parts = key_parts(&text[..split(text)?])?;
+    let seg = |p: String| p.parse().map_or(Seg::Key(p), Seg::Index);
+    Some(parts.into_iter().map(seg).collect())
+}
+
 /// The segments of a dotted key with their spans, by parsing `key = 0` as TOML and walking the
 /// nested tables it makes. On failure, the span to blame.
 fn parse_key(key: &str, source: SourceId) -> Result<Vec<(String, At)>, Range<usize>> {

@@ -38,9 +38,9 @@ pub(super) fn syntax_finding(
     {
         return long_key_finding(source, span, parts, more);
     }
-    let span = first.span().unwrap_or(0..0);
+    let mut span = first.span().unwrap_or(0..0);
     let mut place = place(text, span.start);
-    let (what, mut help) = explain(first.message(), text, &span, &place, root);
+    let (what, mut help) = explain(first.message(), text, &mut span, &place, root);
     name_the_key(&mut place.path, first.message(), text.get(span.clone()));
     // A missing comma is between two items: the place is the array or inline table, not the
     // item before it.
@@ -398,21 +398,29 @@ fn name_the_key(path: &mut Vec<Seg>, message: &str, word: Option<&str>) {
     }
 }
 
-/// The message and the hint for the parser's `message` about `span` at `place`.
+/// The message and the hint for the parser's `message` about `span` at `place`; `span` widens
+/// to the whole of an unquoted word the parser read only part of.
 fn explain(
     message: &str,
     text: &str,
-    span: &Range<usize>,
+    span: &mut Range<usize>,
     place: &Place,
     root: &Spanned<DeTable<'_>>,
 ) -> (String, String) {
     let word = text.get(span.clone()).unwrap_or_default();
     let kind = message.split(", expected").next().unwrap_or(message);
     let keep = || message.to_owned();
-    // The parser reads a word as a failed boolean, a failed `nan`, …: say what the user meant.
+    // The parser reads a word as a failed boolean, a failed `nan`, …, and may stop at the
+    // letter it stumbled on (`t/base.jsonl` as a failed `true`): say what the user meant.
+    let run = bare_run(text, span);
+    let whole = text.get(run.clone()).unwrap_or_default();
     let after_equals = text
-        .get(..span.start)
+        .get(..run.start)
         .is_some_and(|t| t.trim_end().ends_with('='));
+    if unquoted(whole, after_equals, place) {
+        *span = run;
+        return unreadable_value(whole, after_equals, place);
+    }
     if kind == "string values must be quoted" || unquoted(word, after_equals, place) {
         return unreadable_value(word, after_equals, place);
     }
@@ -505,10 +513,13 @@ fn unreadable_value(word: &str, after_equals: bool, place: &Place) -> (String, S
     }
     if unquoted(word, after_equals, place) {
         return typed_word(word, place).unwrap_or_else(|| {
-            (
-                "string values must be quoted".to_owned(),
-                format!("write `\"{word}\"`"),
-            )
+            let help = if word.contains('\\') {
+                // In quotes a backslash starts an escape; in a literal string it is itself.
+                format!("write `'{word}'`")
+            } else {
+                format!("write `\"{word}\"`")
+            };
+            ("string values must be quoted".to_owned(), help)
         });
     }
     (
@@ -530,6 +541,10 @@ pub(super) fn override_value(
     const KEY: &str = "v = ";
     let mut place = place(&format!("{KEY}{value}"), span.start + KEY.len());
     place.path.splice(..1, path.iter().cloned());
+    let whole = value.get(bare_run(value, &span)).unwrap_or_default();
+    if unquoted(whole, true, &place) {
+        return Some(unreadable_value(whole, true, &place));
+    }
     let word = value.get(span).unwrap_or(value).trim();
     let first = word.split_whitespace().next().unwrap_or(word);
     let several = first.len() < word.len() && is_value(first);
@@ -617,7 +632,9 @@ fn typed_word(word: &str, place: &Place) -> Option<(String, String)> {
     Some(("string values must be quoted".to_owned(), help))
 }
 
-/// Whether `word` is words where a value belongs: text the user forgot to quote.
+/// Whether `word` is words where a value belongs: text the user forgot to quote. Words, or one
+/// bare word with a path's or an address's marks (`t/base.jsonl`, `./x`, `C:\x`, `a@b`),
+/// whatever it starts with.
 fn unquoted(word: &str, after_equals: bool, place: &Place) -> bool {
     let word = word.trim();
     let words = word
@@ -625,7 +642,27 @@ fn unquoted(word: &str, after_equals: bool, place: &Place) -> bool {
         .all(|c| c.is_alphanumeric() || " _-.".contains(c))
         && word.starts_with(char::is_alphabetic)
         && !is_value(word.split_whitespace().next().unwrap_or(word));
-    words && (after_equals || matches!(place.inside, Inside::Array))
+    let path =
+        word.chars().all(bare) && word.contains(|c: char| "/\\:~@".contains(c)) && !is_value(word);
+    (words || path) && (after_equals || matches!(place.inside, Inside::Array))
+}
+
+/// Whether `c` can stand in a bare (unquoted) run of text: not a space, a quote, a bracket, a
+/// brace, a comma, `=` or `#`, which end one.
+fn bare(c: char) -> bool {
+    !c.is_whitespace() && !"\"'[]{},=#".contains(c)
+}
+
+/// `span` widened to the bare run of text around it: the parser may point at part of a word
+/// (`./base.jsonl` as a number whose mantissa is missing), or at none of it.
+fn bare_run(text: &str, span: &Range<usize>) -> Range<usize> {
+    let (start, end) = (span.start.min(text.len()), span.end.min(text.len()));
+    let (Some(before), Some(after)) = (text.get(..start), text.get(end..)) else {
+        return span.clone();
+    };
+    let back = before.len() - before.trim_end_matches(bare).len();
+    let ahead = after.find(|c: char| !bare(c)).unwrap_or(after.len());
+    start - back..end + ahead
 }
 
 /// The kinds of TOML value, for hints.
@@ -938,6 +975,43 @@ mod tests {
             help.ends_with("allowed range: 1 <= jobs <= 10000000"),
             "{help}"
         );
+    }
+
+    /// The parser stops at the letter it stumbles on (`t/` as a failed `true`, `n/` as a
+    /// failed `nan`, `./` as a number without digits, `2024/` as a number that goes on): the
+    /// hint quotes the whole path, in a file and in an override alike.
+    #[test]
+    fn an_unquoted_path_is_quoted_whole_whatever_it_starts_with() {
+        let trace = [Seg::Key("load".into()), Seg::Key("trace".into())];
+        let cases = [
+            ("t/base.jsonl", "invalid boolean, expected `true`", 0..12),
+            ("n/x.jsonl", "invalid float, expected `nan`", 0..9),
+            ("2024/x.jsonl", "invalid float, expected nothing", 4..12),
+            ("./base.jsonl", "invalid mantissa, expected digits", 0..0),
+            ("C:\\x.jsonl", "string values must be quoted", 0..1),
+        ];
+        for (value, message, span) in cases {
+            let quoted = if value.contains('\\') {
+                format!("write `'{value}'`")
+            } else {
+                format!("write `\"{value}\"`")
+            };
+            let (what, help) = override_value(message, value, span.clone(), &trace).unwrap();
+            assert_eq!(
+                (what.as_str(), &help),
+                ("string values must be quoted", &quoted)
+            );
+            let text = format!("[load]\ntrace = {value}\n");
+            let mut at = span.start + 15..span.end + 15;
+            let place = place(&text, at.start);
+            let root = toml::de::DeTable::parse("").unwrap();
+            let (what, help) = explain(message, &text, &mut at, &place, &root);
+            assert_eq!(
+                (what.as_str(), &help),
+                ("string values must be quoted", &quoted)
+            );
+            assert_eq!(&text[at], value);
+        }
     }
 
     #[test]
