@@ -391,6 +391,13 @@ impl Layers<'_> {
             source + 1
         }
     }
+
+    /// As [`Layers::rank`], but the command line is one layer: of two overrides, the first is
+    /// not the other's base (`--set load.think_s=1 --set load.model="open"` gives an open loop
+    /// a pause as much as the other order does).
+    fn layer(&self, source: doc::SourceId) -> usize {
+        self.rank(source).min(self.files + 1)
+    }
 }
 
 /// " (`trough` is not set and defaults to 0.35)" for each key of a rule the file leaves out, so
@@ -416,7 +423,7 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     let stray = |path: &[Seg], choice: &[Seg]| {
         let (key, chosen) = (doc::locate(root, path), doc::locate(root, choice));
         key.exact
-            && !(chosen.exact && layers.rank(key.value.source) < layers.rank(chosen.value.source))
+            && !(chosen.exact && layers.layer(key.value.source) < layers.layer(chosen.value.source))
     };
     // A rule between keys (trough <= peak, start_s < end_s, …) is shown at the key the latest
     // layer wrote: an override over the file, a child over its base, since that is the change
