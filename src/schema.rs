@@ -747,6 +747,20 @@ fn map_error(
                     None => format!("allowed range: {range}"),
                 });
             }
+            // `True` or `"false"`: a boolean in another spelling, which TOML reads as text.
+            let boolean = error
+                .instance()
+                .as_str()
+                .and_then(|t| {
+                    ["true", "false"]
+                        .into_iter()
+                        .find(|b| t.eq_ignore_ascii_case(b))
+                })
+                .filter(|_| expected.contains("true or false"));
+            if let Some(b) = boolean {
+                let write = format!("write `{b}`: TOML's booleans are lowercase, without quotes");
+                help = Some(help.map_or(write.clone(), |h| format!("{write}; {h}")));
+            }
             out.push(problem(
                 format!("`{here}` must be {expected}, found {found}"),
                 format!("expected {expected}"),

@@ -410,7 +410,9 @@ fn element(items: &[Node], path: &[Seg], key: &str, key_at: &At) -> Result<usize
         .filter(|h| !h.is_empty())
         .collect::<Vec<_>>()
         .join("; ");
-    if let Some(best) = schema::did_you_mean(key, ids.iter().copied()) {
+    // An index out of range is not a misspelt id (`3` is one edit from an id `c`).
+    let index = key.parse::<usize>().is_ok();
+    if let Some(best) = schema::did_you_mean(key, ids.iter().copied()).filter(|_| !index) {
         help = format!("did you mean `{best}`? {help}");
     }
     Err(PathError {
