@@ -242,7 +242,7 @@ impl Doc {
     pub fn render(&self) -> String {
         let mut out = String::new();
         for line in &self.preamble {
-            let line = commentable(line);
+            let line = crate::text::escape(line);
             if line.starts_with("#:") {
                 let _ = writeln!(out, "{line}");
             } else {
@@ -254,7 +254,7 @@ impl Doc {
                 out.push('\n');
             }
             for line in &table.comment {
-                let _ = writeln!(out, "# {}", commentable(line));
+                let _ = writeln!(out, "# {}", crate::text::escape(line));
             }
             if let Some(raw) = &table.raw {
                 out.push_str(raw);
@@ -275,31 +275,12 @@ impl Doc {
                 if item.note.is_empty() {
                     let _ = writeln!(out, "{line}");
                 } else {
-                    let _ = writeln!(out, "{line:width$}  # {}", commentable(&item.note));
+                    let _ = writeln!(out, "{line:width$}  # {}", crate::text::escape(&item.note));
                 }
             }
         }
         out
     }
-}
-
-/// `text` fit for a TOML comment, which may hold no control character but a tab: a name or a
-/// path with a newline in it would otherwise end the comment and write what follows as TOML.
-fn commentable(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| c.is_control() && c != '\t';
-    if !text.contains(bad) {
-        return text.into();
-    }
-    text.chars()
-        .map(|c| {
-            if bad(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
 }
 
 /// A TOML float with at most `digits` significant digits (always with a decimal point).
@@ -364,9 +345,12 @@ mod tests {
         doc.table("", "", &["endpoint a\r\nb = 1\u{7f}".into()]);
         doc.fitted("jobs", "10".into(), "from x\ny = 2\tz");
         let text = doc.render();
-        assert!(text.contains("# log \"a\\nseed = 5\""), "{text}");
-        assert!(text.contains("# endpoint a\\r\\nb = 1\\u{7f}"), "{text}");
-        assert!(text.contains("# from x\\ny = 2\tz"), "{text}");
+        assert!(text.contains("# log \"a\\u{a}seed = 5\""), "{text}");
+        assert!(
+            text.contains("# endpoint a\\u{d}\\u{a}b = 1\\u{7f}"),
+            "{text}"
+        );
+        assert!(text.contains("# from x\\u{a}y = 2\\u{9}z"), "{text}");
         let table: toml::Table = toml::from_str(&text).unwrap();
         assert_eq!(table.keys().collect::<Vec<_>>(), ["jobs"]);
     }
