@@ -879,6 +879,20 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
             }),
         });
     }
+    let workers = [key("concurrency")];
+    if model != "closed" && stray(&workers, &at("model")) {
+        out.push(Problem {
+            path: workers.to_vec(),
+            target: Target::Key,
+            message: "`concurrency` only applies to `model = \"closed\"`".into(),
+            label: format!("not used by `model = \"{model}\"`"),
+            help: Some(
+                "only a closed loop has workers; an open loop or a trace caps the jobs it runs \
+                 at once with `load.max_in_flight`"
+                    .into(),
+            ),
+        });
+    }
 }
 
 /// `[algorithms.<name>]`: the name or `kind` must be a registered strategy, and every other key

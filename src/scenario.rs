@@ -60,8 +60,9 @@ pub struct Scenario {
     #[schemars(range(min = 1, max = 10_000_000))]
     pub jobs: u32,
 
-    /// Number of closed-loop client workers; each takes the next job when it finishes one. The
-    /// client's parallelism. Default 32; range 1 to 100000.
+    /// Closed loop only (`[load] model = "closed"`, the default): the number of client
+    /// workers; each takes the next job when it finishes one. The client's parallelism (an open
+    /// loop or a trace caps it with `load.max_in_flight`). Default 32; range 1 to 100000.
     #[serde(default = "default_concurrency")]
     #[schemars(range(min = 1, max = 100_000))]
     pub concurrency: u32,

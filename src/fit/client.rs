@@ -83,6 +83,16 @@ impl Client {
                 .any(|t| path == *t || path.starts_with(&format!("{t}.")))
     }
 
+    /// Whether the client runs a closed loop (`[load] model = "closed"`, the default): only
+    /// then does its world have workers (`concurrency`).
+    pub fn closed_loop(&self) -> bool {
+        self.doc
+            .get("load")
+            .and_then(|l| l.get("model"))
+            .and_then(toml::Value::as_str)
+            .is_none_or(|m| m == "closed")
+    }
+
     /// The provider's cycle as the client's world has it (the format's default when it has no
     /// `[cycle]`), and whether the file sets it.
     pub fn cycle(&self) -> (crate::scenario::Cycle, bool) {

@@ -427,7 +427,8 @@ fn fit_retry(log: &Log) -> Option<RetryFit> {
     })
 }
 
-/// `seed`, `jobs`, `concurrency`, `horizon_s`, `steps_per_job`, `calls_per_step`.
+/// `seed`, `jobs`, `concurrency` (a closed loop's only), `horizon_s`, `steps_per_job`,
+/// `calls_per_step`.
 pub fn write_top(doc: &mut Doc, load: &LoadFit) {
     doc.fitted("seed", "1".into(), "");
     let counts = &load.jobs_per_log;
@@ -461,6 +462,25 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
         );
         doc.fitted("horizon_s", float(horizon, 6), "the last job start");
     }
+    // Only a closed loop has workers: an open loop's or a trace's cap is `load.max_in_flight`.
+    let closed = match &doc.client {
+        Some(client) => client.closed_loop(),
+        None => matches!(load.model, LoadModel::Closed { .. }),
+    };
+    if closed {
+        write_workers(doc, load);
+    }
+    let ids = if load.has_jobs {
+        "the largest step and call ids"
+    } else {
+        "the log has no job ids"
+    };
+    doc.fitted("steps_per_job", load.steps_per_job.to_string(), ids);
+    doc.fitted("calls_per_step", load.calls_per_step.to_string(), ids);
+}
+
+/// `concurrency`: a closed loop's workers, the most jobs the logs ran at once.
+fn write_workers(doc: &mut Doc, load: &LoadFit) {
     match load.model {
         // Without job ids a retry's wait looks like an open loop's gap: the loop is assumed.
         LoadModel::Closed { handoff_share, .. } if !load.has_jobs && handoff_share < 0.3 => doc
@@ -490,19 +510,13 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
                 float(handoff_share * 100.0, 3)
             ),
         ),
+        // The client's closed loop over logs of an open one: its worker count is the client's.
         LoadModel::Open { .. } => doc.fitted(
             "concurrency",
             load.most_jobs.max(1).to_string(),
             "the most jobs at once",
         ),
     }
-    let ids = if load.has_jobs {
-        "the largest step and call ids"
-    } else {
-        "the log has no job ids"
-    };
-    doc.fitted("steps_per_job", load.steps_per_job.to_string(), ids);
-    doc.fitted("calls_per_step", load.calls_per_step.to_string(), ids);
 }
 
 /// `[load]`, for an open loop or a closed one whose workers pause between jobs.

@@ -62,7 +62,11 @@ pub fn canonical_text(world: &World) -> String {
     out.str("summary", summary);
     out.int("seed", *seed);
     out.int("jobs", *jobs);
-    out.int("concurrency", *concurrency);
+    // Only a closed loop has workers; an open loop's or a trace's leftover value (from a base
+    // file) is not read, so it does not name the world.
+    if matches!(load, Load::Closed { .. }) {
+        out.int("concurrency", *concurrency);
+    }
     out.float("horizon_s", *horizon_s);
     out.int("steps_per_job", *steps_per_job);
     out.int("calls_per_step", *calls_per_step);

@@ -185,15 +185,17 @@ mod tests {
         assert_eq!(round_value("ratio", 0.000461937412), 0.000462);
     }
 
-    /// An open loop's unused `concurrency` is not reported as its workers.
+    /// An open loop's `concurrency` (its default) is not reported as its workers.
     #[test]
     fn the_load_says_how_jobs_come() {
-        let base = "name = \"w\"\nsummary = \"s\"\nconcurrency = 12\n\
+        let base = "name = \"w\"\nsummary = \"s\"\n\
                     [[endpoints]]\nid = \"a\"\ncapacity = 2\nlatency = { median_s = 0.1 }\n";
         let world = |load: &str| {
             crate::compile::load("w.toml", format!("{base}{load}").as_bytes()).expect("valid")
         };
-        assert_eq!(load(&world("")), "12 workers");
+        let closed = format!("concurrency = 12\n{base}");
+        let closed = crate::compile::load("w.toml", closed.as_bytes()).expect("valid");
+        assert_eq!(load(&closed), "12 workers");
         assert_eq!(
             load(&world("[load]\nmodel = \"open\"\nrate_per_s = 4.5\n")),
             "open loop at 4.5 jobs/s"

@@ -14,11 +14,16 @@ use simbench::sweep::{self, SweepConfig};
 
 use crate::support::{scratch_dir, simbench};
 
-/// The bursty world with every job run (no horizon, no endpoint retired for good), plus `extra`.
+/// The bursty world with every job run (no horizon, no endpoint retired for good), plus `extra`
+/// (an open loop's `[load]` drops bursty's workers).
 fn long_world(dir: &Path, extra: &str) -> PathBuf {
-    let text = compile::BUILTIN_BURSTY_TOML
+    let mut text = compile::BUILTIN_BURSTY_TOML
         .replace("horizon_s = 600.0", "horizon_s = 1e12")
         .replace("dead_after = 8", "dead_after = 1000000");
+    if extra.contains("model = \"open\"") {
+        // Only a closed loop has workers.
+        text = text.replace("concurrency = 12\n", "");
+    }
     let path = dir.join("long.toml");
     std::fs::write(&path, format!("{text}\n{extra}")).expect("scratch file");
     path

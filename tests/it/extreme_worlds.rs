@@ -107,11 +107,17 @@ fn world_text(d: &mut Dice) -> String {
     ));
     t.int("seed", d.int(0, i64::MAX as u64));
     t.int("jobs", d.int(1, 10_000_000));
-    t.int("concurrency", d.int(1, 100_000));
+    // Drawn in the order it always was, so each generator seed still draws the same world;
+    // written only for a closed loop, the only one with workers.
+    let workers = d.int(1, 100_000);
     t.num("horizon_s", d.float(0.0, 1e12, true));
     t.int("steps_per_job", d.int(1, 1000));
     t.int("calls_per_step", d.int(1, 1000));
-    if d.coin() {
+    let open = d.coin();
+    if !open {
+        t.int("concurrency", workers);
+    }
+    if open {
         t.line("[load]\nmodel = \"open\"");
         t.num("rate_per_s", d.float(0.0, 1e9, true));
         t.line(["arrivals = \"poisson\"", "arrivals = \"uniform\""][d.below(2) as usize]);

@@ -10,13 +10,19 @@ use crate::sim::{load, run};
 
 /// One endpoint with `servers` servers and the given latency table, fed by `load_table`.
 fn world(servers: u32, latency: &str, load_table: &str, jobs: u32) -> simbench::world::World {
+    // Only a closed loop has workers.
+    let workers = if load_table.contains("\"open\"") {
+        ""
+    } else {
+        "concurrency = 4"
+    };
     load(&format!(
         r#"
 name = "queue"
 summary = "One endpoint, constant capacity, no failures, no bucket."
 seed = 11
 jobs = {jobs}
-concurrency = 4
+{workers}
 horizon_s = 1e12
 steps_per_job = 1
 calls_per_step = 1

@@ -577,13 +577,14 @@ proptest! {
         open in proptest::bool::ANY,
         rate in log_uniform(1e-3, 1e6),
     ) {
-        let load_table = if open {
-            format!("[load]\nmodel = \"open\"\nrate_per_s = {rate:e}\n")
+        // Only a closed loop has workers.
+        let (workers, load_table) = if open {
+            (String::new(), format!("[load]\nmodel = \"open\"\nrate_per_s = {rate:e}\n"))
         } else {
-            String::new()
+            (format!("concurrency = {workers}\n"), String::new())
         };
         let text = format!(
-            "name = \"wide\"\nsummary = \"wide\"\njobs = 12\nconcurrency = {workers}\n\
+            "name = \"wide\"\nsummary = \"wide\"\njobs = 12\n{workers}\
              horizon_s = 1e6\n{load_table}[retry]\nbase = {base:e}\nfactor = {factor:e}\ncap = 1e9\n\
              [breaker]\ncooldown_s = {cooldown:e}\n[provider]\ncapacity_retry_after_s = {retry_after:e}\n\
              [[endpoints]]\nid = \"a\"\ncapacity = {capacity}\n\
