@@ -148,8 +148,9 @@ pub fn parse_auto(text: &str) -> Option<Result<u32, String>> {
         return Some(Ok(DEFAULT_MAX));
     }
     let max = rest.strip_prefix(':')?;
-    Some(match max.parse::<u32>() {
-        Ok(n) if n >= 2 => Ok(n),
+    Some(match whole(max) {
+        // Too many for a u32 is too many for any limit: the caller's says so.
+        Some(n) if n >= 2 => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
         _ => Err(format!(
             "`{text}`: the most seeds after `auto:` must be a whole number of at least 2, \
              e.g. auto:500"
@@ -157,9 +158,29 @@ pub fn parse_auto(text: &str) -> Option<Result<u32, String>> {
     })
 }
 
+/// A whole number written in digits, as large as it is written: digits beyond `u64` give
+/// `u64::MAX`, so "too many" is told apart from "not a number".
+pub fn whole(text: &str) -> Option<u64> {
+    let digits = text.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(digits.parse::<u64>().unwrap_or(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_too_large_for_any_integer_is_too_many_not_a_word() {
+        assert_eq!(whole("18446744073709551616"), Some(u64::MAX));
+        assert_eq!(whole(" 12 "), Some(12));
+        assert_eq!(whole("1e3"), None);
+        assert_eq!(whole(""), None);
+        assert_eq!(parse_auto("auto:5000000000"), Some(Ok(u32::MAX)));
+        assert!(matches!(parse_auto("auto:1"), Some(Err(_))));
+    }
 
     #[test]
     fn looks_start_at_ten_and_double_up_to_the_maximum() {

@@ -80,19 +80,26 @@ pub fn default_algorithms(world: &World) -> Vec<String> {
 /// that every JSON reader can hold them.
 pub const MAX_SEED: u64 = i64::MAX as u64;
 
-/// Checks that an `n`-seed sweep's last seed, seed + n − 1, stays within [`MAX_SEED`].
+/// Checks that an `n`-seed sweep's last seed, seed + n − 1, stays within [`MAX_SEED`]; `asked`
+/// is the `--seeds` value as the user wrote it (`10`, `auto:10`), for the message.
 ///
 /// # Errors
 /// Names the seed, the count and the largest count that fits when it does not.
-pub fn check_seeds(world: &World, n: u32) -> Result<(), String> {
+pub fn check_seeds(world: &World, n: u32, asked: &str) -> Result<(), String> {
     let seed = world.seed();
     let fits = MAX_SEED.saturating_sub(seed).saturating_add(1);
     if u64::from(n) <= fits {
         return Ok(());
     }
+    // `auto:MAX` may stop before its maximum, and takes at least 2.
+    let (verb, fewer) = match asked.strip_prefix("auto") {
+        Some(_) if fits >= 2 => ("could", format!("--seeds auto:{fits} or less")),
+        Some(_) => ("could", "--seeds 1".to_owned()),
+        None => ("would", format!("--seeds {fits} or less")),
+    };
     Err(format!(
-        "--seeds {n} from seed {seed} would run seeds up to {}, past the largest seed \
-         {MAX_SEED}; use --seeds {fits} or less, or a smaller `seed`",
+        "--seeds {asked} from seed {seed} {verb} run seeds up to {}, past the largest seed \
+         {MAX_SEED}; use {fewer}, or a smaller `seed`",
         u128::from(seed) + u128::from(n) - 1
     ))
 }

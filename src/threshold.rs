@@ -96,8 +96,13 @@ impl Assertion {
         let (algorithm, name) = left
             .rsplit_once('.')
             .ok_or_else(|| format!("`{left}` is not ALGORITHM.METRIC"))?;
-        let metric = Metric::from_name(name.trim())
-            .ok_or_else(|| format!("unknown metric `{}`{}", name.trim(), suggest(name.trim())))?;
+        let metric = Metric::from_name(name.trim()).ok_or_else(|| {
+            format!(
+                "unknown metric `{}`{}; `simbench list` shows the catalogue",
+                name.trim(),
+                suggest(name.trim())
+            )
+        })?;
         let value = right
             .parse::<f64>()
             .ok()
@@ -139,14 +144,11 @@ fn find_op(text: &str) -> Option<(usize, Op)> {
     Some((at, op.1))
 }
 
-/// ` (did you mean `refusal_rate`?)` for a catalogue name within 3 edits of `name`, else empty.
+/// ` (did you mean `refusal_rate`?)` for a catalogue name close enough to be a typo of `name`
+/// (the same measure as a scenario key's), else empty: `nope` is no typo of `cost`.
 pub fn suggest(name: &str) -> String {
-    CATALOGUE
-        .iter()
-        .map(|m| (strsim::levenshtein(m.name, name), m.name))
-        .min()
-        .filter(|(d, _)| *d <= 3)
-        .map_or(String::new(), |(_, n)| format!(" (did you mean `{n}`?)"))
+    crate::schema::did_you_mean(name, CATALOGUE.iter().map(|m| m.name))
+        .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"))
 }
 
 #[cfg(test)]
@@ -180,6 +182,8 @@ mod tests {
         ));
         let typo = Assertion::parse("aimd.refusal_rat < 1").unwrap_err();
         assert!(typo.contains("did you mean `refusal_rate`"), "{typo}");
+        let far = Assertion::parse("wait.nope > 1").unwrap_err();
+        assert!(!far.contains("did you mean"), "{far}");
         assert!(Assertion::parse("verdict < aimd").is_err());
         assert!(Assertion::parse("aimd.jobs_done > lots").is_err());
         assert!(Assertion::parse("aimd jobs").is_err());

@@ -198,7 +198,8 @@ impl Built {
                 worlds.push(source.load(&all, inputs).map_err(|e| invalid(&e))?);
             }
             for world in &worlds {
-                sweep::check_seeds(world, built.spec.seeds).map_err(|m| usage_error(&m))?;
+                let n = built.spec.seeds;
+                sweep::check_seeds(world, n, &n.to_string()).map_err(|m| usage_error(&m))?;
             }
             let hashes: Vec<String> = worlds.iter().map(world_hash).collect();
             let objective = format!("{:?}", base.objective());

@@ -287,6 +287,16 @@ pub enum SeedCount {
     },
 }
 
+/// As written on the command line: `10`, `auto:500`.
+impl std::fmt::Display for SeedCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SeedCount::Fixed(n) => write!(f, "{n}"),
+            SeedCount::Auto { max } => write!(f, "auto:{max}"),
+        }
+    }
+}
+
 impl SeedCount {
     /// The most seeds it may run.
     pub fn most(self) -> u32 {
@@ -302,9 +312,11 @@ pub(super) const MAX_SEEDS: u32 = 100_000;
 fn parse_seeds(text: &str) -> Result<SeedCount, String> {
     let count = match crate::sequential::parse_auto(text) {
         Some(max) => SeedCount::Auto { max: max? },
-        None => match text.trim().parse::<u64>() {
-            Ok(n) if n > u64::from(MAX_SEEDS) => return Err(format!("at most {MAX_SEEDS} seeds")),
-            Ok(n) if n >= 1 => SeedCount::Fixed(n as u32),
+        None => match crate::sequential::whole(text) {
+            Some(n) if n > u64::from(MAX_SEEDS) => {
+                return Err(format!("at most {MAX_SEEDS} seeds"));
+            }
+            Some(n) if n >= 1 => SeedCount::Fixed(n as u32),
             _ => {
                 return Err(format!(
                     "`{text}` is neither a whole number of seeds (at least 1) nor auto[:MAX]"
@@ -369,7 +381,8 @@ pub fn main(args: &RunArgs) -> u8 {
             return super::EXIT_ERROR;
         }
     };
-    if let Err(message) = sweep::check_seeds(&world, args.exec.seeds.most()) {
+    let asked = args.exec.seeds.to_string();
+    if let Err(message) = sweep::check_seeds(&world, args.exec.seeds.most(), &asked) {
         errln!("error: {message}");
         return super::EXIT_ERROR;
     }

@@ -187,7 +187,7 @@ pub fn main(args: &SweepArgs) -> u8 {
     let plan = check_knob(&base, knob)
         .and_then(|()| check_algorithm(&base, args))
         .and_then(|()| fixed_seeds(args.exec.seeds))
-        .and_then(|n| sweep::check_seeds(&base, n))
+        .and_then(|n| sweep::check_seeds(&base, n, &n.to_string()))
         .and_then(|()| Plan::prepare(requests(args), &inputs));
     let plan = match plan {
         Ok(plan) => plan,
@@ -423,7 +423,7 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
             crate::text::escape(world.name())
         )),
         (_, Load::Trace { .. }) => Err(format!(
-            "`{}` replays a trace ([load] model = \"trace\"), whose arrivals are the log's; sweep its `[load] speed` with --set in separate runs, or sweep an open or closed loop",
+            "`{}` replays a trace ([load] model = \"trace\"), whose arrivals are the log's; sweep its replay speed with --grid load.speed=1,2,4 (a grid sweep, each speed a cell), or sweep an open or closed loop",
             crate::text::escape(world.name())
         )),
         (Knob::Concurrency, Load::Open { .. }) => Err(format!(

@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 
-use super::input::{LogError, check_entry, document_error};
+use super::input::{LogError, check_entry, document_error, parse_document};
 use super::time::{parse_http_date, parse_rfc3339};
 use crate::request_log::{Entry, EntryOutcome, ErrorKind, HeaderUnit, RateLimitHeader};
 
@@ -70,7 +70,9 @@ struct HarTimings {
 
 /// Reads a HAR file into entries; the first problem is returned, located.
 pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
-    let har: HarFile = serde_json::from_str(text).map_err(|e| document_error(file, text, &e))?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let har: HarFile = parse_document(file, text, &mut de, "")?;
+    de.end().map_err(|e| document_error(file, text, &e))?;
     let mut entries = Vec::with_capacity(har.log.entries.len());
     for (i, e) in har.log.entries.iter().enumerate() {
         let at = |field: &str, message: String| {
@@ -350,6 +352,30 @@ pub fn parse_duration(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wrong type and a wrong value of one field are named by the same key path.
+    #[test]
+    fn a_wrong_typed_field_is_named_by_its_whole_path() {
+        let har = |time: &str| {
+            format!(
+                "{{\"log\": {{\"entries\": [\n{{\"startedDateTime\": \"2026-01-01T00:00:00Z\", \
+                 \"time\": {time}, \"request\": {{\"method\": \"POST\", \"url\": \"https://a/v1\", \
+                 \"headers\": []}}, \"response\": {{\"status\": 200, \"headers\": []}}}}]}}}}"
+            )
+        };
+        let field = |text: &str| read("x.har", text).err().and_then(|e| e.field);
+        let path = Some("log.entries[0].time".to_owned());
+        assert_eq!(field(&har("\"fast\"")), path);
+        assert_eq!(field(&har("-5")), path);
+        let missing = har("1").replace("\"request\"", "\"req\"");
+        let error = read("x.har", &missing).expect_err("no request");
+        assert_eq!(error.field.as_deref(), Some("log.entries[0].request"));
+        assert_eq!((error.line, error.column.is_some()), (Some(2), true));
+        assert!(
+            read("x.har", &format!("{}\n}}", har("1"))).is_err(),
+            "trailing text"
+        );
+    }
 
     #[test]
     fn durations_urls_and_statuses_read_as_the_vendors_write_them() {

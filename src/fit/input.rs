@@ -547,6 +547,31 @@ fn other_format(e: &serde_json::Error, field: Option<&str>, index: usize) -> Opt
     }
 }
 
+/// A whole JSON document (HAR, OTLP export) deserialized with the key path of a field it
+/// rejects; `prefix` goes before that path (`export 2: `). Trailing text is refused, as
+/// `serde_json::from_str` does.
+pub(crate) fn parse_document<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+    de: &mut serde_json::Deserializer<serde_json::de::StrRead<'_>>,
+    prefix: &str,
+) -> Result<T, LogError> {
+    serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let mut error = document_error(file, text, e.inner());
+        let inner = e.into_inner();
+        // A data error names its field by the path (a missing or unknown key's under it);
+        // serde's own guess, the key before the column, is kept for syntax errors.
+        if inner.classify() == serde_json::error::Category::Data && !matches!(&*path, "." | "?") {
+            error.field = Some(match named_field(&inner.to_string()) {
+                Some(name) => format!("{prefix}{path}.{name}"),
+                None => format!("{prefix}{path}"),
+            });
+        }
+        error
+    })
+}
+
 /// A serde error in a whole JSON document (HAR, OTLP), located by its line and column.
 pub(crate) fn document_error(file: &str, text: &str, e: &serde_json::Error) -> LogError {
     let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
@@ -572,12 +597,7 @@ pub(crate) fn describe_serde(
         Some(at) => text[..at].to_owned(),
         None => text,
     };
-    let named = ["missing field `", "unknown field `", "duplicate field `"]
-        .iter()
-        .find_map(|prefix| {
-            let rest = message.strip_prefix(prefix)?;
-            Some(rest[..rest.find('`')?].to_owned())
-        });
+    let named = named_field(&message);
     let eof = error.classify() == serde_json::error::Category::Eof;
     let field = named.or_else(|| (!eof).then(|| key_before(line, error.column())).flatten());
     let message = if message.contains("untagged enum Nanos") {
@@ -590,6 +610,16 @@ pub(crate) fn describe_serde(
         }
     };
     (field, message)
+}
+
+/// The key a missing, unknown or duplicate field error names.
+fn named_field(message: &str) -> Option<String> {
+    ["missing field `", "unknown field `", "duplicate field `"]
+        .iter()
+        .find_map(|prefix| {
+            let rest = message.strip_prefix(prefix)?;
+            Some(rest[..rest.find('`')?].to_owned())
+        })
 }
 
 /// The last object key that starts before `column` (1-based) of `line`: the field whose value

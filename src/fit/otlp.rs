@@ -12,7 +12,7 @@
 
 use serde::Deserialize;
 
-use super::input::{LogError, check_entry, document_error};
+use super::input::{LogError, check_entry, parse_document};
 use crate::request_log::{Entry, EntryOutcome, ErrorKind};
 
 #[derive(Deserialize)]
@@ -199,12 +199,17 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     // Each entry's send time and span, to name one whose time cannot be the run's.
     let mut places: Vec<(f64, usize)> = Vec::new();
     let mut spans_at: Vec<(usize, usize, usize, String)> = Vec::new();
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<Export>();
+    let mut stream = serde_json::Deserializer::from_str(text);
     // Spans of every export so far: the n-th span of the file is where the n-th
     // `startTimeUnixNano` key is, which locates a problem by line and column.
     let mut before = 0;
-    for (exports, export) in stream.enumerate() {
-        let export = export.map_err(|e| document_error(file, text, &e))?;
+    for exports in 0.. {
+        // Exports follow one another, apart only by whitespace, until the text ends.
+        if stream.end().is_ok() {
+            break;
+        }
+        let prefix = format!("export {}: ", exports + 1);
+        let export: Export = parse_document(file, text, &mut stream, &prefix)?;
         let spans: Vec<&Span> = export
             .resource_spans
             .iter()
@@ -347,6 +352,24 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wrong-typed field of a later export is named by its export and key path.
+    #[test]
+    fn a_wrong_typed_field_names_its_export_and_path() {
+        let export = |start: &str| {
+            format!(
+                "{{\"resourceSpans\": [{{\"scopeSpans\": [{{\"spans\": [{{\"name\": \"POST\", \
+                 \"startTimeUnixNano\": {start}, \"endTimeUnixNano\": \"2000000000\"}}]}}]}}]}}"
+            )
+        };
+        let text = format!("{}\n{}", export("\"1000000000\""), export("[1]"));
+        let error = read("x.json", &text).expect_err("a list is no time");
+        assert_eq!(
+            error.field.as_deref(),
+            Some("export 2: resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano")
+        );
+        assert_eq!(error.line, Some(2));
+    }
 
     #[test]
     fn sdk_exception_names_are_read_as_what_they_are() {

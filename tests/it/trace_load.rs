@@ -211,6 +211,27 @@ fn a_har_file_replays_one_job_per_request() {
     let entries = text.matches("\"startedDateTime\"").count();
     assert!(entries > 0);
     assert_eq!(report["jobs"].as_u64(), Some(entries as u64));
+    // A knee sweep has no knob on a trace; the refusal names the grid sweep that has one.
+    let knee = simbench(&["sweep", w.to_str().unwrap(), "--concurrency", "2,4"]);
+    let said = String::from_utf8_lossy(&knee.stderr);
+    assert_eq!(knee.status.code(), Some(2), "{said}");
+    assert!(said.contains("--grid load.speed=1,2,4"), "{said}");
+    let grid = simbench(&[
+        "sweep",
+        w.to_str().unwrap(),
+        "--grid",
+        "load.speed=1,2",
+        "--seeds",
+        "1",
+        "--algorithms",
+        "wait",
+        "--quiet",
+    ]);
+    assert!(
+        grid.status.success(),
+        "{}",
+        String::from_utf8_lossy(&grid.stderr)
+    );
 }
 
 /// Each broken trace world gives exit 1 and its one located diagnostic.

@@ -396,12 +396,35 @@ fn verdict_seeds_auto_is_refused_by_a_sweep_and_checked_when_parsed() {
         (&["run", "--seeds", "auto:x"], "at least 2"),
         (&["run", "--seeds", "0"], "neither a whole number"),
         (&["run", "--seeds", "auto:100001"], "at most 100000 seeds"),
+        // Past any integer is as much too many as just past the limit.
+        (
+            &["run", "--seeds", "18446744073709551616"],
+            "at most 100000 seeds",
+        ),
+        (
+            &["run", "--seeds", "auto:5000000000"],
+            "at most 100000 seeds",
+        ),
     ] {
         let out = simbench(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+    // Seeds past the largest are named as the user asked for them.
+    let out = simbench(&[
+        "run",
+        "--set",
+        "seed=9223372036854775806",
+        "--seeds",
+        "auto:10",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--seeds auto:10 from seed 9223372036854775806 could run seeds up to"),
+        "{stderr}"
+    );
 }
 
 /// Money is spelled to its significant digits: at a cheap model's prices a job costs a
