@@ -29,6 +29,25 @@ use crate::text::plural;
 /// Most points a time-series line keeps; longer series have adjacent windows summed.
 const MAX_POINTS: usize = 300;
 
+/// Most seed dots a strategy's line (or a sweep level) shows. Beyond it a panel shows this many
+/// seeds at evenly spaced ranks, the least and greatest value included: the distribution's
+/// shape at a size a browser opens (100,000 seeds of every dot made a 1.2 GB page).
+const MAX_DOTS: usize = 500;
+
+/// The seeds a panel draws: all of them up to [`MAX_DOTS`], else [`MAX_DOTS`] at evenly spaced
+/// ranks of their values (ties by seed, so the choice is deterministic).
+fn dots(mut values: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
+    let n = values.len();
+    if n <= MAX_DOTS {
+        return values;
+    }
+    values.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    let last = (n - 1) as f64 / (MAX_DOTS - 1) as f64;
+    (0..MAX_DOTS)
+        .map(|j| values[(j as f64 * last).round() as usize])
+        .collect()
+}
+
 /// A named line of a time-series panel: its name, how it is drawn, its `(t, value)` points.
 type Series = (String, Stroke, Vec<(f64, f64)>);
 
@@ -58,11 +77,24 @@ pub fn render(report: &Report) -> String {
     }
     let _ = write!(
         out,
-        "<li>Dot panels: each dot is one seed's value; the bar is the mean and its {} confidence interval (Student's t over the seeds), cut at the panel's edge.</li></ul></section>",
+        "<li>Dot panels: each dot is one seed's value{}; the bar is the mean and its {} confidence interval (Student's t over the seeds), cut at the panel's edge.</li></ul></section>",
+        thinned_note(report.sweep.seeds.len()),
         super::decision::pct(INTERVAL)
     );
     out.push_str("</main></body></html>\n");
     out
+}
+
+/// What a panel of more than [`MAX_DOTS`] seeds shows instead of every seed.
+fn thinned_note(seeds: usize) -> String {
+    if seeds <= MAX_DOTS {
+        return String::new();
+    }
+    format!(
+        " ({MAX_DOTS} of the {} seeds per strategy, at evenly spaced ranks from the least value \
+         to the greatest, so the page stays small; the JSON and CSV hold every seed)",
+        thousands(seeds as f64, 0)
+    )
 }
 
 /// `3 seeds 1, 2, 3 · 2000 jobs × …`: how the comparison was made.
@@ -228,7 +260,12 @@ fn charted_rows(report: &Report) -> Vec<&Row> {
 }
 
 fn metric_panels(out: &mut String, report: &Report) {
-    out.push_str("<section><h2>Every seed, per metric</h2><div class=\"panels\">");
+    out.push_str("<section><h2>Every seed, per metric</h2>");
+    let thinned = thinned_note(report.sweep.seeds.len());
+    if let Some(note) = thinned.strip_prefix(" (").and_then(|n| n.strip_suffix(')')) {
+        let _ = write!(out, "<p class=\"caption\">Each line shows {note}.</p>");
+    }
+    out.push_str("<div class=\"panels\">");
     for row in charted_rows(report) {
         out.push_str(&metric_panel(report, row));
     }
@@ -277,7 +314,7 @@ fn metric_panel(report: &Report, row: &Row) -> String {
             );
             chart.interval_x(lo, hi, at, s.mean, hue, &tip);
         }
-        for (seed, v) in values(&column.algorithm) {
+        for (seed, v) in dots(values(&column.algorithm)) {
             let tip = format!(
                 "{} seed {seed}: {} {unit}",
                 column.algorithm,
@@ -695,7 +732,8 @@ pub fn render_sweep(view: &SweepView<'_>) -> String {
     }
     let _ = write!(
         out,
-        "</div><p class=\"caption\">Each dot is one seed's value at a level; the bar is the mean and its {} confidence interval. The dotted rule marks the knee (the most load at which the harness still measures the provider).</p></section></main></body></html>",
+        "</div><p class=\"caption\">Each dot is one seed's value at a level{}; the bar is the mean and its {} confidence interval. The dotted rule marks the knee (the most load at which the harness still measures the provider).</p></section></main></body></html>",
+        thinned_note(view.seeds.len()).replace("per strategy", "per level"),
         super::decision::pct(INTERVAL)
     );
     out.push('\n');
@@ -751,7 +789,7 @@ fn sweep_panel(view: &SweepView<'_>, metric: Metric) -> String {
             );
             chart.interval_y(level, lo, hi, s.mean, colour(0), &tip);
         }
-        for &(seed, v) in &per_level[i] {
+        for (seed, v) in dots(per_level[i].clone()) {
             let tip = format!("{name}, seed {seed}: {} {}", thousands(v, d), info.unit);
             chart.point(level, v, colour(1), &tip);
         }
@@ -821,6 +859,29 @@ mod tests {
                 || html.matches("http://").count()
                     == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
         );
+    }
+
+    /// Past [`MAX_DOTS`] seeds a line shows that many at evenly spaced ranks, the extremes
+    /// included; up to it, every seed in run order.
+    #[test]
+    fn many_seeds_are_thinned_to_evenly_spaced_ranks() {
+        let few: Vec<(u64, f64)> = (0..MAX_DOTS as u64).map(|s| (s, -(s as f64))).collect();
+        assert_eq!(dots(few.clone()), few);
+        // 10,000 seeds, values a shuffle of 0..10000 (seed s has value 7s mod 10001 - 1).
+        let many: Vec<(u64, f64)> = (1..=10_000u64)
+            .map(|s| (s, ((7 * s) % 10_001) as f64 - 1.0))
+            .collect();
+        let shown = dots(many.clone());
+        assert_eq!(shown.len(), MAX_DOTS);
+        assert_eq!(shown.first().map(|d| d.1), Some(0.0));
+        assert_eq!(shown.last().map(|d| d.1), Some(9_999.0));
+        // Rank j of 500 is value round(j · 9999 / 499): the quantiles, in order.
+        for (j, (seed, v)) in shown.iter().enumerate() {
+            assert_eq!(*v, (j as f64 * 9_999.0 / 499.0).round(), "rank {j}");
+            assert!(many.contains(&(*seed, *v)), "a real seed's value");
+        }
+        assert!(thinned_note(MAX_DOTS).is_empty());
+        assert!(thinned_note(10_000).contains("500 of the 10,000 seeds"));
     }
 
     #[test]
