@@ -920,6 +920,9 @@ fn check_algorithms(json: &Value, blame: &Blame<'_>, out: &mut Vec<Problem>) {
 }
 
 /// Parameters the strategy declares as ordered (`min <= initial <= max`), defaults filled in.
+/// The pairs reported are the ones the user wrote both sides of: `{ min = 50, max = 10 }` is
+/// "min above max", not "min above initial" (a default the user never chose); a default is
+/// blamed only when no written pair is out of order.
 fn check_order(
     name: &str,
     info: &AlgorithmInfo,
@@ -931,18 +934,41 @@ fn check_order(
         let declared = info.param(param).map(|p| p.default);
         table.get(param).map_or(declared, Value::as_f64)
     };
-    for [low, high] in info.ordered {
-        let (Some(lo), Some(hi)) = (value(low), value(high)) else {
-            continue;
-        };
-        // A value out of its own range is reported as such (check_param), not again here.
-        let in_range = |param: &str, v: f64| {
-            info.param(param)
-                .is_none_or(|p| (p.min..=p.max).contains(&v))
-        };
-        if lo <= hi || !in_range(low, lo) || !in_range(high, hi) {
-            continue;
-        }
+    // A value out of its own range is reported as such (check_param), not again here.
+    let in_range = |param: &str, v: f64| {
+        info.param(param)
+            .is_none_or(|p| (p.min..=p.max).contains(&v))
+    };
+    let out_of_order = |[low, high]: [&'static str; 2]| {
+        let (lo, hi) = (value(low)?, value(high)?);
+        (lo > hi && in_range(low, lo) && in_range(high, hi)).then_some((low, high, lo, hi))
+    };
+    let declared: Vec<[&str; 2]> = info.ordered.to_vec();
+    // min <= initial and initial <= max give min <= max.
+    let implied: Vec<[&str; 2]> = declared
+        .iter()
+        .flat_map(|[a, b]| {
+            declared
+                .iter()
+                .filter(move |[c, _]| c == b)
+                .map(|[_, d]| [*a, *d])
+        })
+        .collect();
+    let written =
+        |pair: &(&str, &str, f64, f64)| table.contains_key(pair.0) && table.contains_key(pair.1);
+    let broken = |pairs: &[[&'static str; 2]]| -> Vec<_> {
+        pairs.iter().filter_map(|p| out_of_order(*p)).collect()
+    };
+    let (declared, implied) = (broken(&declared), broken(&implied));
+    let chosen = [
+        declared.iter().copied().filter(written).collect::<Vec<_>>(),
+        implied.iter().copied().filter(written).collect(),
+        declared,
+    ]
+    .into_iter()
+    .find(|group| !group.is_empty())
+    .unwrap_or_default();
+    for (low, high, lo, hi) in chosen {
         let at = |param: &str| vec![key("algorithms"), key(name), key(param)];
         out.push(Problem {
             path: blame(&[at(high), at(low)]),
@@ -954,8 +980,13 @@ fn check_order(
             ),
             label: format!("{low} must be <= {high}"),
             help: Some(format!(
-                "`{}` needs {low} <= {high} (unwritten values take their defaults)",
-                info.name
+                "`{}` needs {low} <= {high}{}",
+                info.name,
+                if table.contains_key(low) && table.contains_key(high) {
+                    ""
+                } else {
+                    " (unwritten values take their defaults)"
+                }
             )),
         });
     }

@@ -12,7 +12,7 @@
 //!
 //! Key paths are written the way a TOML user would address the key: dotted keys with array
 //! indices in brackets, e.g. `endpoints[1].latency.median_s`; a key that is not a bare TOML key
-//! is quoted (`unsuited."my algo"`); the empty string means the whole file.
+//! is quoted (`retry."max attempts"`); the empty string means the whole file.
 //! Columns count Unicode characters, not bytes, both in [`Finding::column`] and in the rendered
 //! `file:line:column` header.
 

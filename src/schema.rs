@@ -1126,8 +1126,18 @@ fn strings(list: Option<&Value>) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// A key's fixed values: an `enum`, or a `oneOf` of `const`s (an enum whose variants have doc
+/// comments).
+fn choices(schema: &Value) -> Option<Vec<Value>> {
+    if let Some(list) = schema.get("enum").and_then(Value::as_array) {
+        return Some(list.clone());
+    }
+    let variants = schema.get("oneOf")?.as_array()?;
+    variants.iter().map(|v| v.get("const").cloned()).collect()
+}
+
 fn type_cell(schema: &Value) -> String {
-    if schema.get("enum").is_some() {
+    if choices(schema).is_some() {
         return "string".into();
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -1139,7 +1149,7 @@ fn type_cell(schema: &Value) -> String {
         Some("array") => {
             let items = schema.get("items");
             let kind = items.and_then(|i| i.get("type")).and_then(Value::as_str);
-            match (kind, items.is_some_and(|i| i.get("enum").is_some())) {
+            match (kind, items.is_some_and(|i| choices(deref(i)).is_some())) {
                 (Some("string"), _) | (_, true) => "array of strings".into(),
                 (Some("number" | "integer"), _) => "array of numbers".into(),
                 (Some("array"), _) => "array of arrays".into(),
@@ -1153,10 +1163,7 @@ fn type_cell(schema: &Value) -> String {
 }
 
 fn allowed_cell(path: &[Seg], schema: &Value) -> String {
-    let choices = schema
-        .get("enum")
-        .or_else(|| schema.pointer("/items/enum"))
-        .and_then(Value::as_array);
+    let choices = choices(schema).or_else(|| choices(deref(schema.get("items")?)));
     if let Some(choices) = choices {
         let names: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
         return names.join(", ");

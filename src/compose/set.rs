@@ -1,15 +1,15 @@
 //! Command-line overrides: `--set dotted.key=value` applied to the document before validation.
 //!
-//! The key is a TOML dotted key (`retry.max_attempts`, `unsuited."my algo"`); an array is
-//! addressed by the `id` of its element or by a numeric index (`endpoints.metered.capacity`,
-//! `endpoints.2.capacity`, `incidents.0.start_s`); an override changes an element the document
-//! has and never creates one. The value is a TOML value (`240`, `2.5`, `"full"`, `true`,
-//! `{ median_s = 0.3 }`); a bare word such as `open` is taken as a string, because shells eat
-//! the quotes of `"open"`. The whole argument becomes a source of its own, so every problem an
-//! override causes (a bad path here, a bad value in the schema stage) points into it. A key is
-//! checked against the schema while the path is walked, so a typo never creates a table. A
-//! table value replaces the whole table. This module never reads files and never validates
-//! values.
+//! The key is a TOML dotted key (`retry.max_attempts`, `endpoints."eu.west 1".capacity`); an
+//! array is addressed by the `id` of its element or by a numeric index
+//! (`endpoints.metered.capacity`, `endpoints.2.capacity`, `incidents.0.start_s`); an override
+//! changes an element the document has and never creates one. The value is a TOML value (`240`,
+//! `2.5`, `"full"`, `true`, `{ median_s = 0.3 }`); a bare word such as `open` is taken as a
+//! string, because shells eat the quotes of `"open"`. The whole argument becomes a source of its
+//! own, so every problem an override causes (a bad path here, a bad value in the schema stage)
+//! points into it. A key is checked against the schema while the path is walked, so a typo
+//! never creates a table. A table value replaces the whole table. This module never reads files
+//! and never validates values.
 
 use std::ops::Range;
 
@@ -20,7 +20,7 @@ use crate::diagnostics::{Finding, Seg, Source, finding, key_path};
 use crate::schema;
 
 const KEY_HELP: &str = "write keys like `retry.max_attempts` or `endpoints.metered.capacity`; \
-                        quote a key with dots or spaces: `unsuited.\"my algo\"`";
+                        quote a key with dots or spaces: `endpoints.\"eu.west 1\".capacity`";
 const VALUE_HELP: &str = "write `240`, `2.5`, `true`, `\"full\"` or `{ median_s = 0.3 }`";
 const EXTENDS_HELP: &str = "the base of a file is read before any override applies; edit the \
                             file, or write a small file that extends the one you want";
