@@ -400,6 +400,24 @@ impl Layers<'_> {
     }
 }
 
+/// Where "`choice` needs `key`" is shown, and its label: at the choice when a later layer (a
+/// child, an override) wrote it than the table, since that is the change that broke the rule
+/// (`--set endpoints.a.latency.distribution=tokens` over a file's lognormal latency); else at
+/// the table that lacks the key.
+fn needs_at(
+    table: &[Seg],
+    choice: &[Seg],
+    key: &str,
+    written: &Written<'_>,
+    stray: &Stray<'_>,
+) -> (Vec<Seg>, String) {
+    if written(table) && written(choice) && !stray(table, choice) {
+        (choice.to_vec(), format!("needs `{key}`"))
+    } else {
+        (table.to_vec(), format!("this table needs `{key}`"))
+    }
+}
+
 /// " (`trough` is not set and defaults to 0.35)" for each key of a rule the file leaves out, so
 /// a message about a default is not a mystery.
 fn defaulted_note(keys: &[(&Vec<Seg>, &str)], written: &Written<'_>, json: &Value) -> String {
@@ -702,11 +720,13 @@ fn check_distribution(
     let shape = string_at(json, &at("distribution")).unwrap_or("lognormal");
     let uses_mean = matches!(shape, "exponential" | "constant");
     let needs = |name: &str, help: String, out: &mut Vec<Problem>| {
+        let table = [key("endpoints"), Seg::Index(i), key("latency")];
+        let (path, label) = needs_at(&table, &at("distribution"), name, written, stray);
         out.push(Problem {
-            path: vec![key("endpoints"), Seg::Index(i), key("latency")],
+            path,
             target: Target::Value,
             message: format!("`distribution = \"{shape}\"` needs `{name}`"),
-            label: format!("this table needs `{name}`"),
+            label,
             help: Some(help),
         });
     };
@@ -817,11 +837,12 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
     let at = |name: &str| vec![key("load"), key(name)];
     let model = string_at(json, &at("model")).unwrap_or("closed");
     let needs = |name: &str, help: &str, out: &mut Vec<Problem>| {
+        let (path, label) = needs_at(&[key("load")], &at("model"), name, written, stray);
         out.push(Problem {
-            path: vec![key("load")],
+            path,
             target: Target::Value,
             message: format!("`model = \"{model}\"` needs `{name}`"),
-            label: format!("this table needs `{name}`"),
+            label,
             help: Some(help.into()),
         });
     };

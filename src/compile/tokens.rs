@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Blame, Stray, Written, key, number, string_at};
+use super::{Blame, Stray, Written, key, needs_at, number, string_at};
 use crate::diagnostics::{Seg, show_number};
 use crate::scenario::tokens::{self as spec, SizeShape};
 use crate::schema::{Problem, Target};
@@ -140,11 +140,12 @@ fn check_size(
         // A CSV that could not be read is reported where it is named.
         let from_csv = *k == "quantiles" && written(&at(base, "quantiles_csv"));
         if !written(&at(base, k)) && !from_csv {
+            let (path, label) = needs_at(base, &at(base, "distribution"), k, written, stray);
             out.push(problem(
-                base.to_vec(),
+                path,
                 Target::Value,
                 format!("`distribution = \"{name}\"` needs `{k}`"),
-                &format!("this table needs `{k}`"),
+                &label,
                 format!("the {name} shape is set by {}", backticked(needed)),
             ));
         }
@@ -425,11 +426,13 @@ fn check_latency(
         }
         for k in ["ttft_s", "decode_tokens_per_s"] {
             if !written(&at(&latency, k)) {
+                let choice = at(&latency, "distribution");
+                let (path, label) = needs_at(&latency, &choice, k, written, stray);
                 out.push(problem(
-                    latency.clone(),
+                    path,
                     Target::Value,
                     format!("`distribution = \"tokens\"` needs `{k}`"),
-                    &format!("this table needs `{k}`"),
+                    &label,
                     "a latency from tokens is ttft_s (+ ttft_per_1k_input_s per 1,000 prompt \
                      tokens) to the first token, then output tokens at decode_tokens_per_s"
                         .into(),
