@@ -20,6 +20,7 @@ mod run;
 mod schema;
 #[cfg(feature = "serve")]
 mod serve;
+mod signals;
 mod starter;
 mod sweep;
 mod trace;
@@ -176,6 +177,7 @@ pub(crate) fn io_reason(err: &std::io::Error) -> String {
         ErrorKind::NotADirectory => "a part of the path is not a folder".into(),
         ErrorKind::ReadOnlyFilesystem => "the file system is read-only".into(),
         ErrorKind::StorageFull => "no space left on the device".into(),
+        ErrorKind::BrokenPipe => "the reader closed the pipe".into(),
         _ => err.to_string(),
     }
 }

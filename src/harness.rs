@@ -191,6 +191,8 @@ pub struct RunResult {
     pub endpoints: Vec<EndpointReport>,
     /// Per-call trace, when asked for.
     pub trace: Vec<TraceRecord>,
+    /// Requests sent after the trace's limit ([`run_traced`]): counted, not recorded.
+    pub trace_omitted: u64,
     /// The windowed recorder's series, when asked for.
     pub timeseries: Option<Timeseries>,
     /// Events processed.
@@ -244,15 +246,53 @@ pub fn run_within(
     config: &RunConfig<'_>,
     max_bytes: u64,
 ) -> RunResult {
+    let limits = Limits {
+        max_bytes,
+        trace_requests: usize::MAX,
+    };
+    dispatch(world, strategy, config, limits)
+}
+
+/// [`run`] with a trace that records the first `requests` requests sent and counts the rest
+/// ([`RunResult::trace_omitted`]): what `simbench trace --max-requests` writes, in memory
+/// bounded by it however long the run.
+pub fn run_traced(
+    world: &World,
+    strategy: &dyn Strategy,
+    config: &RunConfig<'_>,
+    requests: usize,
+) -> RunResult {
+    let limits = Limits {
+        max_bytes: u64::MAX,
+        trace_requests: requests,
+    };
+    dispatch(world, strategy, config, limits)
+}
+
+/// What a run may hold.
+#[derive(Clone, Copy)]
+struct Limits {
+    /// Bytes, past which the run stops as out of memory.
+    max_bytes: u64,
+    /// Requests the trace records.
+    trace_requests: usize,
+}
+
+fn dispatch(
+    world: &World,
+    strategy: &dyn Strategy,
+    config: &RunConfig<'_>,
+    limits: Limits,
+) -> RunResult {
     let ids = world.endpoints().iter().map(|e| e.id.as_str());
     match config.rng {
         RngScheme::Native => {
             let rng = Native::new(config.seed, ids);
-            run_limited(world, strategy, &rng, config, max_bytes)
+            run_limited(world, strategy, &rng, config, limits)
         }
         RngScheme::Reference => {
             let rng = Reference::new(config.seed, ids);
-            run_limited(world, strategy, &rng, config, max_bytes)
+            run_limited(world, strategy, &rng, config, limits)
         }
     }
 }
@@ -269,7 +309,11 @@ pub fn run_with<R: RandomSource>(
     rng: &R,
     config: &RunConfig<'_>,
 ) -> RunResult {
-    run_limited(world, strategy, rng, config, u64::MAX)
+    let limits = Limits {
+        max_bytes: u64::MAX,
+        trace_requests: usize::MAX,
+    };
+    run_limited(world, strategy, rng, config, limits)
 }
 
 fn run_limited<R: RandomSource>(
@@ -277,11 +321,12 @@ fn run_limited<R: RandomSource>(
     strategy: &dyn Strategy,
     rng: &R,
     config: &RunConfig<'_>,
-    max_bytes: u64,
+    limits: Limits,
 ) -> RunResult {
     strategy.begin_run();
     let mut sim = Sim::new(world, strategy, rng, config.trace);
-    sim.max_bytes = max_bytes;
+    sim.max_bytes = limits.max_bytes;
+    sim.trace_limit = limits.trace_requests;
     sim.recorder = config
         .window_s
         .map(|w| Box::new(Recorder::new(w, world.endpoints().len())));
@@ -562,6 +607,10 @@ struct Sim<'w, R: RandomSource> {
     /// When tracing: per worker, the trace indices of its primary request and hedge copy in
     /// flight.
     trace_slots: Vec<[usize; 2]>,
+    /// Requests the trace records; past them a request's slot is `usize::MAX`.
+    trace_limit: usize,
+    /// Requests sent past `trace_limit`.
+    trace_omitted: u64,
     /// The windowed recorder, when asked for.
     recorder: Option<Box<Recorder>>,
     events: u64,
@@ -635,6 +684,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             error_classes: [0; ErrorClass::ALL.len()],
             trace: trace.then(Vec::new),
             trace_slots: Vec::new(),
+            trace_limit: usize::MAX,
+            trace_omitted: 0,
             recorder: None,
             events: 0,
             unused_busy_s: vec![0.0; world.endpoints().len()],
@@ -1770,6 +1821,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             error_classes,
             endpoints,
             trace: self.trace.unwrap_or_default(),
+            trace_omitted: self.trace_omitted,
             timeseries,
             events: self.events,
             longest_still_events: self.longest_still,

@@ -63,7 +63,8 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub input_tokens: Option<f64>,
-    /// Output tokens received.
+    /// Output tokens generated: all of them on success, those written before the cut for a
+    /// client timeout or a cancelled hedge copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub output_tokens: Option<f64>,

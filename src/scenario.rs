@@ -1095,7 +1095,12 @@ fn unsuited_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
         "propertyNames": { "enum": names },
-        "additionalProperties": { "type": "string", "minLength": 1 },
+        "additionalProperties": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Why this world cannot exercise the algorithm; shown with the \
+                            warning when it is asked for.",
+        },
     })
 }
 

@@ -437,6 +437,14 @@ fn expected_type(schema: &Value) -> String {
     }
 }
 
+/// A boolean or number as the text it was written as (near enough to quote back).
+fn unquoted_text(value: &Value) -> Option<String> {
+    match value {
+        Value::Bool(_) | Value::Number(_) => Some(value.to_string()),
+        _ => None,
+    }
+}
+
 fn found_type(kind: Option<&str>) -> &'static str {
     match kind {
         Some("string") => "a string",
@@ -580,12 +588,14 @@ impl Convert<'_> {
         }
     }
 
+    fn wants_string(&self) -> bool {
+        field(&self.path).is_some_and(|f| f.schema.get("type") == Some(&json!("string")))
+    }
+
     /// A date-time is a string to JSON, so the schema would accept one where a string belongs;
     /// there it is a forgotten pair of quotes. Elsewhere the schema reports the wrong type.
     fn datetime(&mut self, text: &str) -> Value {
-        let wants_string =
-            field(&self.path).is_some_and(|f| f.schema.get("type") == Some(&json!("string")));
-        if !wants_string {
+        if !self.wants_string() {
             return Value::String(text.to_owned());
         }
         self.reject(
@@ -599,6 +609,12 @@ impl Convert<'_> {
         let parsed = text.parse::<f64>().ok().filter(|x| x.is_finite());
         let wants_integer = wants_integer(&self.path);
         match parsed {
+            // `name = inf`: a word TOML reads as a number, where text belongs.
+            None if self.wants_string() => self.reject(
+                format!("`{}` must be a string, found {text}", self.here()),
+                "expected a string",
+                format!("string values must be quoted: write `\"{text}\"`"),
+            ),
             None => self.reject(
                 format!("`{}` = {text} is not a finite number", self.here()),
                 "not a finite number",
@@ -761,6 +777,11 @@ fn map_error(
                 let write = format!("write `{b}`: TOML's booleans are lowercase, without quotes");
                 help = Some(help.map_or(write.clone(), |h| format!("{write}; {h}")));
             }
+            // `name = true` or `--set name=2`: text that TOML read as another type.
+            if let Some(text) = unquoted_text(error.instance()).filter(|_| expected == "a string") {
+                let write = format!("string values must be quoted: write `\"{text}\"`");
+                help = Some(help.map_or(write.clone(), |h| format!("{write}; {h}")));
+            }
             out.push(problem(
                 format!("`{here}` must be {expected}, found {found}"),
                 format!("expected {expected}"),
@@ -897,7 +918,15 @@ fn map_error(
         K::MinLength { .. } => out.push(problem(
             format!("`{here}` must not be empty"),
             "empty string".into(),
-            description.map(|d| format!("`{}`: {d}", subject(&path))),
+            Some(description.map_or_else(
+                || {
+                    format!(
+                        "write some text in `{}`, or leave the key out",
+                        subject(&path)
+                    )
+                },
+                |d| format!("`{}`: {d}", subject(&path)),
+            )),
         )),
         // The validator's own words quote the value, which may be a table of 100,000 points.
         _ => out.push(problem(

@@ -65,6 +65,18 @@ pub struct Config {
     pub seed: u64,
     /// Where each request's entry goes (the request-log format), if anywhere.
     pub log: Option<Box<dyn Write + Send>>,
+    /// The stop signals the process was started with ignored (`nohup`'s SIGHUP, a background
+    /// job's SIGINT), which stay ignored. SIGTERM always stops the server.
+    pub ignored: Ignored,
+}
+
+/// Stop signals left ignored.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ignored {
+    /// SIGINT.
+    pub interrupt: bool,
+    /// SIGHUP.
+    pub hangup: bool,
 }
 
 /// Largest header block read \[bytes\].
@@ -205,19 +217,32 @@ pub struct Served {
     pub log_error: Option<io::Error>,
 }
 
-/// Serves `world` on `bound` until SIGINT or SIGTERM.
+/// Serves `world` on `bound` until SIGINT, SIGTERM or SIGHUP.
 ///
 /// # Errors
 /// The runtime's.
-pub fn serve(world: World, bound: Bound, config: Config) -> io::Result<Served> {
+/// `ready` is called once the stop signals are caught, before the first connection is
+/// taken: a client told the address then (the first line of standard output) may stop the
+/// server at once and still get its drain, not the signal's default of ending the process.
+pub fn serve(
+    world: World,
+    bound: Bound,
+    config: Config,
+    ready: impl FnOnce(),
+) -> io::Result<Served> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(run(world, bound, config))
+    runtime.block_on(run(world, bound, config, ready))
 }
 
-async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
+async fn run(
+    world: World,
+    bound: Bound,
+    config: Config,
+    ready: impl FnOnce(),
+) -> io::Result<Served> {
     let listener = TcpListener::from_std(bound.0)?;
     // The server lives as long as the process; its world with it.
     let world: &'static World = Box::leak(Box::new(world));
@@ -232,10 +257,13 @@ async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
         requests: Mutex::new(JoinSet::new()),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
+    let ignored = config.ignored;
+    let first_stop = StopSignals::new(ignored)?;
     tokio::spawn(async move {
-        stop_signal().await;
+        first_stop.recv().await;
         let _ = stop_tx.send(true);
     });
+    ready();
     let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
     let mut connections = JoinSet::new();
     let mut stop = stop_rx.clone();
@@ -292,12 +320,7 @@ async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
         });
     }
     drop(listener);
-    let drain = Duration::try_from_secs_f64(config.drain_s.clamp(0.0, MAX_DRAIN_S))
-        .unwrap_or(Duration::ZERO);
-    let _ = tokio::time::timeout(drain, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
+    drain(&mut connections, config.drain_s, ignored).await;
     // Cut what did not end: their guards log them.
     connections.shutdown().await;
     let mut requests =
@@ -311,6 +334,42 @@ async fn run(world: World, bound: Bound, config: Config) -> io::Result<Served> {
     Ok(Served { log_error })
 }
 
+/// Lets the connections end their answers for up to `drain_s` real seconds, or until a second
+/// stop signal. Idle connections close at once; if answers are still going a moment later,
+/// standard error says so, as the wait may be long.
+async fn drain(connections: &mut JoinSet<()>, drain_s: f64, ignored: Ignored) {
+    let started = tokio::time::Instant::now();
+    let drain = Duration::try_from_secs_f64(drain_s.clamp(0.0, MAX_DRAIN_S)).unwrap_or_default();
+    let first = drain.min(Duration::from_millis(100));
+    let all_done = async |connections: &mut JoinSet<()>| {
+        while connections.join_next().await.is_some() {}
+    };
+    if tokio::time::timeout(first, all_done(connections))
+        .await
+        .is_ok()
+        || first == drain
+    {
+        return;
+    }
+    let n = connections.len();
+    eprintln!(
+        "simbench: stopping: waiting up to {:.1} s for {n} connection{} still answering; stop \
+         again (Ctrl-C) to cut {} now",
+        drain.saturating_sub(started.elapsed()).as_secs_f64(),
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "it" } else { "them" },
+    );
+    tokio::select! {
+        _ = tokio::time::timeout_at(started + drain, all_done(connections)) => {}
+        () = async {
+            match StopSignals::new(ignored) {
+                Ok(signals) => signals.recv().await,
+                Err(_) => std::future::pending().await,
+            }
+        } => eprintln!("simbench: stopping now; answers in progress are cut"),
+    }
+}
+
 /// Whether accepting failed for want of file handles or memory (it fails again until some
 /// are given back), not because of the connection.
 fn is_exhaustion(e: &io::Error) -> bool {
@@ -319,19 +378,59 @@ fn is_exhaustion(e: &io::Error) -> bool {
         || e.kind() == io::ErrorKind::OutOfMemory
 }
 
-async fn stop_signal() {
+/// SIGINT, SIGTERM and SIGHUP (those not left ignored), caught from the moment this is made.
+/// A closed terminal (SIGHUP) stops the server as SIGTERM does: with a drain and a complete
+/// log, not by the signal's default of ending the process at once.
+struct StopSignals {
+    /// SIGINT, SIGTERM, SIGHUP; `None` for one left ignored.
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    streams: [Option<tokio::signal::unix::Signal>; 3],
+}
+
+impl StopSignals {
+    fn new(ignored: Ignored) -> io::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let caught = |kind, ignored: bool| (!ignored).then(|| signal(kind)).transpose();
+            Ok(StopSignals {
+                streams: [
+                    caught(SignalKind::interrupt(), ignored.interrupt)?,
+                    caught(SignalKind::terminate(), false)?,
+                    caught(SignalKind::hangup(), ignored.hangup)?,
+                ],
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = ignored;
+            Ok(StopSignals {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    /// Waits for the first of them.
+    async fn recv(self) {
+        #[cfg(unix)]
+        {
+            async fn one(stream: Option<tokio::signal::unix::Signal>) {
+                match stream {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            let [int, term, hup] = self.streams;
+            tokio::select! {
+                () = one(int) => {}
+                () = one(term) => {}
+                () = one(hup) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -462,10 +561,27 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Answer, i
         Route::WrongMethod(allow) => return Ok(wrong_method(allow).into()),
         Route::Chat(endpoint) => endpoint,
     };
-    let header_endpoint = req
-        .headers()
-        .get("x-simbench-endpoint")
-        .map(|v| v.to_str().unwrap_or("").to_owned());
+    // Header values are bytes; an id is UTF-8 text, as in the world file (`é:x` arrives as
+    // its UTF-8 bytes from curl and the SDKs).
+    let header_endpoint = match req.headers().get("x-simbench-endpoint") {
+        None => None,
+        Some(v) => match std::str::from_utf8(v.as_bytes()) {
+            Ok(id) => Some(id.to_owned()),
+            Err(_) => {
+                return Ok(error_response(&ApiError {
+                    status: 400,
+                    message: "The x-simbench-endpoint header is not UTF-8 text; send the id's \
+                              UTF-8 bytes, or name the endpoint in the path (`/ID/v1/…`, \
+                              percent-encoded)."
+                        .into(),
+                    kind: "invalid_request_error",
+                    param: None,
+                    code: Some("invalid_header"),
+                })
+                .into());
+            }
+        },
+    };
     let unit = match WorkUnit::from_headers(req.headers()) {
         Ok(unit) => unit,
         Err(error) => return Ok(error_response(&error).into()),

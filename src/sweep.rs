@@ -223,46 +223,55 @@ pub fn traced(
     rng: RngScheme,
     wall_budget: (&dyn Fn() -> f64, f64),
 ) -> Option<RunResult> {
-    traced_run(world, algorithm, (seed, rng), None, wall_budget)
+    traced_run(
+        world,
+        algorithm,
+        (seed, rng),
+        (None, usize::MAX),
+        wall_budget,
+    )
 }
 
 fn traced_run(
     world: &World,
     algorithm: &str,
     (seed, rng): (u64, RngScheme),
-    window_s: Option<f64>,
+    (window_s, requests): (Option<f64>, usize),
     wall_budget: (&dyn Fn() -> f64, f64),
 ) -> Option<RunResult> {
     let strategy = strategy(world, algorithm)?;
     let (clock, budget_s) = wall_budget;
     let started = clock();
     let out_of_time = || clock() - started > budget_s;
-    Some(harness::run(
+    let config = RunConfig {
+        seed,
+        rng,
+        trace: true,
+        window_s,
+        out_of_time: &out_of_time,
+    };
+    Some(harness::run_traced(
         world,
         strategy.as_ref(),
-        &RunConfig {
-            seed,
-            rng,
-            trace: true,
-            window_s,
-            out_of_time: &out_of_time,
-        },
+        &config,
+        requests,
     ))
 }
 
 /// [`traced`] under the native random numbers, recording the run's windows too (their breaker
-/// changes go into `simbench trace`).
+/// changes go into `simbench trace`) and only the first `requests` requests (the rest are
+/// counted): the memory a trace takes is bounded by what it writes.
 pub fn traced_with_windows(
     world: &World,
     algorithm: &str,
-    seed: u64,
+    (seed, requests): (u64, usize),
     wall_budget: (&dyn Fn() -> f64, f64),
 ) -> Option<RunResult> {
     traced_run(
         world,
         algorithm,
         (seed, RngScheme::Native),
-        Some(1.0),
+        (Some(1.0), requests),
         wall_budget,
     )
 }

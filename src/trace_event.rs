@@ -34,7 +34,7 @@ pub struct Written {
     /// Requests written as slices (on the endpoint tracks).
     pub requests: usize,
     /// Requests left out by the bound.
-    pub left_out: usize,
+    pub left_out: u64,
     /// Breaker changes written (those after the last written request are left out with it).
     pub changes: usize,
 }
@@ -47,24 +47,33 @@ pub struct Traced<'a> {
     pub seed: u64,
     /// How the run ended.
     pub outcome: &'a Outcome,
+    /// Requests sent after the last one recorded (the run stopped recording at the limit).
+    pub omitted: u64,
 }
 
 /// What the export holds, before any of it is written: the caller reports it whether or not
 /// the file is written.
-pub fn count(trace: &[TraceRecord], changes: &[Change], max_requests: usize) -> Written {
+/// `omitted` requests were sent after the recorded `trace`.
+pub fn count(
+    trace: &[TraceRecord],
+    omitted: u64,
+    changes: &[Change],
+    max_requests: usize,
+) -> Written {
     let kept = &trace[..trace.len().min(max_requests)];
-    let until = last_end(kept, trace.len());
+    let all = trace.len() as u64 + omitted;
+    let until = last_end(kept, all);
     Written {
         requests: kept.len(),
-        left_out: trace.len() - kept.len(),
+        left_out: all - kept.len() as u64,
         changes: changes.iter().filter(|c| c.at_s <= until).count(),
     }
 }
 
 /// Changes after the last request written would sit on an empty stretch of the tracks: with
 /// requests left out, changes up to the last written one's end are written.
-fn last_end(kept: &[TraceRecord], all: usize) -> f64 {
-    if kept.len() < all {
+fn last_end(kept: &[TraceRecord], all: u64) -> f64 {
+    if (kept.len() as u64) < all {
         kept.iter().map(|r| r.end_s).fold(0.0, f64::max)
     } else {
         f64::INFINITY
@@ -81,28 +90,15 @@ pub fn write(
     max_requests: usize,
     out: &mut dyn Write,
 ) -> io::Result<Written> {
-    let written = count(trace, changes, max_requests);
+    let written = count(trace, run.omitted, changes, max_requests);
     let kept = &trace[..written.requests];
     let layout = Layout::of(world, kept);
-    let mut events = layout.tracks(world);
-    for (i, record) in kept.iter().enumerate() {
-        events.extend(request_slices(world, record, layout.tracks_of(i, record)));
-    }
-    events.extend(layout.waits.iter().map(|w| wait_slice(w, &layout)));
-    let until = last_end(kept, trace.len());
-    events.extend(
-        changes
-            .iter()
-            .filter(|c| c.at_s <= until)
-            .map(|c| breaker_event(world, c)),
-    );
-    events.extend(incident_events(world));
     let mut other = json!({
         "scenario": world.name(),
         "algorithm": run.algorithm,
         "seed": run.seed,
         "outcome": run.outcome.name(),
-        "requests": trace.len(),
+        "requests": trace.len() as u64 + run.omitted,
         "requests_written": written.requests,
         "requests_left_out": written.left_out,
         "time": "simulated seconds, as microseconds",
@@ -110,12 +106,39 @@ pub fn write(
     if let Some(reason) = run.outcome.reason() {
         other["reason"] = reason.into();
     }
-    let doc = json!({
-        "displayTimeUnit": "ms",
-        "otherData": other,
-        "traceEvents": events,
-    });
-    crate::report::json::write_compact(out, &doc)?;
+    // The object's keys in their sorted order, and the events written one at a time as they
+    // are made: a trace of 200,000 requests held as one JSON tree took gigabytes.
+    let mut out = io::BufWriter::with_capacity(64 * 1024, out);
+    out.write_all(b"{\"displayTimeUnit\":\"ms\",\"otherData\":")?;
+    serde_json::to_writer(&mut out, &other)?;
+    out.write_all(b",\"traceEvents\":[")?;
+    let mut first = true;
+    let mut event = |value: &Value| -> io::Result<()> {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut out, value).map_err(io::Error::from)
+    };
+    for track in layout.tracks(world) {
+        event(&track)?;
+    }
+    for (i, record) in kept.iter().enumerate() {
+        for slice in request_slices(world, record, layout.tracks_of(i, record)) {
+            event(&slice)?;
+        }
+    }
+    for wait in &layout.waits {
+        event(&wait_slice(wait, &layout))?;
+    }
+    let until = last_end(kept, trace.len() as u64 + run.omitted);
+    for change in changes.iter().filter(|c| c.at_s <= until) {
+        event(&breaker_event(world, change))?;
+    }
+    for incident in incident_events(world) {
+        event(&incident)?;
+    }
+    out.write_all(b"]}\n")?;
+    out.flush()?;
     Ok(written)
 }
 

@@ -130,7 +130,12 @@ impl Built {
     /// Loads every world at every point; the error is the exit code, its message printed
     /// (after "PART: its plan: " when the plan is read from the part `from`, for `merge`).
     /// A plan past the caps is refused before any world is compiled or any cell listed.
-    fn from_spec(spec: Spec, inputs: &Inputs, from: Option<&str>) -> Result<Built, u8> {
+    fn from_spec(
+        spec: Spec,
+        inputs: &Inputs,
+        from: Option<&str>,
+        budget: u64,
+    ) -> Result<Built, u8> {
         let usage_error = |message: &str| match from {
             Some(part) => usage_error(&format!("{part}: its plan: {message}")),
             None => usage_error(message),
@@ -147,6 +152,9 @@ impl Built {
             .and_then(|n| n.checked_mul(u64::from(spec.seeds)));
         if least_cells.is_none_or(|n| n > grid::MAX_CELLS) {
             return Err(usage_error(&too_many_cells()));
+        }
+        if let Err(message) = points_fit(&spec, budget) {
+            return Err(usage_error(&message));
         }
         let user: Vec<Override> = spec
             .overrides
@@ -324,7 +332,8 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         seeds: fixed,
         rng: rng_name(args.exec.rng).to_owned(),
     };
-    let built = match Built::from_spec(spec, &inputs, None) {
+    let budget = super::memory::budget(args.exec.memory_budget);
+    let built = match Built::from_spec(spec, &inputs, None, budget) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -354,23 +363,24 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         return usage_error(&too_many_cells());
     }
     let total = built.cell_total();
-    let mine: Vec<usize> = (shard.index as usize - 1..total)
-        .step_by(shard.count as usize)
-        .collect();
-    let jobs: Vec<(&World, &str, u64)> = mine.iter().map(|&k| built.cell(k)).collect();
+    // This shard's cells, counted before they are listed: the list itself may not fit.
+    let my_count = total
+        .saturating_sub(shard.index as usize - 1)
+        .div_ceil(shard.count as usize);
     let threads = args
         .exec
         .threads
         .map_or_else(super::sweep::default_threads, |t| t as usize)
-        .min(jobs.len().max(1));
-    let budget = super::memory::budget(args.exec.memory_budget);
+        .min(my_count.max(1));
     // Only a whole plan (and its merge) keeps every run for the analysis, and a report per
-    // cell; a shard keeps its own runs.
+    // cell; a shard keeps its own runs. Every command lists its cells and their worlds.
+    let listed = my_count as u64 * CELL_LIST_BYTES;
     let reports = if shard == Shard::ALL {
         built.reports_bytes()
     } else {
         0
-    } + built.worlds_bytes();
+    } + built.worlds_bytes()
+        + listed;
     let shares: Result<Vec<u64>, String> = built
         .at
         .iter()
@@ -378,7 +388,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         .map(|world| {
             super::memory::check(
                 world,
-                jobs.len() as u64,
+                my_count as u64,
                 threads as u64,
                 budget,
                 rng_scheme(args.exec.rng),
@@ -388,8 +398,17 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         .collect();
     let run_bytes = match shares {
         Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
-        Err(message) => return usage_error(&message),
+        Err(message) => {
+            return usage_error(&format!(
+                "{message}; for a grid, fewer points, or shards (each --shard I/N keeps only \
+                 its own runs and no report)"
+            ));
+        }
     };
+    let mine: Vec<usize> = (shard.index as usize - 1..total)
+        .step_by(shard.count as usize)
+        .collect();
+    let jobs: Vec<(&World, &str, u64)> = mine.iter().map(|&k| built.cell(k)).collect();
     let requests = Request::named([
         ("--json", args.json.as_ref(), Rendering::Json),
         ("--csv", args.csv.as_ref(), Rendering::Csv),
@@ -581,7 +600,8 @@ pub fn merge(args: &MergeArgs) -> u8 {
         Ok(first) => first,
         Err(message) => return usage_error(&message),
     };
-    let built = match Built::from_spec(first.1.spec.clone(), &inputs, Some(&first.0)) {
+    let budget = super::memory::budget(args.memory_budget);
+    let built = match Built::from_spec(first.1.spec.clone(), &inputs, Some(&first.0), budget) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -819,6 +839,40 @@ fn idle_axes(axes: &[Axis], algorithms: &[Vec<String>]) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+/// A listed cell: its index, and its world, algorithm and seed.
+const CELL_LIST_BYTES: u64 =
+    (std::mem::size_of::<usize>() + std::mem::size_of::<(&World, &str, u64)>()) as u64;
+
+/// Refuses, before any world is compiled, a plan whose compiled worlds alone (one per world
+/// file and point, held by every shard: the plan's hash names them all) would not fit in
+/// `budget`; the full estimate, runs and reports included, follows once they are built.
+fn points_fit(spec: &Spec, budget: u64) -> Result<(), String> {
+    let points = grid::point_count(&spec.axes).unwrap_or(u64::MAX);
+    let worlds = points.saturating_mul(spec.worlds.len() as u64);
+    // Each point's list of value indices besides its worlds.
+    let index_bytes = 24 + 8 * spec.axes.len() as u64;
+    let per_point = crate::memory::GRID_POINT_BYTES
+        .saturating_mul(spec.worlds.len() as u64)
+        .saturating_add(index_bytes);
+    let need = points
+        .saturating_mul(per_point)
+        .saturating_add(crate::memory::BASE_BYTES);
+    if need <= budget {
+        return Ok(());
+    }
+    Err(format!(
+        "this grid would need about {} of memory for its {points} point{} alone, over the \
+         memory budget of {} (every shard and the merge compile each of the {worlds} \
+         (world, point) pairs, about {} each, to name the plan); hint: fewer values per axis \
+         or fewer axes (split the grid by an axis into sweeps of their own), or a larger \
+         --memory-budget",
+        crate::memory::show(need),
+        if points == 1 { "" } else { "s" },
+        crate::memory::show(budget),
+        crate::memory::show(crate::memory::GRID_POINT_BYTES),
+    ))
 }
 
 fn too_many_cells() -> String {

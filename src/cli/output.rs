@@ -279,6 +279,29 @@ fn destination(path: &Path) -> Result<Dest, String> {
     }
 }
 
+/// Opens an output written while the command runs (`serve --request-log`), under the same
+/// refusals as a staged one: not an input, not a folder. Missing folders are created. It is
+/// written in place, not through a temporary, so the lines written survive a kill.
+pub(crate) fn open_streamed(
+    flag: &'static str,
+    path: &Path,
+    inputs: &Inputs,
+) -> Result<File, String> {
+    conflicts::check(&[(flag, path)], inputs)?;
+    let fail = |why: String| format!("cannot write {flag} {}: {why}", path.display());
+    let target = match target::classify(path).map_err(fail)? {
+        target::Kind::Through => path.to_path_buf(),
+        target::Kind::Replace(target) => {
+            folder_possible(&target).map_err(fail)?;
+            if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| fail(io_reason(&e)))?;
+            }
+            target
+        }
+    };
+    File::create(&target).map_err(|e| fail(io_reason(&e)))
+}
+
 /// Whether the folder of `target` exists or could be made: its nearest existing ancestor is a
 /// folder.
 fn folder_possible(target: &Path) -> Result<(), String> {

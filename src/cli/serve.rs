@@ -29,8 +29,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "K", default_value_t = 1.0, allow_negative_numbers = true,
           value_parser = parse_scale)]
     pub time_scale: f64,
-    /// Require `Authorization: Bearer KEY` (else 401).
-    #[arg(long, value_name = "KEY")]
+    /// Require `Authorization: Bearer KEY` (else 401): printable ASCII, no spaces.
+    #[arg(long, value_name = "KEY", value_parser = parse_api_key)]
     pub api_key: Option<String>,
     /// Write every request as a request-log line (docs/request-log.md) to PATH, times in
     /// simulated seconds since the first chat completion; each line is written when its request ends.
@@ -50,12 +50,27 @@ pub struct ServeArgs {
     #[arg(long, value_name = "S", default_value_t = 5.0, allow_negative_numbers = true,
           value_parser = parse_drain)]
     pub drain_s: f64,
-    /// The provider's dice [default: the world's `seed`].
-    #[arg(long)]
+    /// The provider's dice, 0 to 2^63 − 1 as a world's `seed` [default: the world's `seed`].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=crate::sweep::MAX_SEED))]
     pub seed: Option<u64>,
     /// Override any scenario key (as `simbench run --set`).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = super::load::parse_set)]
     pub set: Vec<String>,
+}
+
+/// A key a client can send: `Bearer` and an empty or spaced key could never match one.
+fn parse_api_key(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("an empty key could never be sent: give one, or leave --api-key out".into());
+    }
+    if !text.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!(
+            "`{}` has a space or a character a header cannot carry: use letters, digits and \
+             ASCII punctuation",
+            text.escape_debug()
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {
@@ -75,6 +90,20 @@ fn parse_drain(text: &str) -> Result<f64, String> {
             serve::MAX_DRAIN_S
         )),
     }
+}
+
+/// The stop signals to leave ignored, as the process was started (`nohup simbench serve`).
+fn ignored_signals() -> serve::Ignored {
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::signal::{SIGHUP, SIGINT};
+        serve::Ignored {
+            interrupt: super::signals::ignored(SIGINT),
+            hangup: super::signals::ignored(SIGHUP),
+        }
+    }
+    #[cfg(not(unix))]
+    serve::Ignored::default()
 }
 
 /// Runs `simbench serve`.
@@ -102,14 +131,10 @@ pub fn main(args: &ServeArgs) -> u8 {
     let log: Option<Box<dyn Write + Send>> = match &args.request_log {
         None => None,
         Some(path) if path.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(path) => match std::fs::File::create(path) {
+        Some(path) => match super::output::open_streamed("--request-log", path, &inputs) {
             Ok(file) => Some(Box::new(file)),
-            Err(e) => {
-                errln!(
-                    "error: cannot write the request log {}: {}",
-                    crate::text::escape(&path.display().to_string()),
-                    super::io_reason(&e)
-                );
+            Err(message) => {
+                errln!("error: {message}");
                 return super::EXIT_ERROR;
             }
         },
@@ -123,27 +148,28 @@ pub fn main(args: &ServeArgs) -> u8 {
         drain_s: args.drain_s,
         seed,
         log,
+        ignored: ignored_signals(),
     };
     let name = crate::text::escape(world.name()).into_owned();
     let ids: Vec<String> = world.endpoints().iter().map(|e| e.id.clone()).collect();
     let scale = args.time_scale;
     let (bound, addr) = bound;
-    {
+    let ready = || {
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "http://{addr}");
         let _ = stdout.flush();
-    }
-    errln!(
-        "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with Ctrl-C",
-        ids.join(", ")
-    );
-    if !addr.ip().is_loopback() {
         errln!(
-            "warning: listening on {}, reachable from other machines",
-            addr.ip()
+            "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with Ctrl-C",
+            ids.join(", ")
         );
-    }
-    match serve::serve(world, bound, config) {
+        if !addr.ip().is_loopback() {
+            errln!(
+                "warning: listening on {}, reachable from other machines",
+                addr.ip()
+            );
+        }
+    };
+    match serve::serve(world, bound, config, ready) {
         Ok(serve::Served { log_error: None }) => {
             errln!("simbench: stopped");
             super::EXIT_OK

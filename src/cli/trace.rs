@@ -74,19 +74,24 @@ pub fn main(args: &TraceArgs) -> u8 {
     let seed = args.seed.unwrap_or_else(|| sweep::seeds(&world, 1)[0]);
     let origin = super::run::now();
     let clock = move || origin.elapsed().as_secs_f64();
-    let result =
-        sweep::traced_with_windows(&world, &args.algorithm, seed, (&clock, args.wall_budget))
-            .expect("the name resolved");
+    let max = args.max_requests as usize;
+    let result = sweep::traced_with_windows(
+        &world,
+        &args.algorithm,
+        (seed, max),
+        (&clock, args.wall_budget),
+    )
+    .expect("the name resolved");
     let changes = result
         .timeseries
         .as_ref()
         .map_or(&[][..], |t| t.changes.as_slice());
-    let max = args.max_requests as usize;
-    let written = crate::trace_event::count(&result.trace, changes, max);
+    let written = crate::trace_event::count(&result.trace, result.trace_omitted, changes, max);
     let traced = crate::trace_event::Traced {
         algorithm: &args.algorithm,
         seed,
         outcome: &result.outcome,
+        omitted: result.trace_omitted,
     };
     let render = |(): (), out: &mut dyn Write| {
         crate::trace_event::write(&world, &traced, &result.trace, changes, max, out).map(|_| ())
@@ -94,7 +99,7 @@ pub fn main(args: &TraceArgs) -> u8 {
     if written.left_out > 0 {
         errln!(
             "warning: the run sent {} requests; the trace holds the first {} (--max-requests), {} left out",
-            result.trace.len(),
+            result.trace.len() as u64 + result.trace_omitted,
             written.requests,
             written.left_out
         );

@@ -241,7 +241,8 @@ fn parse_value(text: &str, start: usize, source: SourceId) -> Result<Node, (Rang
     let offset = start + (raw.len() - raw.trim_start().len());
     let span = offset..offset + trimmed.len();
     if trimmed.is_empty() {
-        return Err((start..text.len(), "nothing after `=`".into()));
+        // Underline the `=` (and any blanks after it): an empty span would show nothing.
+        return Err((start - 1..text.len(), "nothing after `=`".into()));
     }
     match DeValue::parse(trimmed) {
         Ok(value) => Ok(doc::from_value(&value, source, offset)),
@@ -333,10 +334,28 @@ fn no_entries(path: &[Seg], (next, next_at): &(String, At)) -> PathError {
             "`{here}` has no entries in this scenario, so there is no `{next}` to set"
         ),
         label: "no such entry".into(),
-        help: Some(format!(
-            "an override changes an entry the file has; add the `[[{here}]]` table to the file"
-        )),
+        help: Some(add_entry_help(path)),
     }
+}
+
+/// How to give an array its first entry in TOML: a `[[header]]` names the array without
+/// indices, and one inside an array of tables belongs below that entry's own header.
+fn add_entry_help(path: &[Seg]) -> String {
+    let keys: Vec<&str> = path
+        .iter()
+        .filter_map(|s| match s {
+            Seg::Key(k) => Some(k.as_str()),
+            Seg::Index(_) => None,
+        })
+        .collect();
+    let header = keys.join(".");
+    let mut help = format!(
+        "an override changes an entry the file has; add a `[[{header}]]` table to the file"
+    );
+    if let Some(i) = path.iter().rposition(|s| matches!(s, Seg::Index(_))) {
+        help += &format!(", below the header of `{}`", key_path(&path[..=i]));
+    }
+    help
 }
 
 /// The table at `key`, created (blamed on the override's key) when absent.
@@ -384,9 +403,7 @@ fn element(items: &[Node], path: &[Seg], key: &str, key_at: &At) -> Result<usize
         Ok(i) if i < count => return Ok(i),
         Ok(i) if count == 0 => (
             format!("`{here}` has no entries, so there is no index {i}"),
-            format!(
-                "an override changes an entry the file has; add the `[[{here}]]` table to the file"
-            ),
+            add_entry_help(path),
         ),
         Ok(i) => (
             format!(

@@ -108,6 +108,18 @@ impl<R: RandomSource> Sim<'_, R> {
         arrival: Arrival,
         copy: bool,
     ) {
+        if self.trace_slots.len() <= w {
+            self.trace_slots.resize(w + 1, [usize::MAX; 2]);
+        }
+        if self
+            .trace
+            .as_ref()
+            .is_some_and(|t| t.len() >= self.trace_limit)
+        {
+            self.trace_slots[w][usize::from(copy)] = usize::MAX;
+            self.trace_omitted += 1;
+            return;
+        }
         let worker = &self.workers[w];
         let resource = &self.pool.resources()[r];
         let (result, after_report, answer, retry_after_s) = match arrival {
@@ -158,9 +170,6 @@ impl<R: RandomSource> Sim<'_, R> {
                 .then_some(worker.job_start),
         };
         let trace = self.trace.as_mut().expect("tracing");
-        if self.trace_slots.len() <= w {
-            self.trace_slots.resize(w + 1, [usize::MAX; 2]);
-        }
         self.trace_slots[w][usize::from(copy)] = trace.len();
         trace.push(record);
     }
@@ -169,6 +178,9 @@ impl<R: RandomSource> Sim<'_, R> {
     #[inline(never)]
     pub(super) fn trace_answer(&mut self, w: usize, pending: &Pending) {
         let index = self.trace_slots[w][0];
+        if index == usize::MAX {
+            return; // Past the trace's limit.
+        }
         let worker = &self.workers[w];
         let r = worker.lease;
         let output = worker.size.output;
@@ -207,6 +219,9 @@ impl<R: RandomSource> Sim<'_, R> {
         sent_at: f64,
     ) {
         let index = self.trace_slots[w][slot];
+        if index == usize::MAX {
+            return; // Past the trace's limit.
+        }
         let now = self.now;
         let output = self.workers[w].size.output;
         let record = &mut self.trace.as_mut().expect("tracing")[index];

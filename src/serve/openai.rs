@@ -124,17 +124,13 @@ pub fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
     };
     let mut chars = 0usize;
     for (i, message) in messages.iter().enumerate() {
-        chars += message_chars(message).ok_or_else(|| {
-            ApiError::invalid(
-                Some(&format!("messages[{i}]")),
-                "Each message must be an object with a `role` string and a `content` string or array of text parts (null or absent only for an assistant's turn).",
-            )
-        })?;
+        chars += message_chars(message)
+            .map_err(|(at, why)| ApiError::invalid(Some(&format!("messages[{i}]{at}")), why))?;
     }
-    let stream = flag(&map, "stream")?;
+    let stream = flag(&map, "stream", "")?;
     let include_usage = match map.get("stream_options") {
         None | Some(Value::Null) => false,
-        Some(Value::Object(options)) => flag(options, "include_usage")?,
+        Some(Value::Object(options)) => flag(options, "include_usage", "stream_options.")?,
         Some(_) => {
             return Err(ApiError::invalid(
                 Some("stream_options"),
@@ -177,45 +173,84 @@ fn whole_number(v: &Value) -> Option<u64> {
     })
 }
 
-/// A boolean field, false when absent or null.
-fn flag(map: &serde_json::Map<String, Value>, key: &str) -> Result<bool, ApiError> {
+/// A boolean field, false when absent or null; `within` prefixes its name in the error.
+fn flag(map: &serde_json::Map<String, Value>, key: &str, within: &str) -> Result<bool, ApiError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
         Some(_) => Err(ApiError::invalid(
-            Some(key),
-            format!("`{key}` must be a boolean."),
+            Some(&format!("{within}{key}")),
+            format!("`{within}{key}` must be a boolean."),
         )),
     }
 }
 
-/// Characters of a message's text; `None` if it is not shaped like a message.
-fn message_chars(message: &Value) -> Option<usize> {
+/// The roles the chat completions API takes.
+const ROLES: [&str; 6] = [
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+];
+
+const MESSAGE_SHAPE: &str = "Each message must be an object with a `role` string and a \
+    `content` string or array of content parts (null or absent only for an assistant's turn).";
+
+/// Characters of a message's text; else where in the message it is wrong (`.role`, a part's
+/// `.content[2]`) and why.
+fn message_chars(message: &Value) -> Result<usize, (String, String)> {
+    let shape = |at: &str| (at.to_owned(), MESSAGE_SHAPE.to_owned());
     let Value::Object(m) = message else {
-        return None;
+        return Err(shape(""));
     };
-    let role = m.get("role").and_then(Value::as_str)?;
-    let text = |v: &Value| v.as_str().map(|s| s.chars().count());
+    let role = m
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or_else(|| shape(""))?;
+    if !ROLES.contains(&role) {
+        let supported = ROLES.map(|r| format!("'{r}'")).join(", ");
+        return Err((
+            ".role".into(),
+            format!("Invalid value: '{role}'. Supported values are: {supported}."),
+        ));
+    }
     let content = match m.get("content") {
         // Only an assistant's turn may come without text (it made tool calls instead).
         None | Some(Value::Null) if role == "assistant" => 0,
-        None | Some(Value::Null) => return None,
+        None | Some(Value::Null) => return Err(shape(".content")),
         Some(Value::String(s)) => s.chars().count(),
         Some(Value::Array(parts)) => {
             let mut n = 0;
-            for part in parts {
-                let Value::Object(p) = part else {
-                    return None;
-                };
-                // Images and audio parts are counted as nothing: only text is estimated.
-                n += p.get("text").map_or(Some(0), text)?;
+            for (j, part) in parts.iter().enumerate() {
+                n += part_chars(part).map_err(|why| (format!(".content[{j}]"), why))?;
             }
             n
         }
-        Some(_) => return None,
+        Some(_) => return Err(shape(".content")),
     };
-    let name = m.get("name").and_then(text).unwrap_or(0);
-    Some(content + name)
+    let name = m
+        .get("name")
+        .and_then(Value::as_str)
+        .map_or(0, |s| s.chars().count());
+    Ok(content + name)
+}
+
+/// Characters of a content part: a `text` part's text (or a `refusal` part's); images, audio
+/// and files count as nothing, since only text is estimated.
+fn part_chars(part: &Value) -> Result<usize, String> {
+    let kind = part.get("type").and_then(Value::as_str);
+    let field = match kind {
+        Some("text") => "text",
+        Some("refusal") => "refusal",
+        Some(_) => return Ok(0),
+        None => return Err("Each content part must be an object with a `type` string.".into()),
+    };
+    match part.get(field).and_then(Value::as_str) {
+        Some(t) => Ok(t.chars().count()),
+        None => Err(format!("A `{field}` part needs a `{field}` string.")),
+    }
 }
 
 /// The synthetic text of `tokens` output tokens.
@@ -399,15 +434,31 @@ mod tests {
             ),
             (
                 r#"{"model":"m","messages":[{"role":"user","content":5}]}"#,
-                Some("messages[0]"),
+                Some("messages[0].content"),
             ),
             (
                 r#"{"model":"m","messages":[{"role":"user"}]}"#,
-                Some("messages[0]"),
+                Some("messages[0].content"),
             ),
             (
                 r#"{"model":"m","messages":[{"role":"system","content":null}]}"#,
-                Some("messages[0]"),
+                Some("messages[0].content"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"wizard","content":"x"}]}"#,
+                Some("messages[0].role"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}]}"#,
+                Some("messages[0].content[1]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":[{"text":"a"}]}]}"#,
+                Some("messages[0].content[0]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":""}],"stream_options":{"include_usage":"yes"}}"#,
+                Some("stream_options.include_usage"),
             ),
             (
                 r#"{"model":"m","messages":[{"role":"user","content":""}],"stream":"yes"}"#,

@@ -947,3 +947,61 @@ fn a_grid_without_a_finished_run_fails_whole_and_merged() {
     );
     assert!(json.exists());
 }
+
+/// docs/scale.md's dry runs print the plans the page shows: a plan hash is what users compare
+/// across machines, so a stale one in the docs misleads.
+#[test]
+fn the_scale_page_shows_the_plans_its_commands_print() {
+    let page = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale.md"));
+    let commands: [&[&str]; 2] = [
+        &[
+            "sweep",
+            "scenarios/aimd_tuning.toml",
+            "scenarios/bursty.toml",
+            "--grid",
+            "retry.max_attempts=3,6",
+            "--algorithms",
+            "aimd,backoff",
+            "--seeds",
+            "10",
+            "--dry-run",
+        ],
+        &[
+            "sweep",
+            "scenarios/aimd_tuning.toml",
+            "--grid",
+            "retry.max_attempts=3,6",
+            "--seeds",
+            "10",
+            "--shard",
+            "2/3",
+            "--dry-run",
+        ],
+    ];
+    for args in commands {
+        let out = run_ok(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let plan = stdout.lines().next().expect("the plan line");
+        assert!(page.contains(plan), "docs/scale.md lacks `{plan}`");
+    }
+    let out = run_ok(&[
+        "sweep",
+        "scenarios/aimd_tuning.toml",
+        "--grid",
+        "retry.max_attempts=3,6",
+        "--grid",
+        "algorithms.aimd.factor=0.5,0.9",
+        "--algorithms",
+        "aimd,retry_after_aware",
+        "--seeds",
+        "10",
+        "--dry-run",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hash = stdout.split_whitespace().nth(1).expect("plan HASH:");
+    let hash = hash.trim_end_matches(':');
+    assert!(
+        page.contains(&format!("grid sweep, plan {hash}: 1 world × 4 points, 80 cells")),
+        "docs/scale.md lacks plan {hash}"
+    );
+}

@@ -486,6 +486,7 @@ fn a_failed_command_leaves_every_existing_output_untouched() {
 /// Starts `args` in `dir`, waits until its temporaries exist (they are made before the runs
 /// start, and the runs last minutes), sends `signal`, and returns how it ended.
 fn interrupted(dir: &Path, args: &[&str], signal: &str) -> ExitStatus {
+    crate::support::default_stop_signals_for_children();
     let mut child = command(dir, args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -567,6 +568,64 @@ fn a_signal_while_writing_removes_the_temporaries_and_keeps_the_old_files() {
     assert!(temporaries(&dir).is_empty());
     assert!(!dir.join("out/new").exists());
     assert_eq!(std::fs::read(dir.join("keep.json")).unwrap(), b"old json");
+}
+
+/// Under `nohup` a hangup does not stop a run that writes files: the ignore it was started
+/// with is kept, and the outputs are written as if nothing had happened.
+#[test]
+fn a_nohup_run_outlives_a_hangup() {
+    let dir = world_dir("nohup");
+    let args = [
+        "run",
+        "calm.toml",
+        "--algorithms",
+        "wait",
+        "--jobs",
+        "1000000",
+        "--seeds",
+        "4",
+        "--threads",
+        "1",
+        "--quiet",
+        "--json",
+        "out.json",
+    ];
+    let mut child = Command::new("nohup")
+        .arg(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nohup runs");
+    let mut waited = 0;
+    while temporaries(&dir).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before the signal"
+        );
+        assert!(waited < 3000, "no temporary appeared in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+        waited += 1;
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = wait_at_most(&mut child, Duration::from_secs(300)).expect("the run ends");
+    assert!(status.success(), "{status:?}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap();
+    assert_eq!(
+        report["runs"].as_array().map(Vec::len),
+        Some(4),
+        "every seed ran"
+    );
 }
 
 /// One invocation of every command that writes to standard output.

@@ -23,6 +23,7 @@ struct Server {
 
 impl Server {
     fn start(args: &[&str]) -> Server {
+        crate::support::default_stop_signals_for_children();
         let mut child = Command::new(env!("CARGO_BIN_EXE_simbench"))
             .arg("serve")
             .args(args)
@@ -919,6 +920,102 @@ fn serve_refuses_a_taken_port_before_touching_the_log() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// The request log follows the rules of every output: the scenario, a base it extends or a
+/// link to either is refused before anything is written, and missing folders are made. A key
+/// no client could send is refused, as is a seed past a world's range.
+#[test]
+fn serve_refuses_to_log_over_its_inputs_and_makes_the_log_folders() {
+    let dir = scratch_dir("serve-inputs");
+    let world = dir.join("w.toml");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/worlds/serve_tight.toml"),
+    )
+    .unwrap();
+    std::fs::write(&world, &text).unwrap();
+    let child = dir.join("child.toml");
+    std::fs::write(&child, "extends = \"w.toml\"\nname = \"child\"\n").unwrap();
+    let link = dir.join("link.toml");
+    std::os::unix::fs::symlink(&world, &link).unwrap();
+    for (file, log, what) in [
+        (&world, &world, "is the scenario file"),
+        (&child, &world, "is a base that the scenario extends"),
+        (&world, &link, "is the scenario file"),
+    ] {
+        let out = crate::support::simbench(&[
+            "serve",
+            file.to_str().unwrap(),
+            "--request-log",
+            log.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(what), "{stderr}");
+        assert!(stderr.contains("nothing was written"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&world).unwrap(), text);
+    }
+    let nested = dir.join("made/for/it.jsonl");
+    let server = Server::start(&[
+        world.to_str().unwrap(),
+        "--request-log",
+        nested.to_str().unwrap(),
+    ]);
+    assert!(server.stop().success());
+    assert!(nested.exists());
+    for (flag, value, says) in [
+        ("--api-key", "", "empty key"),
+        ("--api-key", "a b", "a character a header cannot carry"),
+        (
+            "--seed",
+            "9223372036854775808",
+            "not in 0..=9223372036854775807",
+        ),
+    ] {
+        let out = crate::support::simbench(&["serve", flag, value]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(says), "{flag} {value}: {stderr}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// SIGHUP (a closed terminal) drains as SIGTERM does, and a second signal cuts the drain short:
+/// the answer in progress is logged as cut, not lost.
+#[test]
+fn sighup_drains_and_a_second_signal_cuts_the_drain() {
+    let dir = scratch_dir("serve-hup");
+    let log = dir.join("hup.jsonl");
+    let mut server = Server::start(&[
+        "--drain-s",
+        "600",
+        "--request-log",
+        log.to_str().unwrap(),
+        "--set",
+        "endpoints.api.latency.median_s=600",
+        "tests/data/worlds/serve_tight.toml",
+    ]);
+    let addr = server.addr.clone();
+    let client =
+        std::thread::spawn(move || request(&addr, "POST", "/v1/chat/completions", &[], CHAT));
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = server.child.id().to_string();
+    let signal = |name: &str| {
+        let status = Command::new("kill").args([name, &pid]).status();
+        assert!(status.expect("kill runs").success());
+    };
+    signal("-HUP");
+    // Past the first 0.1 s of the drain, when the server has said it is waiting.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(server.child.try_wait().unwrap().is_none(), "still draining");
+    signal("-INT");
+    let exit = server.child.wait().expect("the server exits");
+    assert!(exit.success(), "{exit:?}");
+    assert_eq!(client.join().expect("the client").status, 0);
+    let entries = read_log(&log);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["outcome"], "client_timeout");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A request log that cannot be written (a full disk) is not lost in silence: the server goes
 /// on answering, and the command fails when it stops.
 #[test]
@@ -1047,6 +1144,14 @@ failures = { error_rate = 0.0, storm_rate = 0.0 }
         let chat = request(&addr, "POST", path, &key, CHAT);
         assert_eq!(chat.status, 200, "{path}: {}", chat.body);
     }
+    // The header carries the id's UTF-8 bytes, as curl and the SDKs send it.
+    let by_header = [key[0], ("x-simbench-endpoint", "é:x")];
+    let chat = request(&addr, "POST", "/v1/chat/completions", &by_header, CHAT);
+    assert_eq!(chat.status, 200, "{}", chat.body);
+    let unknown = [key[0], ("x-simbench-endpoint", "é:y")];
+    let chat = request(&addr, "POST", "/v1/chat/completions", &unknown, CHAT);
+    assert_eq!(chat.status, 404, "{}", chat.body);
+    assert!(chat.body.contains("`é:y`"), "{}", chat.body);
     for path in [
         "/v1/models/%zz",
         "/v1/models/%FF",

@@ -22,6 +22,31 @@ pub fn simbench_with(args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("the simbench binary runs")
 }
 
+/// Makes the children this test process starts begin with SIGINT, SIGTERM and SIGHUP at
+/// their default actions, for the tests that send them. simbench leaves a stop signal it was
+/// started with ignored as it is (as `nohup` asks), and an ignored signal is inherited
+/// through `exec`; a caught one is reset to the default. So when these tests themselves run
+/// with them ignored (`nohup .ci/run &`), catching them here (with a flag nobody reads)
+/// gives the children the defaults a terminal would.
+pub fn default_stop_signals_for_children() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let ignored = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .unwrap_or(0);
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            if ignored >> (signal - 1) & 1 == 1 {
+                signal_hook::flag::register(signal, flag.clone()).expect("a handler");
+            }
+        }
+    });
+}
+
 /// A fresh, empty folder for one test: unique per process, `tag` and call, under the system's
 /// temporary folder.
 pub fn scratch_dir(tag: &str) -> std::path::PathBuf {

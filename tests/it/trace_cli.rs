@@ -166,6 +166,30 @@ fn trace_cli_is_deterministic_and_says_what_a_bound_left_out() {
     let left = doc["otherData"]["requests_left_out"].as_u64().unwrap();
     assert_eq!(left + 100, doc["otherData"]["requests"].as_u64().unwrap());
     assert!(left > 0);
+    // The run stops recording at the bound and counts the rest: the same run, the same
+    // count, and the first 100 slices as the whole trace has them.
+    let whole: Value =
+        serde_json::from_slice(&std::fs::read(path("w.json")).unwrap_or_else(|_| {
+            let out = simbench(&["trace", "-o", &path("w.json"), "--quiet"]);
+            assert!(out.status.success());
+            std::fs::read(path("w.json")).unwrap()
+        }))
+        .unwrap();
+    assert_eq!(whole["otherData"]["requests"], doc["otherData"]["requests"]);
+    assert_eq!(whole["otherData"]["requests_left_out"], 0);
+    let requests = |d: &Value| -> Vec<Value> {
+        let events = d["traceEvents"].as_array().unwrap();
+        events
+            .iter()
+            .filter(|e| e["cat"] == "request")
+            .cloned()
+            .collect()
+    };
+    let (all, first) = (requests(&whole), requests(&doc));
+    assert!(all.len() > 100);
+    for slice in &first {
+        assert!(all.contains(slice), "{slice}");
+    }
     // A run the budget stopped is traced up to there, and said so even with --quiet.
     let out = simbench(&[
         "trace",

@@ -1,5 +1,6 @@
 //! Temporary files and the folders made for them, removed on failure and on SIGINT, SIGTERM or
-//! SIGHUP.
+//! SIGHUP (unless the process was started with that signal ignored, as `nohup` does: then it
+//! stays ignored).
 //!
 //! Every temporary and every folder created for an output is recorded in one registry, under a
 //! lock, at the moment it is created; it leaves the registry when it is renamed into place or
@@ -60,7 +61,11 @@ fn registry() -> MutexGuard<'static, Registry> {
 fn watch_signals() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let Ok(mut signals) = Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        // A signal the process was started with ignored (nohup's SIGHUP) stays ignored.
+        let caught = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter(|&s| !crate::cli::signals::ignored(s));
+        let Ok(mut signals) = Signals::new(caught) else {
             return;
         };
         let _ = std::thread::Builder::new()
