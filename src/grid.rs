@@ -830,6 +830,12 @@ impl Assembly {
     /// # Errors
     /// A part of another plan.
     pub fn add(&mut self, name: String, part: Part<ReadRuns>) -> Result<(), String> {
+        if part.plan == self.plan && part.cells != self.cells {
+            return Err(format!(
+                "{name} names plan {} with {} cells, but that plan has {}: its header was changed or damaged after it was written; run its shard again (--shard {}/{})",
+                part.plan, part.cells, self.cells, part.shard.index, part.shard.count
+            ));
+        }
         if part.plan != self.plan || part.cells != self.cells {
             return Err(format!(
                 "{name} is a part of plan {} ({} cells), not of plan {} ({} cells) that the others and the world files make: \

@@ -190,6 +190,9 @@ impl Built {
                 }
             })?;
             let base = source.load(&user, inputs).map_err(|e| invalid(&e))?;
+            if from.is_none() {
+                super::sweep::warn_thresholds(&base, &source.origin);
+            }
             let algorithms = super::run::pick_algorithms(&base, built.spec.algorithms.as_deref())
                 .map_err(|m| match built.spec.worlds.len() {
                 1 => usage_error(&m),
@@ -789,6 +792,24 @@ fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
         ));
     }
     let shard = format!("--shard {}/{}", part.shard.index, part.shard.count);
+    // The header is not under the checksum: what it claims is checked against the runs.
+    if part.cells > grid::MAX_CELLS as usize {
+        return Err(format!(
+            "{}: not a part: it claims {} cells, more than the {} a plan may have",
+            path.display(),
+            part.cells,
+            grid::MAX_CELLS
+        ));
+    }
+    let (index, count) = (part.shard.index as usize, part.shard.count as usize);
+    if let Some(run) = part.runs.runs.iter().find(|r| r.cell % count != index - 1) {
+        return Err(format!(
+            "{}: it says it is shard {index}/{count} but holds cell {}, which is shard {}/{count}'s: its header was changed or damaged after it was written; run its shard again",
+            path.display(),
+            run.cell,
+            run.cell % count + 1
+        ));
+    }
     match &part.checksum {
         None => Err(format!(
             "{}: a part without its checksum; run its shard again ({shard})",

@@ -230,3 +230,12 @@ fn special_kind(kind: &std::fs::FileType) -> &'static str {
 fn special_kind(_: &std::fs::FileType) -> &'static str {
     "a special file"
 }
+
+/// One item of a comma-separated list of names (`--algorithms wait,aimd`): `wait,` or
+/// `wait,,aimd` has an empty one, which is a typo, not a name.
+pub(super) fn list_item(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("an empty item in the list (a comma too many?)".to_owned()),
+        name => Ok(name.to_owned()),
+    }
+}

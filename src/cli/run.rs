@@ -46,7 +46,7 @@ pub struct RunArgs {
     /// Scenario file; the built-in bursty world when absent.
     pub file: Option<PathBuf>,
     /// Comma-separated algorithms, in order [default: all the world does not mark unsuited].
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::load::list_item)]
     pub algorithms: Option<Vec<String>>,
     /// Replace the world's job count (shorthand for `--set jobs=N`, checked like the file: a
     /// bad value is an invalid scenario, exit 1).
@@ -103,6 +103,7 @@ pub struct RunArgs {
         long,
         value_delimiter = ',',
         value_name = "METRICS",
+        value_parser = super::load::list_item,
         conflicts_with = "all_metrics"
     )]
     pub metrics: Option<Vec<String>>,
@@ -983,8 +984,9 @@ pub(super) fn pick_algorithms(
         }
         if let Some(reason) = world.unsuited().get(name) {
             errln!(
-                "warning: `{}` is unsuited to this world and will not be ranked: {}",
+                "warning: `{}` is unsuited to this world (`{}`) and will not be ranked: {}",
                 crate::text::escape(name),
+                crate::text::escape(world.name()),
                 crate::text::escape(reason)
             );
         }

@@ -59,7 +59,7 @@ pub struct SweepArgs {
     #[arg(long, conflicts_with = "algorithms")]
     pub algorithm: Option<String>,
     /// Grid sweep: comma-separated algorithms [default: each world's default comparison].
-    #[arg(long, value_delimiter = ',', requires = "grid")]
+    #[arg(long, value_delimiter = ',', requires = "grid", value_parser = super::load::list_item)]
     pub algorithms: Option<Vec<String>>,
     /// Grid sweep: run only shard I of N (1-based) of the plan's cells; `auto` reads a Slurm
     /// job array's SLURM_ARRAY_TASK_ID/COUNT/MIN, `auto/N` also a Kubernetes Indexed Job's
@@ -193,6 +193,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         Ok(plan) => plan,
         Err(message) => return usage_error(&message),
     };
+    warn_thresholds(&base, &source.origin);
     let worlds: Vec<World> = levels
         .iter()
         .map(|&level| base.with_overrides(&level_override(knob, level)))
@@ -448,6 +449,20 @@ pub(super) fn fixed_seeds(seeds: super::run::SeedCount) -> Result<u32, String> {
 /// The knee sweep's algorithm.
 fn algorithm(args: &SweepArgs) -> &str {
     args.algorithm.as_deref().unwrap_or("wait")
+}
+
+/// A sweep checks no `[thresholds]` (they gate `simbench run`): said, so that a CI job moved
+/// from `run` to a sweep does not lose its gates in silence.
+pub(super) fn warn_thresholds(world: &World, origin: &str) {
+    let n = world.thresholds().len();
+    if n > 0 {
+        errln!(
+            "warning: {} has {} in [thresholds], which `simbench sweep` does not check; \
+             `simbench run` on the chosen setting does (exit 3 when one fails)",
+            crate::text::escape(origin),
+            crate::text::plural(n, "assertion")
+        );
+    }
 }
 
 fn check_algorithm(world: &World, args: &SweepArgs) -> Result<(), String> {

@@ -159,11 +159,16 @@ pub fn terminal(view: &SweepView<'_>) -> String {
 /// The best operating point for the objective, and how it differs from the knee.
 pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
     let best = view.best;
+    // The contestants of a sweep are levels, not strategies.
+    let nothing_meets =
+        best.outcome == crate::report::decision::Outcome::Nothing && !best.breaches.is_empty();
+    let headline = if nothing_meets {
+        "no decision: no level meets every constraint".to_owned()
+    } else {
+        best.headline()
+    };
     let mut lines = vec![
-        format!(
-            "best operating point: {}",
-            crate::text::escape(&best.headline())
-        ),
+        format!("best operating point: {}", crate::text::escape(&headline)),
         format!("  {}", best.objective_line()),
         format!("  {}", best.notes().join("; ")),
     ];
@@ -224,6 +229,10 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
                 mean(knee, Metric::ServiceP99Ms),
             )
         }
+        None if nothing_meets => "  no level meets every constraint (the breaches are named \
+                 above): relax the constraint, or sweep other levels; more seeds will not change \
+                 that."
+            .to_string(),
         None => "  no level is the best operating point yet: the levels the objective cannot \
                  separate are named above; run more seeds."
             .to_string(),

@@ -231,6 +231,28 @@ fn merge_refuses_missing_duplicated_and_foreign_parts() {
     refused(merge(&[&lost]), "lost.json: a part without its checksum");
     let old = edit("old.json", &|p| p["format"] = "simbench-part/1".into());
     refused(merge(&[&old]), "a part of format `simbench-part/1`");
+    // The header is outside the checksum: what it claims is held against the runs and the
+    // plan, and an impossible claim is refused before any world is read.
+    let claims = edit("claims.json", &|p| {
+        p["cells"] = 1_000_000_000u64.into();
+        p["spec"]["worlds"][0] = "missing.toml".into();
+    });
+    refused(
+        merge(&[&claims]),
+        "claims.json: not a part: it claims 1000000000 cells",
+    );
+    let recount = edit("recount.json", &|p| {
+        p["cells"] = (p["cells"].as_u64().unwrap() + 1).into();
+    });
+    refused(
+        merge(&[&recount, &parts[1], &parts[2]]),
+        "its header was changed or damaged after it was written; run its shard again (--shard 1/3)",
+    );
+    let relabelled = edit("relabelled.json", &|p| p["shard"]["index"] = 2.into());
+    refused(
+        merge(&[&relabelled, &parts[2]]),
+        "relabelled.json: it says it is shard 2/3 but holds cell 0, which is shard 1/3's",
+    );
     // Another sweep's part: another job count.
     let other = path(&dir, "other.json");
     let mut args = grid_args(&WORLDS[..1]);
@@ -1001,7 +1023,9 @@ fn the_scale_page_shows_the_plans_its_commands_print() {
     let hash = stdout.split_whitespace().nth(1).expect("plan HASH:");
     let hash = hash.trim_end_matches(':');
     assert!(
-        page.contains(&format!("grid sweep, plan {hash}: 1 world × 4 points, 80 cells")),
+        page.contains(&format!(
+            "grid sweep, plan {hash}: 1 world × 4 points, 80 cells"
+        )),
         "docs/scale.md lacks plan {hash}"
     );
 }

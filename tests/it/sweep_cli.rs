@@ -255,3 +255,75 @@ fn sweep_names_the_best_operating_point_beside_the_knee_and_says_why_they_differ
         );
     }
 }
+
+/// When no level meets a constraint, the sweep says so and what would help (not "run more
+/// seeds"); a world's `[thresholds]`, which a sweep does not check, are named in a warning.
+#[test]
+fn a_sweep_says_when_no_level_meets_a_constraint_and_that_it_checks_no_thresholds() {
+    let out = simbench(&[
+        "sweep",
+        "--concurrency",
+        "2,4",
+        "--seeds",
+        "2",
+        "--constraint",
+        "jobs_done>=1e9",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("best operating point: no decision: no level meets every constraint"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("relax the constraint"), "{stdout}");
+    assert!(!stdout.contains("run more seeds"), "{stdout}");
+    let dir = crate::support::scratch_dir("sweep-thresholds");
+    let world = dir.join("gated.toml");
+    let bursty = simbench(&["show", "bursty"]);
+    let mut text_of_world = text(&bursty.stdout);
+    text_of_world.push_str("\n[thresholds]\nassert = [\"wait.refusal_rate < 0.0001\"]\n");
+    std::fs::write(&world, text_of_world).unwrap();
+    let path = world.to_str().unwrap();
+    for args in [
+        vec![
+            "sweep",
+            path,
+            "--concurrency",
+            "2,4",
+            "--seeds",
+            "2",
+            "--quiet",
+        ],
+        vec![
+            "sweep",
+            path,
+            "--grid",
+            "concurrency=2,4",
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "2",
+            "--quiet",
+        ],
+    ] {
+        let out = simbench(&args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr
+                .contains("has 1 assertion in [thresholds], which `simbench sweep` does not check"),
+            "{args:?}: {stderr}"
+        );
+    }
+    check_usage_error(
+        &[
+            "sweep",
+            "--grid",
+            "concurrency=2,4",
+            "--algorithms",
+            "wait,",
+        ],
+        "an empty item in the list",
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
