@@ -315,6 +315,14 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             "--grid {repeat} is given twice; give all its values in one"
         ));
     }
+    // A part names its worlds as text (JSON), and a merge re-reads them by that name.
+    if let Some(file) = args.files.iter().find(|f| f.to_str().is_none()) {
+        return usage_error(&format!(
+            "{}: a grid sweep names its world files in its plan and parts as text, and this \
+             name is not UTF-8; rename the file (or link to it under a UTF-8 name)",
+            crate::text::escape(&file.display().to_string())
+        ));
+    }
     let algorithms = match (&args.algorithms, &args.algorithm) {
         (Some(list), _) => Some(list.clone()),
         (None, Some(one)) => Some(vec![one.clone()]),
@@ -470,18 +478,20 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     }
     let origin = super::run::now();
     let clock = move || origin.elapsed().as_secs_f64();
-    let runs = sweep::sweep_runs(
-        &jobs,
-        &SweepConfig {
+    // The bar `run` draws, once the shard has taken a second, on a terminal only.
+    let show_progress = !args.exec.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = super::run::progress::Progress::new(jobs.len(), show_progress);
+    let runs = progress.around(|on_run| {
+        let config = SweepConfig {
             rng: rng_scheme(args.exec.rng),
             threads,
             wall_budget_s: args.exec.wall_budget,
             clock: &clock,
-            on_run: &|_| {},
+            on_run,
             window_s: None,
-        },
-        run_bytes,
-    );
+        };
+        sweep::sweep_runs(&jobs, &config, run_bytes)
+    });
     let part_of = |runs| stored_part(&built, total, shard, runs);
     if shard != Shard::ALL {
         let part = part_of(mine.iter().copied().zip(&runs).collect());

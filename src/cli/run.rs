@@ -12,7 +12,7 @@
 //! 2 usage or I/O error, or every run stalled or timed out, 3 a CI gate failed (`[thresholds]`,
 //! `--assert`, `--baseline`).
 
-mod progress;
+pub(super) mod progress;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

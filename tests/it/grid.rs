@@ -1029,3 +1029,38 @@ fn the_scale_page_shows_the_plans_its_commands_print() {
         "docs/scale.md lacks plan {hash}"
     );
 }
+
+/// A part names its worlds as text, so a world file whose name is not UTF-8 is refused with
+/// that reason (it was "no such file" for a file that exists).
+#[test]
+fn a_grid_refuses_a_world_name_that_is_not_utf8_and_says_why() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch_dir("grid-utf8");
+    let name = std::ffi::OsStr::from_bytes(b"bad\xffname.toml");
+    let world = dir.join(name);
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(WORLDS[0]),
+        &world,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .arg("sweep")
+        .arg(&world)
+        .args([
+            "--grid",
+            "concurrency=1,2",
+            "--algorithms",
+            "wait",
+            "--seeds",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("this name is not UTF-8; rename the file"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
