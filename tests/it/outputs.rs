@@ -501,8 +501,17 @@ fn interrupted(dir: &Path, args: &[&str], signal: &str) -> ExitStatus {
                 .any(|e| e.file_name().to_string_lossy().starts_with(".simbench-"))
         })
     };
+    wait_until(&mut child, || staged(dir) && staged(&dir.join("out/new")));
+    let pid = child.id().to_string();
+    let sent = Command::new("kill").args([signal, &pid]).status().unwrap();
+    assert!(sent.success());
+    wait_at_most(&mut child, Duration::from_secs(60)).expect("the signal ends it")
+}
+
+/// Waits (60 s at most) until `staged` says the running `child` has made its temporaries.
+fn wait_until(child: &mut std::process::Child, staged: impl Fn() -> bool) {
     let mut waited = 0;
-    while !(staged(dir) && staged(&dir.join("out/new"))) {
+    while !staged() {
         assert!(
             child.try_wait().unwrap().is_none(),
             "ended before the signal"
@@ -511,10 +520,6 @@ fn interrupted(dir: &Path, args: &[&str], signal: &str) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
         waited += 1;
     }
-    let pid = child.id().to_string();
-    let sent = Command::new("kill").args([signal, &pid]).status().unwrap();
-    assert!(sent.success());
-    wait_at_most(&mut child, Duration::from_secs(60)).expect("the signal ends it")
 }
 
 #[test]
@@ -599,16 +604,7 @@ fn a_nohup_run_outlives_a_hangup() {
         .stderr(Stdio::null())
         .spawn()
         .expect("nohup runs");
-    let mut waited = 0;
-    while temporaries(&dir).is_empty() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended before the signal"
-        );
-        assert!(waited < 3000, "no temporary appeared in 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-        waited += 1;
-    }
+    wait_until(&mut child, || !temporaries(&dir).is_empty());
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
