@@ -12,7 +12,7 @@ mod hedge;
 pub mod queue;
 mod trace;
 
-pub use trace::{Answer, CallResult, TraceRecord};
+pub use trace::{Answer, CallResult, Sink, TraceRecord};
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -249,6 +249,7 @@ pub fn run_within(
     let limits = Limits {
         max_bytes,
         trace_requests: usize::MAX,
+        sink: None,
     };
     dispatch(world, strategy, config, limits)
 }
@@ -265,17 +266,37 @@ pub fn run_traced(
     let limits = Limits {
         max_bytes: u64::MAX,
         trace_requests: requests,
+        sink: None,
     };
     dispatch(world, strategy, config, limits)
 }
 
-/// What a run may hold.
+/// [`run`] with its trace handed to `sink` request by request, in the order they were sent, as
+/// each ends (and every earlier one has): a request log written while the run goes holds only
+/// the requests in flight. The result's trace is empty.
+pub fn run_streamed(
+    world: &World,
+    strategy: &dyn Strategy,
+    config: &RunConfig<'_>,
+    sink: Sink<'_>,
+) -> RunResult {
+    let limits = Limits {
+        max_bytes: u64::MAX,
+        trace_requests: usize::MAX,
+        sink: Some(sink),
+    };
+    dispatch(world, strategy, config, limits)
+}
+
+/// What a run may hold, and where its trace goes.
 #[derive(Clone, Copy)]
-struct Limits {
+struct Limits<'s> {
     /// Bytes, past which the run stops as out of memory.
     max_bytes: u64,
     /// Requests the trace records.
     trace_requests: usize,
+    /// Takes each traced request as it ends, instead of the result.
+    sink: Option<Sink<'s>>,
 }
 
 fn dispatch(
@@ -312,6 +333,7 @@ pub fn run_with<R: RandomSource>(
     let limits = Limits {
         max_bytes: u64::MAX,
         trace_requests: usize::MAX,
+        sink: None,
     };
     run_limited(world, strategy, rng, config, limits)
 }
@@ -324,9 +346,10 @@ fn run_limited<R: RandomSource>(
     limits: Limits,
 ) -> RunResult {
     strategy.begin_run();
-    let mut sim = Sim::new(world, strategy, rng, config.trace);
+    let book = (config.trace || limits.sink.is_some())
+        .then(|| trace::Book::new(limits.trace_requests, limits.sink));
+    let mut sim = Sim::new(world, strategy, rng, book);
     sim.max_bytes = limits.max_bytes;
-    sim.trace_limit = limits.trace_requests;
     sim.recorder = config
         .window_s
         .map(|w| Box::new(Recorder::new(w, world.endpoints().len())));
@@ -603,14 +626,10 @@ struct Sim<'w, R: RandomSource> {
     throttle: Option<Throttle>,
     tally: Tally,
     error_classes: [u64; ErrorClass::ALL.len()],
-    trace: Option<Vec<TraceRecord>>,
+    trace: Option<trace::Book<'w>>,
     /// When tracing: per worker, the trace indices of its primary request and hedge copy in
-    /// flight.
+    /// flight; `usize::MAX` for a request past the trace's limit.
     trace_slots: Vec<[usize; 2]>,
-    /// Requests the trace records; past them a request's slot is `usize::MAX`.
-    trace_limit: usize,
-    /// Requests sent past `trace_limit`.
-    trace_omitted: u64,
     /// The windowed recorder, when asked for.
     recorder: Option<Box<Recorder>>,
     events: u64,
@@ -627,7 +646,12 @@ struct Sim<'w, R: RandomSource> {
 }
 
 impl<'w, R: RandomSource> Sim<'w, R> {
-    fn new(world: &'w World, strategy: &'w dyn Strategy, rng: &'w R, trace: bool) -> Self {
+    fn new(
+        world: &'w World,
+        strategy: &'w dyn Strategy,
+        rng: &'w R,
+        trace: Option<trace::Book<'w>>,
+    ) -> Self {
         let closed_workers = match world.load() {
             Load::Closed { .. } => world.concurrency(),
             Load::Open { .. } | Load::Trace { .. } => 0,
@@ -682,10 +706,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 .map(|t| Throttle::new(t, world.endpoints().len())),
             tally,
             error_classes: [0; ErrorClass::ALL.len()],
-            trace: trace.then(Vec::new),
+            trace,
             trace_slots: Vec::new(),
-            trace_limit: usize::MAX,
-            trace_omitted: 0,
             recorder: None,
             events: 0,
             unused_busy_s: vec![0.0; world.endpoints().len()],
@@ -785,7 +807,7 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let trace = self
             .trace
             .as_ref()
-            .map_or(0, |t| t.len() * std::mem::size_of::<TraceRecord>());
+            .map_or(0, |t| t.held() * std::mem::size_of::<TraceRecord>());
         let workers = self.workers.len() * std::mem::size_of::<Worker<R::Stream>>();
         self.tally.heap_bytes()
             + (open + trace + workers) as u64
@@ -1732,9 +1754,6 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 },
             )
         });
-        if let Some(trace) = &mut self.trace {
-            trace::close(trace, self.now);
-        }
         let large = self.heap_bytes() >= RELEASE_OFF_PATH_BYTES;
         if outcome.is_stall() {
             // The run's clock reached the stall; its jobs still running never end, and the
@@ -1815,13 +1834,17 @@ impl<'w, R: RandomSource> Sim<'w, R> {
                 std::mem::take(&mut self.wake_batches),
             ));
         }
+        let (trace_omitted, trace) = match self.trace.take() {
+            Some(book) => (book.omitted, book.close(self.now)),
+            None => (0, Vec::new()),
+        };
         RunResult {
             outcome,
             metrics,
             error_classes,
             endpoints,
-            trace: self.trace.unwrap_or_default(),
-            trace_omitted: self.trace_omitted,
+            trace,
+            trace_omitted,
             timeseries,
             events: self.events,
             longest_still_events: self.longest_still,

@@ -7,12 +7,13 @@
 //! `fit` turn other tools' files into the same entries. The format is documented in
 //! `docs/request-log.md`, with its generated schema in `schema/request-log.schema.json`.
 
+use std::cell::RefCell;
 use std::io::{self, Write};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Answer, CallResult, TraceRecord};
+use crate::harness::{Answer, CallResult, Sink, TraceRecord};
 use crate::provider::{FailureKind, Refusal, Rejection};
 use crate::tokens::{LimitHeader, Unit};
 use crate::world::World;
@@ -315,10 +316,39 @@ pub fn write(world: &World, trace: &[TraceRecord], out: &mut dyn Write) -> io::R
     // `report::json::write_pretty`).
     let mut out = io::BufWriter::with_capacity(64 * 1024, out);
     for record in trace {
-        serde_json::to_writer(&mut out, &entry(world, record))?;
-        out.write_all(b"\n")?;
+        write_line(world, record, &mut out)?;
     }
     out.flush()
+}
+
+/// Writes the log of a run of `world` into `out` while `run` goes: `run` gets the sink to hand
+/// the harness ([`crate::harness::run_streamed`]), so the log never holds more than the
+/// requests in flight. Returns what `run` returned and the requests it logged; after a write
+/// error the run goes on but writes no more, and the error is returned.
+pub fn stream<T>(
+    world: &World,
+    out: &mut dyn Write,
+    run: impl FnOnce(Sink<'_>) -> T,
+) -> io::Result<(T, u64)> {
+    let state = RefCell::new((io::BufWriter::with_capacity(64 * 1024, out), Ok(()), 0_u64));
+    let sink = |record: TraceRecord| {
+        let (out, status, count) = &mut *state.borrow_mut();
+        *count += 1;
+        if status.is_ok() {
+            *status = write_line(world, &record, out);
+        }
+    };
+    let result = run(&sink);
+    let (mut out, status, count) = state.into_inner();
+    status?;
+    out.flush()?;
+    Ok((result, count))
+}
+
+/// One request's line.
+fn write_line(world: &World, record: &TraceRecord, out: &mut impl Write) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, &entry(world, record))?;
+    out.write_all(b"\n")
 }
 
 #[cfg(test)]

@@ -214,48 +214,57 @@ fn run_one(
     into_run(algorithm, seed, result, elapsed(), config.rng)
 }
 
-/// One run of `algorithm` on `world` with its per-request trace (for `--request-log`), within
-/// the same wall-clock budget as a sweep's runs; `None` if the name does not [`resolve`].
-pub fn traced(
-    world: &World,
-    algorithm: &str,
-    seed: u64,
-    rng: RngScheme,
-    wall_budget: (&dyn Fn() -> f64, f64),
-) -> Option<RunResult> {
-    traced_run(
-        world,
-        algorithm,
-        (seed, rng),
-        (None, usize::MAX),
-        wall_budget,
-    )
-}
-
-fn traced_run(
+/// One run of `algorithm` on `world` handing its per-request trace to `sink` as the requests
+/// end (for `--request-log`: the log is written while the run goes), within the same
+/// wall-clock budget as a sweep's runs; `None` if the name does not [`resolve`].
+pub fn streamed(
     world: &World,
     algorithm: &str,
     (seed, rng): (u64, RngScheme),
-    (window_s, requests): (Option<f64>, usize),
+    sink: harness::Sink<'_>,
     wall_budget: (&dyn Fn() -> f64, f64),
 ) -> Option<RunResult> {
-    let strategy = strategy(world, algorithm)?;
-    let (clock, budget_s) = wall_budget;
-    let started = clock();
-    let out_of_time = || clock() - started > budget_s;
-    let config = RunConfig {
+    let traced = Traced {
+        world,
+        algorithm,
         seed,
         rng,
-        trace: true,
-        window_s,
-        out_of_time: &out_of_time,
+        window_s: None,
     };
-    Some(harness::run_traced(
-        world,
-        strategy.as_ref(),
-        &config,
-        requests,
-    ))
+    traced.run(wall_budget, |strategy, config| {
+        harness::run_streamed(world, strategy, config, sink)
+    })
+}
+
+/// A traced run to make: of `algorithm` on `world`, recording windows `window_s` wide.
+struct Traced<'a> {
+    world: &'a World,
+    algorithm: &'a str,
+    seed: u64,
+    rng: RngScheme,
+    window_s: Option<f64>,
+}
+
+impl Traced<'_> {
+    /// `run` with the strategy and a tracing configuration whose clock stops it past the
+    /// wall-clock budget; `None` if the name does not [`resolve`].
+    fn run(
+        &self,
+        (clock, budget_s): (&dyn Fn() -> f64, f64),
+        run: impl FnOnce(&dyn Strategy, &RunConfig<'_>) -> RunResult,
+    ) -> Option<RunResult> {
+        let strategy = strategy(self.world, self.algorithm)?;
+        let started = clock();
+        let out_of_time = || clock() - started > budget_s;
+        let config = RunConfig {
+            seed: self.seed,
+            rng: self.rng,
+            trace: true,
+            window_s: self.window_s,
+            out_of_time: &out_of_time,
+        };
+        Some(run(strategy.as_ref(), &config))
+    }
 }
 
 /// [`traced`] under the native random numbers, recording the run's windows too (their breaker
@@ -267,13 +276,16 @@ pub fn traced_with_windows(
     (seed, requests): (u64, usize),
     wall_budget: (&dyn Fn() -> f64, f64),
 ) -> Option<RunResult> {
-    traced_run(
+    let traced = Traced {
         world,
         algorithm,
-        (seed, RngScheme::Native),
-        (Some(1.0), requests),
-        wall_budget,
-    )
+        seed,
+        rng: RngScheme::Native,
+        window_s: Some(1.0),
+    };
+    traced.run(wall_budget, |strategy, config| {
+        harness::run_traced(world, strategy, config, requests)
+    })
 }
 
 /// The report's view of a harness result; the wall time goes into the `wall_s` metric.

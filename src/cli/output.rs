@@ -68,6 +68,8 @@ struct Slot<K> {
     path: PathBuf,
     kind: K,
     dest: Dest,
+    /// Written by [`Plan::stream`] while the command ran: [`Plan::finish`] leaves it be.
+    streamed: bool,
 }
 
 enum Dest {
@@ -117,6 +119,7 @@ impl<K: Copy> Plan<K> {
                 path: request.path,
                 kind: request.kind,
                 dest,
+                streamed: false,
             });
         }
         Ok(plan)
@@ -140,6 +143,48 @@ impl<K: Copy> Plan<K> {
         Ok(())
     }
 
+    /// Writes the output of `kind` now, while the command still runs (`run --request-log`
+    /// streams a run into it), under the same rules: into its temporary, which
+    /// [`Plan::finish`] renames with the others; through; or to standard output. `write` is
+    /// called once whatever happens (with a sink if standard output is already closed), since
+    /// it does the command's work too. On failure the plan still removes its temporaries when
+    /// dropped.
+    pub(crate) fn stream(
+        &mut self,
+        kind: K,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), String>
+    where
+        K: PartialEq,
+    {
+        let slot = self
+            .slots
+            .iter_mut()
+            .find(|s| s.kind == kind)
+            .expect("the streamed output is one of the plan's");
+        slot.streamed = true;
+        let failed =
+            |err: io::Error| format!("cannot write {}: {}", slot.path.display(), io_reason(&err));
+        match &mut slot.dest {
+            Dest::Stdout => {
+                let mut write = Some(write);
+                let printed = console::write_stdout(|out| write.take().expect("once")(out));
+                if let Some(write) = write.take() {
+                    write(&mut io::sink()).map_err(failed)?;
+                }
+                printed
+            }
+            Dest::Through => write_through(&slot.path, write).map_err(failed),
+            Dest::Replace(staged) => {
+                let file = staged.file.take().expect("a staged file is written once");
+                let mut out = BufWriter::with_capacity(64 * 1024, file);
+                write(&mut out).map_err(failed)?;
+                let file = out.into_inner().map_err(|e| failed(e.into_error()))?;
+                file.sync_all().map_err(failed)
+            }
+        }
+    }
+
     /// Whether no output was requested.
     pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
@@ -155,7 +200,7 @@ impl<K: Copy> Plan<K> {
         quiet: bool,
     ) -> u8 {
         let mut failure = self.write_files(&render).err();
-        for slot in self.slots.iter().filter(|s| matches!(s.dest, Dest::Stdout)) {
+        for slot in self.stdout_slots() {
             if failure.is_none() {
                 failure = console::write_stdout(|out| render(slot.kind, out)).err();
             }
@@ -202,7 +247,7 @@ impl<K: Copy> Plan<K> {
         quiet: bool,
     ) {
         let mut printed = Ok(());
-        for slot in self.slots.iter().filter(|s| matches!(s.dest, Dest::Stdout)) {
+        for slot in self.stdout_slots() {
             printed = printed.and_then(|()| console::write_stdout(|out| render(slot.kind, out)));
         }
         if self.writes_stdout() {
@@ -215,6 +260,13 @@ impl<K: Copy> Plan<K> {
         if let Err(message) = printed {
             errln!("error: {message}");
         }
+    }
+
+    /// The outputs still to write to standard output.
+    fn stdout_slots(&self) -> impl Iterator<Item = &Slot<K>> {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s.dest, Dest::Stdout) && !s.streamed)
     }
 
     /// Whether some output goes to standard output (`-`).
@@ -245,7 +297,7 @@ impl<K: Copy> Plan<K> {
         for slot in self
             .slots
             .iter()
-            .filter(|s| matches!(s.dest, Dest::Through))
+            .filter(|s| matches!(s.dest, Dest::Through) && !s.streamed)
         {
             write_through(&slot.path, |out| render(slot.kind, out)).map_err(|err| {
                 format!("cannot write {}: {}", slot.path.display(), io_reason(&err))

@@ -375,7 +375,7 @@ pub fn main(args: &RunArgs) -> u8 {
         check_assertions(&args.assertions, &names, &world)?;
         Ok((names, plan))
     });
-    let (algorithms, plan) = match plan {
+    let (algorithms, mut plan) = match plan {
         Ok(ready) => ready,
         Err(message) => {
             errln!("error: {message}");
@@ -406,49 +406,10 @@ pub fn main(args: &RunArgs) -> u8 {
     let Some(report) = compare(&world, &algorithms, args, &overrides) else {
         return super::EXIT_ERROR;
     };
-    let traced = logged.map(|(name, seed)| {
-        // Without --log-run: the pick, else the leader of an undecided verdict, else the first.
-        let picked = matches!(
-            report.decision.outcome,
-            crate::report::decision::Outcome::Decided { .. }
-                | crate::report::decision::Outcome::Alone { .. }
-        );
-        let (name, why) = match name {
-            Some(name) => (name, ""),
-            None => match report.decision.leader() {
-                Some(leader) if picked => (leader.to_owned(), ""),
-                Some(leader) => (leader.to_owned(), " (the verdict's leader; it picked none)"),
-                None => (
-                    algorithms[0].clone(),
-                    " (the first algorithm; the verdict has no leader)",
-                ),
-            },
-        };
-        let origin = now();
-        let clock = move || origin.elapsed().as_secs_f64();
-        let result = sweep::traced(
-            &world,
-            &name,
-            seed,
-            args.exec.rng.scheme(),
-            (&clock, args.exec.wall_budget),
-        )
-        .expect("algorithm names are checked before the runs");
-        if !args.exec.quiet {
-            errln!(
-                "simbench: request log of {} seed {seed}{why}: {} ({})",
-                crate::text::escape(&name),
-                plural(result.trace.len(), "request"),
-                result.outcome.name()
-            );
-        }
-        result
-    });
-    let log = traced.as_ref().map(|r| (&world, r.trace.as_slice()));
     if report.nothing_finished() {
-        // A failed command replaces no output.
+        // A failed command replaces no output (and runs no logged run).
         plan.abandon(
-            renderer(&report, &choice, log),
+            renderer(&report, &choice),
             || table(&report),
             args.exec.quiet,
         );
@@ -458,8 +419,15 @@ pub fn main(args: &RunArgs) -> u8 {
         );
         return super::EXIT_ERROR;
     }
+    if let Some(pick) = logged {
+        let log = write_request_log(&mut plan, &world, &report, pick, &algorithms, args);
+        if let Err(message) = log {
+            errln!("error: {message}");
+            return super::EXIT_ERROR;
+        }
+    }
     let code = plan.finish(
-        renderer(&report, &choice, log),
+        renderer(&report, &choice),
         || table(&report),
         args.exec.quiet,
     );
@@ -653,7 +621,7 @@ fn table_width() -> Option<usize> {
 }
 
 /// Which rendering an output of `run` gets.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Rendering {
     Json,
     Markdown,
@@ -804,12 +772,64 @@ fn put_in_plan_order(runs: &mut [report::Run], algorithms: &[String]) {
     runs.sort_unstable_by_key(|r| (rank(&r.algorithm), r.seed));
 }
 
+/// Runs the logged (algorithm, seed) once more, streaming its requests into the
+/// `--request-log` output as they end: the log never holds the whole run in memory.
+fn write_request_log(
+    plan: &mut Plan<Rendering>,
+    world: &World,
+    report: &Report,
+    (name, seed): (Option<String>, u64),
+    algorithms: &[String],
+    args: &RunArgs,
+) -> Result<(), String> {
+    // Without --log-run: the pick, else the leader of an undecided verdict, else the first.
+    let picked = matches!(
+        report.decision.outcome,
+        crate::report::decision::Outcome::Decided { .. }
+            | crate::report::decision::Outcome::Alone { .. }
+    );
+    let (name, why) = match name {
+        Some(name) => (name, ""),
+        None => match report.decision.leader() {
+            Some(leader) if picked => (leader.to_owned(), ""),
+            Some(leader) => (leader.to_owned(), " (the verdict's leader; it picked none)"),
+            None => (
+                algorithms[0].clone(),
+                " (the first algorithm; the verdict has no leader)",
+            ),
+        },
+    };
+    let origin = now();
+    let clock = move || origin.elapsed().as_secs_f64();
+    let budget = (&clock as &dyn Fn() -> f64, args.exec.wall_budget);
+    let mut logged = None;
+    plan.stream(Rendering::RequestLog, |out| {
+        let (outcome, requests) = crate::request_log::stream(world, out, |sink| {
+            let run = (seed, args.exec.rng.scheme());
+            let result = sweep::streamed(world, &name, run, sink, budget);
+            result
+                .expect("algorithm names are checked before the runs")
+                .outcome
+        })?;
+        logged = Some((outcome, requests));
+        Ok(())
+    })?;
+    if let (Some((outcome, requests)), false) = (logged, args.exec.quiet) {
+        errln!(
+            "simbench: request log of {} seed {seed}{why}: {} ({})",
+            crate::text::escape(&name),
+            plural(requests as usize, "request"),
+            outcome.name()
+        );
+    }
+    Ok(())
+}
+
 /// Writes one rendering of the report; the markdown table keeps every row unless `--metrics`
 /// names some.
 fn renderer<'a>(
     report: &'a Report,
     choice: &'a MetricChoice,
-    log: Option<(&'a World, &'a [crate::harness::TraceRecord])>,
 ) -> impl Fn(Rendering, &mut dyn Write) -> std::io::Result<()> + 'a {
     let rows = match choice {
         MetricChoice::Only(_) => choice.clone(),
@@ -824,10 +844,8 @@ fn renderer<'a>(
         Rendering::Csv => report::csv::write(report, out),
         Rendering::Timeseries => report::timeseries::write(report, out),
         Rendering::Html => out.write_all(report::html::render(report).as_bytes()),
-        Rendering::RequestLog => match log {
-            Some((world, trace)) => crate::request_log::write(world, trace, out),
-            None => Ok(()),
-        },
+        // Streamed while its run went (`write_request_log`).
+        Rendering::RequestLog => Ok(()),
     }
 }
 

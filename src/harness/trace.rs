@@ -7,6 +7,8 @@
 //! headers are peeked, never brought up to date), so a traced run is the same run as an
 //! untraced one.
 
+use std::collections::VecDeque;
+
 use super::{Pending, Sim};
 use crate::client::pool::State;
 use crate::provider::{Arrival, FailureKind, Refusal, Rejection};
@@ -89,10 +91,114 @@ pub struct TraceRecord {
     pub arrived_s: Option<f64>,
 }
 
-/// Marks the records still in flight when the run stopped at `now`.
-pub(super) fn close(trace: &mut [TraceRecord], now: f64) {
-    for record in trace.iter_mut().filter(|r| r.answer == Answer::InFlight) {
-        record.end_s = now;
+/// Where a traced run's records go as they end: a request log written while the run goes,
+/// so it holds only the requests still in flight, not every request of the run.
+pub type Sink<'s> = &'s dyn Fn(TraceRecord);
+
+/// The records of a traced run, by the index of their sending. Without a sink all are kept
+/// for the result; with one, each is handed over as soon as it and every earlier one have
+/// ended, so the sink sees them in the order they were sent, as the kept trace lists them.
+pub(super) struct Book<'s> {
+    records: VecDeque<TraceRecord>,
+    /// The index of `records[0]`: the records before it went to the sink.
+    first: usize,
+    /// Requests the book records; past them a request is only counted.
+    limit: usize,
+    /// Requests sent past `limit`.
+    pub(super) omitted: u64,
+    sink: Option<Sink<'s>>,
+}
+
+impl<'s> Book<'s> {
+    pub(super) fn new(limit: usize, sink: Option<Sink<'s>>) -> Self {
+        Book {
+            records: VecDeque::new(),
+            first: 0,
+            limit,
+            omitted: 0,
+            sink,
+        }
+    }
+
+    /// Records held now.
+    pub(super) fn held(&self) -> usize {
+        self.records.len()
+    }
+
+    fn full(&self) -> bool {
+        self.first + self.records.len() >= self.limit
+    }
+
+    /// Adds a record; its index.
+    fn push(&mut self, record: TraceRecord) -> usize {
+        let index = self.first + self.records.len();
+        self.records.push_back(record);
+        self.hand_over();
+        index
+    }
+
+    /// The record of `index`, unless it was handed over (it had ended: nothing changes it).
+    fn get_mut(&mut self, index: usize) -> Option<&mut TraceRecord> {
+        let at = index.checked_sub(self.first);
+        debug_assert!(
+            at.is_some(),
+            "record {index} changed after it was handed over"
+        );
+        self.records.get_mut(at?)
+    }
+
+    /// Hands the sink every leading record that has ended.
+    fn hand_over(&mut self) {
+        let Some(sink) = self.sink else {
+            return;
+        };
+        while self
+            .records
+            .front()
+            .is_some_and(|r| r.answer != Answer::InFlight)
+        {
+            let record = self.records.pop_front().expect("a front record");
+            self.first += 1;
+            sink(record);
+        }
+    }
+
+    /// Marks the records still in flight when the run stopped at `now` and hands every record
+    /// left to the sink; the records kept for the result.
+    pub(super) fn close(mut self, now: f64) -> Vec<TraceRecord> {
+        for record in self
+            .records
+            .iter_mut()
+            .filter(|r| r.answer == Answer::InFlight)
+        {
+            record.end_s = now;
+        }
+        if let Some(sink) = self.sink {
+            self.records.drain(..).for_each(sink);
+        }
+        self.records.into()
+    }
+}
+
+/// Completes the record of a request answered (or given up on) with `pending`, which was to
+/// write `output` tokens.
+fn answered(record: &mut TraceRecord, pending: &Pending, output: f64) {
+    record.answer = match pending.failure {
+        _ if pending.gave_up() => Answer::ClientTimeout,
+        None => Answer::Ok,
+        Some(kind) => Answer::Failed(kind),
+    };
+    let Some(usage) = pending.usage else {
+        return;
+    };
+    let written = match record.answer {
+        Answer::Ok => output,
+        Answer::ClientTimeout => usage.written_by(output, pending.answer_s, pending.latency_s),
+        _ => return,
+    };
+    record.output_tokens = Some(written);
+    if pending.answer_s > usage.ttft_s || record.answer == Answer::Ok {
+        record.ttft_s = Some(usage.ttft_s);
     }
 }
 
@@ -111,13 +217,10 @@ impl<R: RandomSource> Sim<'_, R> {
         if self.trace_slots.len() <= w {
             self.trace_slots.resize(w + 1, [usize::MAX; 2]);
         }
-        if self
-            .trace
-            .as_ref()
-            .is_some_and(|t| t.len() >= self.trace_limit)
-        {
+        let book = self.trace.as_mut().expect("tracing");
+        if book.full() {
             self.trace_slots[w][usize::from(copy)] = usize::MAX;
-            self.trace_omitted += 1;
+            book.omitted += 1;
             return;
         }
         let worker = &self.workers[w];
@@ -169,9 +272,8 @@ impl<R: RandomSource> Sim<'_, R> {
                 && worker.job_start < self.now)
                 .then_some(worker.job_start),
         };
-        let trace = self.trace.as_mut().expect("tracing");
-        self.trace_slots[w][usize::from(copy)] = trace.len();
-        trace.push(record);
+        let index = self.trace.as_mut().expect("tracing").push(record);
+        self.trace_slots[w][usize::from(copy)] = index;
     }
 
     /// The request of `w` in flight ends now with `pending` (its client timeout applied).
@@ -186,26 +288,13 @@ impl<R: RandomSource> Sim<'_, R> {
         let output = worker.size.output;
         let mut headers = Vec::new();
         self.provider.peek_limit_headers(r, self.now, &mut headers);
-        let record = &mut self.trace.as_mut().expect("tracing")[index];
-        record.end_s = self.now;
-        record.headers = headers;
-        record.answer = match pending.failure {
-            _ if pending.gave_up() => Answer::ClientTimeout,
-            None => Answer::Ok,
-            Some(kind) => Answer::Failed(kind),
-        };
-        let Some(usage) = pending.usage else {
-            return;
-        };
-        let written = match record.answer {
-            Answer::Ok => output,
-            Answer::ClientTimeout => usage.written_by(output, pending.answer_s, pending.latency_s),
-            _ => return,
-        };
-        record.output_tokens = Some(written);
-        if pending.answer_s > usage.ttft_s || record.answer == Answer::Ok {
-            record.ttft_s = Some(usage.ttft_s);
+        let book = self.trace.as_mut().expect("tracing");
+        if let Some(record) = book.get_mut(index) {
+            record.end_s = self.now;
+            record.headers = headers;
+            answered(record, pending, output);
         }
+        book.hand_over();
     }
 
     /// The request of `w` in slot `slot` (0 the primary, 1 the copy) is cancelled now.
@@ -224,16 +313,19 @@ impl<R: RandomSource> Sim<'_, R> {
         }
         let now = self.now;
         let output = self.workers[w].size.output;
-        let record = &mut self.trace.as_mut().expect("tracing")[index];
-        record.end_s = now;
-        record.answer = Answer::Cancelled;
-        if let Some(usage) = pending.usage {
-            let elapsed_s = now - sent_at;
-            record.output_tokens = Some(usage.written_by(output, elapsed_s, pending.latency_s));
-            if elapsed_s > usage.ttft_s {
-                record.ttft_s = Some(usage.ttft_s);
+        let book = self.trace.as_mut().expect("tracing");
+        if let Some(record) = book.get_mut(index) {
+            record.end_s = now;
+            record.answer = Answer::Cancelled;
+            if let Some(usage) = pending.usage {
+                let elapsed_s = now - sent_at;
+                record.output_tokens = Some(usage.written_by(output, elapsed_s, pending.latency_s));
+                if elapsed_s > usage.ttft_s {
+                    record.ttft_s = Some(usage.ttft_s);
+                }
             }
         }
+        book.hand_over();
     }
 
     /// The hedge copy of `w` answered first: the primary (sent at `sent_at` to do `pending`)
@@ -242,5 +334,74 @@ impl<R: RandomSource> Sim<'_, R> {
         self.trace_cancelled(w, 0, pending, sent_at);
         let slots = &mut self.trace_slots[w];
         slots[0] = slots[1];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::tokens::CallSize;
+
+    fn record(job: u32, answer: Answer) -> TraceRecord {
+        TraceRecord {
+            at_s: 0.0,
+            end_s: 0.0,
+            job,
+            step: 0,
+            attempt: 1,
+            call: 0,
+            hedge: false,
+            resource: 0,
+            active_after_lease: 1,
+            result: CallResult::Admitted,
+            answer,
+            retry_after_s: None,
+            headers: Vec::new(),
+            ttft_s: None,
+            output_tokens: None,
+            after_report: None,
+            round_robin: 0,
+            size: CallSize::default(),
+            cached: false,
+            worker: 0,
+            arrived_s: None,
+        }
+    }
+
+    #[test]
+    fn a_sink_gets_records_in_sending_order_once_every_earlier_one_ended() {
+        let seen = RefCell::new(Vec::new());
+        let sink = |r: TraceRecord| seen.borrow_mut().push((r.job, r.end_s));
+        let mut book = Book::new(usize::MAX, Some(&sink));
+        let slow = book.push(record(0, Answer::InFlight));
+        let fast = book.push(record(1, Answer::InFlight));
+        book.push(record(2, Answer::AtOnce));
+        assert_eq!(book.held(), 3, "nothing ends before the first");
+        let done = book.get_mut(fast).unwrap();
+        (done.answer, done.end_s) = (Answer::Ok, 1.0);
+        book.hand_over();
+        assert!(seen.borrow().is_empty(), "the first is still in flight");
+        let done = book.get_mut(slow).unwrap();
+        (done.answer, done.end_s) = (Answer::Ok, 2.0);
+        book.hand_over();
+        assert_eq!(*seen.borrow(), [(0, 2.0), (1, 1.0), (2, 0.0)]);
+        assert_eq!(book.held(), 0);
+        book.push(record(3, Answer::InFlight));
+        assert!(book.close(5.0).is_empty(), "the sink took the last one");
+        assert_eq!(seen.borrow().last(), Some(&(3, 5.0)), "closed at the stop");
+    }
+
+    #[test]
+    fn without_a_sink_the_book_keeps_every_record_up_to_its_limit() {
+        let mut book = Book::new(2, None);
+        for job in 0..2 {
+            assert!(!book.full());
+            book.push(record(job, Answer::AtOnce));
+        }
+        assert!(book.full());
+        let kept = book.close(1.0);
+        assert_eq!(kept.iter().map(|r| r.job).collect::<Vec<_>>(), [0, 1]);
     }
 }

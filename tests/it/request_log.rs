@@ -75,19 +75,14 @@ fn request_log_agrees_with_the_runs_counters_on_every_world() {
             let Some(strategy) = simbench::sweep::strategy(&world, name) else {
                 continue;
             };
-            let run = |trace| {
-                harness::run(
-                    &world,
-                    strategy.as_ref(),
-                    &RunConfig {
-                        seed: world.seed(),
-                        rng: RngScheme::Native,
-                        trace,
-                        window_s: None,
-                        out_of_time: &|| false,
-                    },
-                )
+            let config = |trace| RunConfig {
+                seed: world.seed(),
+                rng: RngScheme::Native,
+                trace,
+                window_s: None,
+                out_of_time: &|| false,
             };
+            let run = |trace| harness::run(&world, strategy.as_ref(), &config(trace));
             let (plain, traced) = (run(false), run(true));
             let shown = format!("{} {name}", path.display());
             assert_eq!(
@@ -96,6 +91,26 @@ fn request_log_agrees_with_the_runs_counters_on_every_world() {
             );
             let mut text = Vec::new();
             request_log::write(&world, &traced.trace, &mut text).unwrap();
+            // Written while the run goes, the log is the same, line for line.
+            let mut streamed = Vec::new();
+            let (result, count) = request_log::stream(&world, &mut streamed, |sink| {
+                harness::run_streamed(&world, strategy.as_ref(), &config(false), sink)
+            })
+            .unwrap();
+            assert!(streamed == text, "{shown}: the streamed log differs");
+            assert_eq!(
+                result.metrics, plain.metrics,
+                "{shown}: streaming changed it"
+            );
+            assert!(
+                result.trace.is_empty(),
+                "{shown}: a streamed run kept its trace"
+            );
+            assert_eq!(
+                count as usize,
+                traced.trace.len(),
+                "{shown}: requests streamed"
+            );
             let entries: Vec<request_log::Entry> = String::from_utf8(text)
                 .unwrap()
                 .lines()
