@@ -974,11 +974,21 @@ fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64, has_tokens: bool) {
             } else {
                 m.capacity.max(pool)
             };
+            let why = if capacity > pool {
+                // Sized to the provider's limit: the pool note would name a smaller number.
+                format!(
+                    "the provider's limit, {} at the cycle's peak, above the most requests the \
+                     client had out at once ({leased})",
+                    m.capacity
+                )
+            } else {
+                pool_note
+            };
             doc.fitted(
                 "capacity",
                 capacity.to_string(),
                 format!(
-                    "{pool_note}; {} capacity refusals, most in flight at an admission {}",
+                    "{why}; {} capacity refusals, most in flight at an admission {}",
                     f.capacity.refusals, f.capacity.peak_in_flight
                 ),
             );

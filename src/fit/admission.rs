@@ -48,24 +48,58 @@ pub fn arrivals(log: &Log, limit_refusal: &dyn Fn(usize, usize) -> bool) -> Vec<
         .iter()
         .enumerate()
         .map(|(s, segment)| {
+            let slack = timing_slack(&segment.requests);
             (0..log.endpoints.len() as u32)
-                .map(|e| endpoint_arrivals(&segment.requests, e, |i| limit_refusal(s, i)))
+                .map(|e| endpoint_arrivals(&segment.requests, e, slack, |i| limit_refusal(s, i)))
                 .collect()
         })
         .collect()
 }
 
+/// How much later than the server a log may record an answer, relative to a send it
+/// records early \[s\]: a client-side log (a HAR capture, OpenTelemetry spans, a harness's
+/// own) times each request from before it left to after its answer came back, so a slot the
+/// server freed looks busy for up to a round trip more. A refusal the server answers at once
+/// takes exactly that round trip in such a log, so the longest one measures it (0 in a
+/// server's or simulator's log, whose refusals take no time). At most a tenth of the median
+/// served request, so a few slow refusals cannot blur every count.
+pub fn timing_slack(requests: &[Request]) -> f64 {
+    let refused = requests
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.outcome,
+                EntryOutcome::RateLimited | EntryOutcome::Overloaded
+            )
+        })
+        .map(|r| r.end - r.start)
+        .fold(0.0_f64, f64::max);
+    let mut served: Vec<f64> = requests
+        .iter()
+        .filter(|r| r.admitted())
+        .map(|r| r.end - r.start)
+        .collect();
+    if served.is_empty() {
+        return 0.0;
+    }
+    let middle = served.len() / 2;
+    let (_, median, _) = served.select_nth_unstable_by(middle, f64::total_cmp);
+    refused.min(*median / 10.0)
+}
+
 /// Counts the requests in flight at each arrival at `e`: an answer at the instant of a send
-/// is taken to come first, as a worker's next call follows its answer.
+/// (or up to `slack` after it, [`timing_slack`]) is taken to come first, as a worker's next
+/// call follows its answer.
 fn endpoint_arrivals(
     requests: &[Request],
     e: u32,
+    slack: f64,
     is_limit: impl Fn(usize) -> bool,
 ) -> Vec<Arrival> {
     let mut ends: BinaryHeap<std::cmp::Reverse<OrdF64>> = BinaryHeap::new();
     let mut out = Vec::new();
     for (i, r) in requests.iter().enumerate().filter(|(_, r)| r.endpoint == e) {
-        while ends.peek().is_some_and(|end| end.0.0 <= r.start) {
+        while ends.peek().is_some_and(|end| end.0.0 <= r.start + slack) {
             ends.pop();
         }
         let met = match r.outcome {

@@ -143,7 +143,8 @@ fn har_field(field: &str) -> &str {
         "ttft_s" => "timings.wait",
         "retry_after_s" => "response.headers",
         "endpoint" => "request.url",
-        "status" => "response.status",
+        "status" | "error" => "response.status",
+        "ratelimit" => "response.headers",
         other => other,
     }
 }
@@ -232,7 +233,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Result<Entry, String> {
         status,
         error,
         retry_after_s,
-        ratelimit: ratelimit_headers(&header),
+        ratelimit: ratelimit_headers(&header)?,
         input_tokens: None,
         output_tokens: None,
         max_tokens: None,
@@ -263,16 +264,25 @@ pub fn outcome_of(status: Option<u16>, retry_after: bool) -> (EntryOutcome, Opti
     }
 }
 
-/// `scheme://host[:port]/path?query` → `host[:port]`, plus `/<name>` for an Azure-style
-/// `/deployments/<name>/` path.
+/// `scheme://host[:port]/path?query` → `host[:port]` (without the scheme's own port, 443 or
+/// 80: one origin), plus `/<name>` for an Azure-style `/deployments/<name>/` path.
 pub fn endpoint_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (host, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
     // Host names are case-insensitive: `API.x.test` and `api.x.test` are one endpoint.
     let host = host
         .rsplit_once('@')
         .map_or(host, |(_, h)| h)
         .to_ascii_lowercase();
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "https" => ":443",
+        "http" => ":80",
+        _ => "",
+    };
+    let host = match host.strip_suffix(default_port) {
+        Some(bare) if !default_port.is_empty() => bare.to_owned(),
+        _ => host,
+    };
     let deployment = path
         .split('/')
         .skip_while(|s| *s != "deployments")
@@ -285,8 +295,12 @@ pub fn endpoint_of(url: &str) -> String {
 }
 
 /// The `x-ratelimit-limit/remaining/reset-{requests,tokens}` headers (OpenAI's names; the
-/// reset as a duration such as `6m0s` or `20ms`).
-pub fn ratelimit_headers<'a>(header: &dyn Fn(&str) -> Option<&'a str>) -> Vec<RateLimitHeader> {
+/// reset as a duration such as `6m0s` or `20ms`). A limit needs its limit and remaining; a
+/// value that is not a number (or duration) >= 0 is refused, naming the header, rather than
+/// dropped.
+pub fn ratelimit_headers<'a>(
+    header: &dyn Fn(&str) -> Option<&'a str>,
+) -> Result<Vec<RateLimitHeader>, String> {
     let mut out = Vec::new();
     for unit in [
         HeaderUnit::Requests,
@@ -295,30 +309,34 @@ pub fn ratelimit_headers<'a>(header: &dyn Fn(&str) -> Option<&'a str>) -> Vec<Ra
         HeaderUnit::OutputTokens,
     ] {
         let suffix = unit.unit().header_suffix();
-        let number = |kind: &str| {
-            header(&format!("x-ratelimit-{kind}-{suffix}"))?
-                .parse::<f64>()
-                .ok()
+        let value = |kind: &str, read: fn(&str) -> Option<f64>, what: &str| {
+            let name = format!("x-ratelimit-{kind}-{suffix}");
+            header(&name)
+                .map(|v| {
+                    read(v)
+                        .filter(|x| x.is_finite() && *x >= 0.0)
+                        .ok_or_else(|| format!("`{name}: {v}` is not {what}"))
+                })
+                .transpose()
         };
-        let (Some(limit), Some(remaining)) = (number("limit"), number("remaining")) else {
-            continue;
-        };
-        let reset_s = header(&format!("x-ratelimit-reset-{suffix}"))
-            .and_then(parse_duration)
-            .unwrap_or(0.0);
-        if [limit, remaining, reset_s]
-            .iter()
-            .all(|x| x.is_finite() && *x >= 0.0)
-        {
+        let number = |text: &str| text.parse::<f64>().ok();
+        let limit = value("limit", number, "a number >= 0")?;
+        let remaining = value("remaining", number, "a number >= 0")?;
+        let reset_s = value(
+            "reset",
+            parse_duration,
+            "a duration >= 0 such as `6m0s`, `20ms` or `1.5` (seconds)",
+        )?;
+        if let (Some(limit), Some(remaining)) = (limit, remaining) {
             out.push(RateLimitHeader {
                 unit,
                 limit,
                 remaining,
-                reset_s,
+                reset_s: reset_s.unwrap_or(0.0),
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// `1h2m3.5s`, `6m0s`, `20ms`, `0.5s` or a bare number of seconds.
@@ -399,6 +417,15 @@ mod tests {
             ),
             "x.openai.azure.com/gpt4o-east"
         );
+        for same in [
+            "https://api.x.test:443/v1",
+            "https://api.x.test?x=1",
+            "https://api.x.test#top",
+        ] {
+            assert_eq!(endpoint_of(same), "api.x.test", "{same}: one origin");
+        }
+        assert_eq!(endpoint_of("http://api.x.test:443/v1"), "api.x.test:443");
+        assert_eq!(endpoint_of("http://localhost:80/v1"), "localhost");
         assert_eq!(outcome_of(Some(429), true).0, EntryOutcome::RateLimited);
         assert_eq!(outcome_of(Some(503), false).1, Some(ErrorKind::Upstream));
         assert_eq!(outcome_of(None, false).1, Some(ErrorKind::Connection));

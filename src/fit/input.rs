@@ -602,6 +602,8 @@ pub(crate) fn describe_serde(
     let field = named.or_else(|| (!eof).then(|| key_before(line, error.column())).flatten());
     let message = if message.contains("untagged enum Nanos") {
         "expected whole nanoseconds since the Unix epoch (a string of digits or a number)".into()
+    } else if message.contains("untagged enum Int") {
+        "expected a whole number from -2^63 to 2^63 - 1 (a string of digits or a number)".into()
     } else {
         match error.classify() {
             serde_json::error::Category::Eof => format!("{message} (the {unit} is cut short)"),
@@ -729,6 +731,67 @@ fn span_text(s: f64) -> String {
     format!("{seconds} s ({pictured})")
 }
 
+/// The status and error kind the outcome allows (docs/request-log.md's table of outcomes): a
+/// 429 logged as an `error` would count as a failure and hide a refusal.
+fn check_outcome(e: &Entry) -> Result<(), (&'static str, String)> {
+    use EntryOutcome as O;
+    use ErrorKind as K;
+    let name = serde_json::to_value(e.outcome).expect("an outcome is a string");
+    let name = name.as_str().expect("an outcome is a string");
+    let (fits, says): (fn(u16) -> bool, &str) = match e.outcome {
+        O::Ok => (|s| s / 100 == 2, "a success is a 2xx answer"),
+        O::Error => (
+            |s| s / 100 == 5,
+            "an error is a 5xx answer or none (a 429 is `rate_limited`; a 400, 401 or 413 \
+             `rejected`)",
+        ),
+        O::Overloaded => (
+            |s| s / 100 == 5,
+            "an overload is a 529 (or another 5xx) or none",
+        ),
+        O::RateLimited => (
+            |s| s == 429 || s == 503,
+            "a rate limit is a 429 (or a 503 with Retry-After, a vendor shedding load)",
+        ),
+        O::Rejected => (
+            |s| s / 100 == 4 && s != 429,
+            "a rejection is a 4xx answer other than 429, or none",
+        ),
+        O::ClientTimeout | O::Cancelled | O::Unfinished => (
+            |s| s / 100 == 2,
+            "a request cut short has no status, or the 2xx its headers had",
+        ),
+    };
+    if let Some(status) = e.status.filter(|s| !fits(*s)) {
+        return Err((
+            "status",
+            format!(
+                "{status} with outcome `{name}`: {says}; give the outcome the status says \
+                 (docs/request-log.md)"
+            ),
+        ));
+    }
+    let kinds: &[K] = match e.outcome {
+        O::Error => &[K::Upstream, K::Connection, K::Timeout],
+        O::Rejected => &[K::ConnectionRefused, K::Unauthorized, K::TooLarge],
+        _ => &[],
+    };
+    if let Some(kind) = e.error.filter(|k| !kinds.contains(k)) {
+        let kind = serde_json::to_value(kind).expect("a kind is a string");
+        let kind = kind.as_str().expect("a kind is a string");
+        let hint = match e.outcome {
+            O::Ok => "a success has no error; give the outcome `error` or leave the error out",
+            O::Error => "an error's kind is `upstream`, `connection` or `timeout`",
+            O::Rejected => {
+                "a rejection's kind is `connection_refused`, `unauthorized` or `too_large`"
+            }
+            _ => "only `error` and `rejected` take a kind; leave it out",
+        };
+        return Err(("error", format!("`{kind}` with outcome `{name}`: {hint}")));
+    }
+    Ok(())
+}
+
 /// What serde cannot check: finite, ordered times and counts that make sense.
 pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
     let finite = |name: &'static str, x: f64| {
@@ -800,6 +863,18 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
                 ),
             ));
         }
+        if e.start_s - arrived > MAX_GAP_S {
+            return Err((
+                "arrived_s",
+                format!(
+                    "the job waits {} in the client's queue before this request is sent (at \
+                     {}): more than 10^6 s (11.6 days), so the two are not times of one run; \
+                     leave arrived_s out (not 0) when the job did not wait",
+                    span_text(e.start_s - arrived),
+                    short(e.start_s)
+                ),
+            ));
+        }
         let later = e.step.is_some_and(|s| s > 0)
             || e.attempt.is_some_and(|a| a > 1)
             || e.call.is_some_and(|c| c > 0)
@@ -818,7 +893,7 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
         ("end_s", e.end_s),
         ("arrived_s", e.arrived_s.unwrap_or(0.0)),
     ] {
-        if t.abs() > MAX_TIME_S {
+        if t > MAX_TIME_S {
             return Err((
                 name,
                 format!(
@@ -828,26 +903,27 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
                 ),
             ));
         }
-    }
-    if e.outcome == EntryOutcome::Ok {
-        if let Some(status) = e.status.filter(|s| !(200..300).contains(s)) {
+        if t < -MAX_TIME_S {
             return Err((
-                "status",
+                name,
                 format!(
-                    "{status} with outcome `ok`: a success is a 2xx answer; give the outcome \
-                     the status says (docs/request-log.md)"
+                    "{} s is before -10^10 s (the year 1653 as Unix seconds); times are \
+                     seconds on one clock, from the Unix epoch or the run's start",
+                    short(t)
                 ),
             ));
         }
-        if e.error.is_some() {
-            return Err((
-                "error",
-                "is given with outcome `ok`: a success has no error; give the outcome `error` \
-                 or leave the error out"
-                    .into(),
-            ));
-        }
     }
+    if let Some(status) = e.status.filter(|s| matches!(s / 100, 1 | 3)) {
+        return Err((
+            "status",
+            format!(
+                "{status} is an interim answer or a redirect, neither a success nor a failure \
+                 of the API; log each request with its final answer"
+            ),
+        ));
+    }
+    check_outcome(e)?;
     let non_negative = [
         ("retry_after_s", e.retry_after_s),
         ("input_tokens", e.input_tokens),

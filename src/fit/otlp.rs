@@ -3,12 +3,18 @@
 //!
 //! A span is a request when it carries GenAI (`gen_ai.*`) or HTTP client
 //! (`http.response.status_code`) attributes; others (the application's own spans) are
-//! skipped. Read: the span's start and end, `server.address` (else `gen_ai.provider.name` or
+//! skipped, and so are an agent's own spans (`gen_ai.operation.name` `invoke_agent`,
+//! `create_agent`, `execute_tool`): they call a model, they are no call. A request span with
+//! request spans under it (a GenAI `chat` span over the HTTP client's `POST` of each attempt)
+//! is not counted itself: its children are the requests sent, and the last of them to end
+//! takes the token counts it lacks from it. Read: the span's start and end, `server.address` (else `gen_ai.provider.name` or
 //! `gen_ai.system`) as the endpoint, `http.response.status_code` (else the span status and
 //! `error.type`), `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.request.max_tokens`,
 //! `http.request.resend_count` as the attempt, `gen_ai.usage.cache_read.input_tokens` (or the
 //! older `gen_ai.usage.cache_read_input_tokens`) as a cache hit when above 0. Prompt and completion events and attributes
 //! (`gen_ai.input.messages`, …) are never read.
+
+use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
@@ -40,6 +46,12 @@ struct ScopeSpans {
 struct Span {
     #[serde(default)]
     name: String,
+    #[serde(default)]
+    trace_id: String,
+    #[serde(default)]
+    span_id: String,
+    #[serde(default)]
+    parent_span_id: String,
     start_time_unix_nano: Nanos,
     end_time_unix_nano: Nanos,
     #[serde(default)]
@@ -57,14 +69,27 @@ enum Nanos {
 }
 
 impl Nanos {
+    fn whole(&self) -> Option<u64> {
+        match self {
+            Nanos::Text(s) => s.parse::<u64>().ok(),
+            Nanos::Number(n) => Some(*n),
+        }
+    }
+
     fn seconds(&self) -> Option<f64> {
-        let n = match self {
-            Nanos::Text(s) => s.parse::<u64>().ok()?,
-            Nanos::Number(n) => *n,
-        };
+        let n = self.whole()?;
         // Split so the fraction keeps its nanoseconds however large the epoch.
         Some((n / 1_000_000_000) as f64 + (n % 1_000_000_000) as f64 * 1e-9)
     }
+}
+
+/// An attribute's `intValue`: a signed 64-bit integer, as a string or a number (a negative
+/// count is read, so the check names it, not the type).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Int {
+    Text(String),
+    Number(i64),
 }
 
 #[derive(Deserialize)]
@@ -79,7 +104,7 @@ struct AnyValue {
     #[serde(default)]
     string_value: Option<String>,
     #[serde(default)]
-    int_value: Option<Nanos>,
+    int_value: Option<Int>,
     #[serde(default)]
     double_value: Option<f64>,
 }
@@ -101,8 +126,8 @@ impl Span {
         let v = self.attribute(key)?;
         v.double_value
             .or_else(|| match v.int_value.as_ref()? {
-                Nanos::Text(s) => s.parse::<f64>().ok(),
-                Nanos::Number(n) => Some(*n as f64),
+                Int::Text(s) => s.parse::<f64>().ok(),
+                Int::Number(n) => Some(*n as f64),
             })
             .or_else(|| v.string_value.as_deref()?.parse().ok())
     }
@@ -140,10 +165,97 @@ impl Span {
         })
     }
     fn is_request(&self) -> bool {
-        self.attributes
-            .iter()
-            .any(|a| a.key.starts_with("gen_ai.") || a.key == "http.response.status_code")
+        const AGENT_OWN: [&str; 3] = ["invoke_agent", "create_agent", "execute_tool"];
+        let agent_own = self
+            .text("gen_ai.operation.name")
+            .is_some_and(|op| AGENT_OWN.contains(&op));
+        !agent_own
+            && self
+                .attributes
+                .iter()
+                .any(|a| a.key.starts_with("gen_ai.") || a.key == "http.response.status_code")
     }
+
+    /// The span's key within the file (its trace and id), if it has an id.
+    fn key(&self) -> Option<(&str, &str)> {
+        (!self.span_id.is_empty()).then_some((self.trace_id.as_str(), self.span_id.as_str()))
+    }
+
+    /// Its parent's key, if it names one.
+    fn parent_key(&self) -> Option<(&str, &str)> {
+        (!self.parent_span_id.is_empty())
+            .then_some((self.trace_id.as_str(), self.parent_span_id.as_str()))
+    }
+}
+
+/// Which request spans wrap other request spans, and which of their children (the last to
+/// end) inherits their token counts.
+struct Nesting<'a> {
+    /// Per wrapping span: the global index of its child that ends last.
+    last_child: BTreeMap<(&'a str, &'a str), usize>,
+    /// Request spans by key.
+    by_key: BTreeMap<(&'a str, &'a str), &'a Span>,
+}
+
+impl<'a> Nesting<'a> {
+    fn of(requests: &[(usize, &'a Span)]) -> Self {
+        let by_key: BTreeMap<_, _> = requests
+            .iter()
+            .filter_map(|(_, s)| Some((s.key()?, *s)))
+            .collect();
+        let mut last_child: BTreeMap<(&str, &str), (u64, usize)> = BTreeMap::new();
+        for (global, span) in requests {
+            let Some(parent) = span.parent_key().filter(|k| by_key.contains_key(k)) else {
+                continue;
+            };
+            let end = span.end_time_unix_nano.whole().unwrap_or(0);
+            let last = last_child.entry(parent).or_insert((end, *global));
+            if end >= last.0 {
+                *last = (end, *global);
+            }
+        }
+        Nesting {
+            last_child: last_child.into_iter().map(|(k, (_, g))| (k, g)).collect(),
+            by_key,
+        }
+    }
+
+    /// Whether `span` wraps request spans, so is not counted.
+    fn wraps(&self, span: &Span) -> bool {
+        span.key().is_some_and(|k| self.last_child.contains_key(&k))
+    }
+
+    /// Gives the request of span `global` the token counts it lacks from the span it is the
+    /// last child of.
+    fn inherit(&self, global: usize, span: &Span, entry: &mut Entry) {
+        let Some(parent) = span.parent_key() else {
+            return;
+        };
+        if self.last_child.get(&parent) != Some(&global) {
+            return;
+        }
+        let wrapper = self.by_key[&parent];
+        let inherited = |own: &mut Option<f64>, key: &str| {
+            if own.is_none() {
+                *own = wrapper.number(key);
+            }
+        };
+        inherited(&mut entry.input_tokens, "gen_ai.usage.input_tokens");
+        if entry.outcome == EntryOutcome::Ok {
+            inherited(&mut entry.output_tokens, "gen_ai.usage.output_tokens");
+        }
+        inherited(&mut entry.max_tokens, "gen_ai.request.max_tokens");
+        if entry.cache_hit.is_none() {
+            entry.cache_hit = cache_hit(wrapper);
+        }
+    }
+}
+
+/// Whether the span's answer says the provider read part of the prompt from its cache.
+fn cache_hit(span: &Span) -> Option<bool> {
+    span.number("gen_ai.usage.cache_read.input_tokens")
+        .or_else(|| span.number("gen_ai.usage.cache_read_input_tokens"))
+        .map(|n| n > 0.0)
 }
 
 const STATUS: &str = "http.response.status_code";
@@ -200,62 +312,72 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
     let mut places: Vec<(f64, usize)> = Vec::new();
     let mut spans_at: Vec<(usize, usize, usize, String)> = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text);
-    // Spans of every export so far: the n-th span of the file is where the n-th
-    // `startTimeUnixNano` key is, which locates a problem by line and column.
-    let mut before = 0;
-    for exports in 0.. {
+    let mut exports = Vec::new();
+    for n in 1.. {
         // Exports follow one another, apart only by whitespace, until the text ends.
         if stream.end().is_ok() {
             break;
         }
-        let prefix = format!("export {}: ", exports + 1);
-        let export: Export = parse_document(file, text, &mut stream, &prefix)?;
-        let spans: Vec<&Span> = export
-            .resource_spans
-            .iter()
-            .flat_map(|r| &r.scope_spans)
-            .flat_map(|s| &s.spans)
-            .collect();
-        let first = before;
-        before += spans.len();
-        for (i, span) in spans
-            .into_iter()
-            .enumerate()
-            .filter(|(_, s)| s.is_request())
-        {
-            let at = |field: &str, message: String| {
-                let field = otlp_field(field);
-                let (line, column) = locate(text, first + i, field).unzip();
-                LogError {
-                    file: file.to_owned(),
-                    line,
-                    column,
-                    field: Some(format!(
-                        "export {} span {i} ({}): {field}",
-                        exports + 1,
-                        span.name
-                    )),
-                    message,
-                }
-            };
-            if let Some((key, why)) = span.bad_attribute() {
-                return Err(at(key, why));
-            }
-            let (Some(start_s), Some(end_s)) = (
-                span.start_time_unix_nano.seconds(),
-                span.end_time_unix_nano.seconds(),
-            ) else {
-                return Err(at(
-                    "startTimeUnixNano",
-                    "times must be whole nanoseconds since the Unix epoch".into(),
-                ));
-            };
-            let entry = entry(span, start_s, end_s);
-            check_entry(&entry).map_err(|(field, message)| at(field, message))?;
-            places.push((entry.start_s, entries.len()));
-            spans_at.push((exports + 1, i, first + i, span.name.clone()));
-            entries.push(entry);
+        let export: Export = parse_document(file, text, &mut stream, &format!("export {n}: "))?;
+        exports.push(export);
+    }
+    // Every span: its export (from 1), index in the export, index in the file (the n-th span
+    // of the file is where the n-th `startTimeUnixNano` key is, which locates a problem by
+    // line and column).
+    let spans: Vec<(usize, usize, usize, &Span)> = exports
+        .iter()
+        .enumerate()
+        .flat_map(|(n, export)| {
+            export
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .flat_map(|s| &s.spans)
+                .enumerate()
+                .map(move |(i, span)| (n + 1, i, span))
+        })
+        .enumerate()
+        .map(|(global, (n, i, span))| (n, i, global, span))
+        .collect();
+    let requests: Vec<(usize, &Span)> = spans
+        .iter()
+        .filter(|(.., span)| span.is_request())
+        .map(|&(.., global, span)| (global, span))
+        .collect();
+    let nesting = Nesting::of(&requests);
+    for &(export, i, global, span) in &spans {
+        if !span.is_request() || nesting.wraps(span) {
+            continue;
         }
+        let at = |field: &str, message: String| {
+            let field = otlp_field(field);
+            let (line, column) = locate(text, global, field).unzip();
+            LogError {
+                file: file.to_owned(),
+                line,
+                column,
+                field: Some(format!("export {export} span {i} ({}): {field}", span.name)),
+                message,
+            }
+        };
+        if let Some((key, why)) = span.bad_attribute() {
+            return Err(at(key, why));
+        }
+        let (Some(start_s), Some(end_s)) = (
+            span.start_time_unix_nano.seconds(),
+            span.end_time_unix_nano.seconds(),
+        ) else {
+            return Err(at(
+                "startTimeUnixNano",
+                "times must be whole nanoseconds since the Unix epoch".into(),
+            ));
+        };
+        let mut entry = entry(span, start_s, end_s);
+        nesting.inherit(global, span, &mut entry);
+        check_entry(&entry).map_err(|(field, message)| at(field, message))?;
+        places.push((entry.start_s, entries.len()));
+        spans_at.push((export, i, global, span.name.clone()));
+        entries.push(entry);
     }
     if let Some((k, message)) = super::input::implausible_times(&mut places) {
         let (export, i, global, name) = &spans_at[k];
@@ -282,7 +404,9 @@ fn error_outcome(error_type: &str) -> (EntryOutcome, Option<ErrorKind>) {
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
         .collect();
-    if let Ok(code) = name.parse::<u16>() {
+    if let Ok(code) = name.parse::<u16>()
+        && (100..600).contains(&code)
+    {
         return super::har::outcome_of(Some(code), false);
     }
     let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
@@ -342,10 +466,7 @@ fn entry(span: &Span, start_s: f64, end_s: f64) -> Entry {
         attempt: span.number(RESEND).map(|n| n as u32 + 1),
         call: None,
         hedge: false,
-        cache_hit: span
-            .number("gen_ai.usage.cache_read.input_tokens")
-            .or_else(|| span.number("gen_ai.usage.cache_read_input_tokens"))
-            .map(|n| n > 0.0),
+        cache_hit: cache_hit(span),
     }
 }
 
@@ -395,5 +516,82 @@ mod tests {
         for (name, outcome, error) in cases {
             assert_eq!(error_outcome(name), (outcome, error), "{name}");
         }
+    }
+
+    /// One span of trace 1: its id, parent (`""` for none), name, start and end in ms, and
+    /// attributes as OTLP JSON.
+    fn span(id: &str, parent: &str, name: &str, (from, to): (u64, u64), attrs: &str) -> String {
+        format!(
+            "{{\"traceId\": \"01\", \"spanId\": \"{id}\", \"parentSpanId\": \"{parent}\", \
+             \"name\": \"{name}\", \"startTimeUnixNano\": \"{}\", \"endTimeUnixNano\": \"{}\", \
+             \"attributes\": [{attrs}]}}",
+            from * 1_000_000,
+            to * 1_000_000
+        )
+    }
+
+    #[test]
+    fn nested_request_spans_count_once_and_an_agent_s_own_spans_not_at_all() {
+        let attr = |k: &str, v: &str| format!("{{\"key\": \"{k}\", \"value\": {v}}}");
+        let text = |s: &str| format!("{{\"stringValue\": \"{s}\"}}");
+        let int = |n: u32| format!("{{\"intValue\": \"{n}\"}}");
+        let host = attr("server.address", &text("api.x.test"));
+        let status = |code| format!("{host}, {}", attr(STATUS, &int(code)));
+        let spans = [
+            span(
+                "a",
+                "",
+                "invoke_agent helper",
+                (0, 9000),
+                &attr("gen_ai.operation.name", &text("invoke_agent")),
+            ),
+            span(
+                "c",
+                "a",
+                "chat m",
+                (10, 2000),
+                &[
+                    attr("gen_ai.operation.name", &text("chat")),
+                    host.clone(),
+                    attr("gen_ai.usage.input_tokens", &int(100)),
+                    attr("gen_ai.usage.output_tokens", &int(40)),
+                ]
+                .join(", "),
+            ),
+            span("p1", "c", "POST", (250, 260), &status(429)),
+            span("p2", "c", "POST", (500, 1990), &status(200)),
+            span(
+                "t",
+                "a",
+                "execute_tool get_weather",
+                (2100, 2200),
+                &attr("gen_ai.operation.name", &text("execute_tool")),
+            ),
+            span(
+                "x",
+                "",
+                "chat m",
+                (3000, 3500),
+                &[host.clone(), attr("gen_ai.usage.input_tokens", &int(7))].join(", "),
+            ),
+        ];
+        let export = format!(
+            "{{\"resourceSpans\": [{{\"scopeSpans\": [{{\"spans\": [{}]}}]}}]}}",
+            spans.join(", ")
+        );
+        let entries = read("x.json", &export).expect("a valid export");
+        let seen: Vec<_> = entries
+            .iter()
+            .map(|e| (e.start_s, e.outcome, e.input_tokens, e.output_tokens))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (0.25, EntryOutcome::RateLimited, None, None),
+                (0.5, EntryOutcome::Ok, Some(100.0), Some(40.0)),
+                (3.0, EntryOutcome::Ok, Some(7.0), None),
+            ],
+            "the attempts under the chat span, the last with its tokens; no agent or tool span"
+        );
     }
 }

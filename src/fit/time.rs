@@ -45,12 +45,15 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
         fraction = format!("0.{}", &after[..digits]).parse().ok()?;
         rest = &after[digits..];
     }
-    let offset_s = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && matches!(&rest[..1], "+" | "-") && &rest[3..4] == ":" => {
-            let sign = if rest.starts_with('-') { -1 } else { 1 };
-            let h: i64 = rest[1..3].parse().ok()?;
-            let m: i64 = rest[4..6].parse().ok()?;
+    let offset_s = match rest.as_bytes() {
+        b"Z" | b"z" => 0,
+        &[sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digit = |c: u8| c.is_ascii_digit().then(|| i64::from(c - b'0'));
+            let (h, m) = (digit(h1)? * 10 + digit(h2)?, digit(m1)? * 10 + digit(m2)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let sign = if sign == b'-' { -1 } else { 1 };
             sign * (h * 3600 + m * 60)
         }
         _ => return None,
@@ -159,6 +162,14 @@ mod tests {
             "2026-12-01 00:00",
             "2026-12-01T00:00:00",
             "yesterday",
+            // Not characters a byte index may split (it once panicked), nor an offset off the clock.
+            "2026-12-01T09:30:00+0é00",
+            "2026-12-01T09:30:00ééé",
+            "2026-12-01T09:30:00.5é",
+            "2026-12-01T09:30:01+99:99",
+            "2026-12-01T09:30:01+24:00",
+            "2026-12-01T09:30:01+-1:00",
+            "2026-12-01T09:30:01+01:60",
         ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }

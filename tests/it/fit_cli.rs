@@ -850,3 +850,54 @@ fn fit_cli_leaves_out_a_token_limit_the_log_has_no_token_counts_for() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A client-side log times each request from before it left to after its answer came back:
+/// every start a little early, every end a little late (up to 20 µs each here), so a slot the
+/// server freed looks busy past the next send. The fit reads that round trip off the
+/// refusals (which the server answers at once) and finds the same capacity, cycle and bucket
+/// as from the exact log; it used to lose the cycle and write a bucket of a few requests.
+#[test]
+fn fit_cli_finds_the_same_limits_in_a_client_side_log_as_in_the_servers() {
+    let dir = scratch_dir("fit-client-side");
+    let (exact, entries) = logged_run(&dir, None, "backoff");
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut jitter = || {
+        // A fixed xorshift stream: the test's log is the same on every machine.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 20e-6
+    };
+    let mut text = String::new();
+    for mut e in entries {
+        let start = e["start_s"].as_f64().unwrap() - jitter();
+        let end = e["end_s"].as_f64().unwrap() + jitter();
+        e["start_s"] = start.into();
+        e["end_s"] = end.into();
+        if e.get("arrived_s")
+            .and_then(|a| a.as_f64())
+            .is_some_and(|a| a > start)
+        {
+            e["arrived_s"] = start.into();
+        }
+        text.push_str(&format!("{e}\n"));
+    }
+    let client = dir.join("client.jsonl");
+    std::fs::write(&client, text).unwrap();
+    let limits = |doc: &toml::Table| {
+        let endpoints = doc["endpoints"].as_array().unwrap().iter().map(|e| {
+            let (id, capacity) = (e["id"].to_string(), e["capacity"].to_string());
+            let bucket = e.get("rate_limit").map(|b| b["per_window"].to_string());
+            (id, capacity, bucket)
+        });
+        let endpoints: std::collections::BTreeSet<_> = endpoints.collect();
+        (doc["cycle"].to_string(), endpoints)
+    };
+    let (_, exact) = fitted_world(&exact);
+    let (_, client) = fitted_world(&client);
+    assert!(
+        exact["cycle"]["period_s"].as_float().unwrap() > 0.0,
+        "the exact log's cycle"
+    );
+    assert_eq!(limits(&client), limits(&exact));
+}
