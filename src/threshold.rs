@@ -103,6 +103,13 @@ impl Assertion {
                 suggest(name.trim())
             )
         })?;
+        if metric == Metric::WallS {
+            return Err(
+                "`wall_s` is this machine's time, not the world's: a gate on it would pass or \
+                 fail by machine and load, not by seeds; time runs with a benchmark instead"
+                    .into(),
+            );
+        }
         let value = right
             .parse::<f64>()
             .ok()

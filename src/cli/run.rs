@@ -177,7 +177,7 @@ pub struct ObjectiveArgs {
     pub constraint: Vec<(String, &'static str, f64)>,
     /// Comma-separated metrics that decide between strategies the objective cannot separate
     /// (`objective.tie_break`; `none` for none).
-    #[arg(long, value_name = "METRICS")]
+    #[arg(long, value_name = "METRICS", value_parser = parse_tie_break)]
     pub tie_break: Option<String>,
     /// Confidence of the verdict's intervals, e.g. 0.99 (`objective.confidence`).
     #[arg(long, value_name = "LEVEL", allow_hyphen_values = true)]
@@ -231,6 +231,20 @@ impl ObjectiveArgs {
         }
         out
     }
+}
+
+/// A comma-separated list of metrics, or `none` alone: an empty item is a slip (an unset shell
+/// variable), not a way to say none.
+fn parse_tie_break(text: &str) -> Result<String, String> {
+    let items = text
+        .split(',')
+        .map(super::load::list_item)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|why| format!("{why}; write `none` for no tie-break"))?;
+    if items.len() > 1 && items.iter().any(|i| i == "none") {
+        return Err("`none` stands alone: it means no tie-break".to_owned());
+    }
+    Ok(text.to_owned())
 }
 
 /// `refusal_rate<=0.05` → (`refusal_rate`, `max`, 0.05).
@@ -576,6 +590,13 @@ fn metric_choice(args: &RunArgs) -> Result<MetricChoice, String> {
             ))
             .into_owned());
         };
+        if metric == Metric::WallS {
+            return Err(
+                "--metrics: `wall_s` is this machine's time, not the world's: the footer shows \
+                 it, the JSON and CSV report it per run; it is never a row"
+                    .into(),
+            );
+        }
         metrics.push(metric);
     }
     if metrics.is_empty() {
@@ -985,7 +1006,15 @@ pub(super) fn pick_algorithms(
     requested: Option<&[String]>,
 ) -> Result<Vec<String>, String> {
     let Some(requested) = requested else {
-        return Ok(sweep::default_algorithms(world));
+        let names = sweep::default_algorithms(world);
+        if names.is_empty() {
+            return Err(format!(
+                "every algorithm is marked unsuited to `{}` (its [unsuited] table), so none runs \
+                 by default; name the ones to run with --algorithms (shown, never ranked)",
+                crate::text::escape(world.name())
+            ));
+        }
+        return Ok(names);
     };
     let mut names: Vec<String> = Vec::new();
     for name in requested.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {

@@ -109,6 +109,13 @@ fn write_starter(path: &Path) -> Result<Schema, String> {
             path.display()
         ));
     }
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(format!(
+            "the path ends in `/`, so it names a folder; name a file in it, e.g. \
+             `{}world.toml` (nothing was written)",
+            path.display()
+        ));
+    }
     let reason =
         |e: std::io::Error| format!("cannot write {}: {}", path.display(), super::io_reason(&e));
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -154,6 +154,44 @@ failures = { error_rate = 1.0, storm_rate = 0.0 }
     assert!(run.get("metrics").is_none());
 }
 
+/// Requests the table, a gate or the verdict cannot honour are refused with what to write
+/// instead, not run to an empty table or an always-different gate.
+#[test]
+fn wall_time_rows_gates_and_empty_lists_are_refused_with_the_reason() {
+    let world = scratch("unsuited_all.toml");
+    let every: String = simbench::client::registry::ALGORITHMS
+        .iter()
+        .map(|a| format!("{} = \"not here\"\n", a.name))
+        .collect();
+    std::fs::write(&world, format!("name = \"all\"\nsummary = \"s\"\njobs = 20\n[[endpoints]]\nid = \"a\"\ncapacity = 1\nlatency = {{}}\n[unsuited]\n{every}")).unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--metrics", "wall_s"], "`wall_s` is this machine's time"),
+        (&["--metrics", "jobs_done,wall_s"], "it is never a row"),
+        (&["--tie-break", ","], "write `none` for no tie-break"),
+        (&["--tie-break", "none,jobs_done"], "`none` stands alone"),
+        (
+            &["--assert", "wait.wall_s<100"],
+            "a gate on it would pass or fail by machine",
+        ),
+        (
+            &[world.to_str().unwrap()],
+            "every algorithm is marked unsuited to `all`",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = simbench(&[&["run", "--seeds", "1", "--jobs", "20"][..], args].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: no table");
+    }
+    let folder = scratch("init-into/");
+    let out = simbench(&["init", folder.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the path ends in `/`"), "{stderr}");
+    assert!(!folder.exists(), "init made nothing");
+}
+
 #[test]
 fn usage_errors_exit_2() {
     for args in [
