@@ -52,12 +52,12 @@ pub fn check(
     }
     Err(format!(
         "this command would need about {} of memory, over the memory budget of {} \
-         ({} runs, {} at a time, about {} each at their peak, {} for the finished runs{} and \
+         ({}, {} at a time, about {} each at their peak, {} for the finished runs{} and \
          the report, and {} for the program itself); hint: fewer jobs, seeds or --threads, or a \
          larger --memory-budget",
         memory::show(estimate.total()),
         memory::show(budget),
-        runs,
+        crate::text::plural(usize::try_from(runs).unwrap_or(usize::MAX), "run"),
         estimate.parallel,
         memory::show(estimate.per_run),
         memory::show(estimate.retained),
