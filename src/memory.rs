@@ -10,6 +10,11 @@
 //! stopped by the harness as `out_of_memory`. docs/performance.md compares the estimate with
 //! measured peak resident memory.
 //!
+//! A world of many endpoints costs per endpoint besides: the compiled world holds each once,
+//! every run its own state for each, and a recorded run (`--html`, `--timeseries`) a snapshot of
+//! each per window. Reading the file comes before the estimate and is not in it: up to some
+//! 100 MB for a world file at the 1 MiB limit (docs/performance.md).
+//!
 //! Not counted apart: the sample buffers a thread keeps between runs (`metrics::spare`). A run's
 //! samples take them back, so a thread never holds more than one run's worth (ten buffers of at
 //! most 512 KiB), filled by earlier runs of the same command and counted in their estimate; in
@@ -18,7 +23,8 @@
 use crate::client::pool::waiters::MEMBER_BYTES;
 use crate::harness::{self, RngScheme};
 use crate::metrics::EXACT_CAP;
-use crate::world::{Feature, Load, World};
+use crate::recorder::{self, Snapshot, Window};
+use crate::world::{Feature, Load, Scope, World};
 
 /// Samples a served call leaves: acquire wait, request latency, service, observed latency and
 /// harness wait (a zero is only counted, so this is an upper bound for first attempts).
@@ -91,6 +97,51 @@ pub fn grid_reports_bytes(cells: u64, columns: u64) -> u64 {
 /// The program, its libraries and the world, before any run (measured peak of a one-job run).
 pub const BASE_BYTES: u64 = 16 << 20;
 
+/// One endpoint's state in a run: the provider's side, the client pool's resource, the
+/// strategy's and the stream keys. 1.42 KiB measured in a run of 20,000 endpoints
+/// (docs/performance.md), rounded up.
+pub const RUN_ENDPOINT_BYTES: u64 = 1536;
+
+/// One endpoint of the compiled world, held from start to end: 0.40 KiB measured with 20,000
+/// endpoints, rounded up.
+pub const WORLD_ENDPOINT_BYTES: u64 = 512;
+
+/// One incident of the compiled world and its share of a run's timeline, besides the endpoints
+/// it lists by name (8 bytes each in the world and in each run's timeline).
+pub const INCIDENT_BYTES: u64 = 128;
+
+/// The compiled world beyond what [`BASE_BYTES`] allows for a small one \[bytes\].
+pub fn world_bytes(world: &World) -> u64 {
+    let listed: u64 = world
+        .incidents()
+        .iter()
+        .map(|i| match &i.scope {
+            Scope::Listed(list) => list.len() as u64,
+            Scope::Everywhere | Scope::Pool(_) => 0,
+        })
+        .sum();
+    (world.endpoints().len() as u64)
+        .saturating_mul(WORLD_ENDPOINT_BYTES)
+        .saturating_add((world.incidents().len() as u64).saturating_mul(INCIDENT_BYTES))
+        .saturating_add(listed.saturating_mul(8))
+}
+
+/// What recording one run in windows `window_s` wide keeps: a window's counts and, per
+/// endpoint, a snapshot at its start, for as many windows as the horizon holds, at most
+/// [`recorder::max_windows`]; its breaker changes are not foreseen \[bytes\].
+pub fn recording_bytes(world: &World, window_s: f64) -> u64 {
+    let endpoints = world.endpoints().len();
+    let most = recorder::max_windows(endpoints) as f64;
+    let windows = (world.horizon_s() / window_s).ceil() + 1.0;
+    let windows = if windows < most {
+        windows as u64
+    } else {
+        most as u64
+    };
+    let per_window = size_of::<Window>() + 8 + endpoints * size_of::<Snapshot>();
+    windows.saturating_mul(per_window as u64)
+}
+
 /// The estimate of one command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Estimate {
@@ -121,16 +172,27 @@ impl Estimate {
 }
 
 /// The estimate for `runs` runs of `world` on the scheme `rng`, `threads` at a time, keeping
-/// `reports` bytes of reports besides the runs (a grid's cell reports) and the trace the world
-/// replays, if any, which its runs share.
-pub fn estimate(world: &World, runs: u64, threads: u64, rng: RngScheme, reports: u64) -> Estimate {
+/// `reports` bytes of reports besides the runs (a grid's cell reports), the world itself and the
+/// trace it replays, if any, which its runs share. Runs recorded in windows `window_s` wide
+/// keep their windows for the report.
+pub fn estimate(
+    world: &World,
+    runs: u64,
+    threads: u64,
+    rng: RngScheme,
+    reports: u64,
+    window_s: Option<f64>,
+) -> Estimate {
+    let per_retained =
+        RETAINED_BYTES_PER_RUN.saturating_add(window_s.map_or(0, |w| recording_bytes(world, w)));
     Estimate {
         per_run: run_bytes(world, rng),
         parallel: threads.clamp(1, runs.max(1)),
         retained: runs
-            .saturating_mul(RETAINED_BYTES_PER_RUN)
+            .saturating_mul(per_retained)
             .saturating_add(reports)
-            .saturating_add(world.trace_bytes()),
+            .saturating_add(world.trace_bytes())
+            .saturating_add(world_bytes(world)),
     }
 }
 
@@ -165,7 +227,8 @@ pub fn run_bytes(world: &World, rng: RngScheme) -> u64 {
             in_flight * slot + (jobs - in_flight) * QUEUED_JOB_BYTES
         }
     };
-    (sample_bytes + slots) * GROWTH_NUM / GROWTH_DEN
+    let endpoints = (world.endpoints().len() as u64).saturating_mul(RUN_ENDPOINT_BYTES);
+    ((sample_bytes + slots) * GROWTH_NUM / GROWTH_DEN).saturating_add(endpoints)
 }
 
 /// Parses a size such as `2G`, `500M`, `1.5G`, `64K` or `1000000` (bytes; K, M, G and T are
@@ -284,7 +347,11 @@ mod tests {
         // The 12 workers' slots besides the samples.
         let slots = 12 * (harness::worker_bytes() + SLOT_EXTRA_BYTES) * GROWTH_NUM / GROWTH_DEN;
         for jobs in [100_000, 10_000_000] {
-            assert_eq!(sized(jobs, Native), cap + slots, "{jobs} jobs");
+            assert_eq!(
+                sized(jobs, Native),
+                cap + slots + 3 * RUN_ENDPOINT_BYTES,
+                "{jobs} jobs, bursty's 3 endpoints"
+            );
         }
         // The reference scheme keeps every sample: 100 times the jobs, about 100 times the bytes.
         let (small, large) = (sized(100_000, Reference), sized(10_000_000, Reference));
@@ -319,15 +386,52 @@ mod tests {
         assert!(run_bytes(&slow, Reference) * 5 < run_bytes(&fast, Reference));
     }
 
+    /// Endpoints cost in the world and in every run; an incident on every endpoint costs no
+    /// more than one on a single endpoint.
+    #[test]
+    fn many_endpoints_cost_in_the_world_and_in_each_run() {
+        let endpoints = |n: usize, incidents: &str| {
+            let mut text = String::from("name = \"m\"\nsummary = \"m\"\n");
+            for e in 0..n {
+                text += &format!("[[endpoints]]\nid = \"e{e}\"\ncapacity = 1\nlatency = {{}}\n");
+            }
+            compile::load("m", (text + incidents).as_bytes()).expect("valid")
+        };
+        let (one, many) = (endpoints(1, ""), endpoints(5000, ""));
+        assert_eq!(
+            run_bytes(&many, Native) - run_bytes(&one, Native),
+            4999 * RUN_ENDPOINT_BYTES
+        );
+        assert_eq!(
+            world_bytes(&many) - world_bytes(&one),
+            4999 * WORLD_ENDPOINT_BYTES
+        );
+        let everywhere = endpoints(5000, "[[incidents]]\nkind = \"outage\"\nstart_s = 1\n");
+        let listed = endpoints(
+            5000,
+            "[[incidents]]\nkind = \"outage\"\nstart_s = 1\nendpoints = [\"e1\", \"e2\"]\n",
+        );
+        assert_eq!(
+            world_bytes(&everywhere),
+            world_bytes(&many) + INCIDENT_BYTES
+        );
+        assert_eq!(world_bytes(&listed), world_bytes(&everywhere) + 16);
+        // A recorded run of 5,000 endpoints keeps 209 windows (2^20 snapshots), not 4,096.
+        assert_eq!(
+            recording_bytes(&many, 1e-3),
+            209 * (size_of::<Window>() + 8 + 5000 * size_of::<Snapshot>()) as u64
+        );
+    }
+
     #[test]
     fn the_command_adds_the_parallel_runs_and_the_retained_ones() {
         let w = world("");
-        let e = estimate(&w, 100, 8, Native, 0);
+        let e = estimate(&w, 100, 8, Native, 0, None);
         assert_eq!(e.parallel, 8);
-        assert_eq!(e.retained, 100 * RETAINED_BYTES_PER_RUN);
+        assert_eq!(e.retained, 100 * RETAINED_BYTES_PER_RUN + world_bytes(&w));
         assert_eq!(e.total(), BASE_BYTES + 8 * e.per_run + e.retained);
         assert_eq!(
-            estimate(&w, 3, 8, Native, 0).parallel,
+            estimate(&w, 3, 8, Native, 0, None).parallel,
             3,
             "no more at once than there are runs"
         );
@@ -338,10 +442,21 @@ mod tests {
                 + 7
                 + 30 * 2 * std::mem::size_of::<crate::grid::ReadRun>() as u64
         );
-        let with_reports = estimate(&w, 100, 8, Native, grid_reports_bytes(2, 6));
+        let with_reports = estimate(&w, 100, 8, Native, grid_reports_bytes(2, 6), None);
         assert_eq!(
             with_reports.retained - e.retained,
             2 * GRID_CELL_BYTES + 6 * GRID_COLUMN_BYTES
+        );
+        // Recorded in 1 s windows: bursty's 600 s horizon, 601 windows of its 3 endpoints kept
+        // with each run.
+        let recorded = estimate(&w, 100, 8, Native, 0, Some(1.0));
+        assert_eq!(
+            recorded.retained - e.retained,
+            100 * recording_bytes(&w, 1.0)
+        );
+        assert_eq!(
+            recording_bytes(&w, 1.0),
+            601 * (size_of::<Window>() + 8 + 3 * size_of::<Snapshot>()) as u64
         );
         let budget = e.total();
         assert!(e.run_share(budget) >= e.per_run);

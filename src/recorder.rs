@@ -9,8 +9,9 @@
 //! state cannot change between events, so that is the state at the window's start. The
 //! recorder adds no event, so recording never changes a run.
 //!
-//! A run longer than [`MAX_WINDOWS`] windows has adjacent windows merged (counts added, the
-//! earlier snapshot kept), doubling their width, as often as needed: memory stays bounded
+//! A run longer than [`MAX_WINDOWS`] windows (fewer in a world of many endpoints: at most
+//! [`MAX_SNAPSHOT_CELLS`] endpoint snapshots in all) has adjacent windows merged (counts added,
+//! the earlier snapshot kept), doubling their width, as often as needed: memory stays bounded
 //! and the result is still a function of the run alone.
 
 use crate::client::pool::State;
@@ -18,6 +19,18 @@ use crate::provider::{Arrival, FailureKind, Refusal};
 
 /// Most windows kept per run; beyond, windows are merged pairwise.
 pub const MAX_WINDOWS: usize = 4096;
+
+/// Most endpoint snapshots kept per run (windows × endpoints, some 16 MiB): a world of more than
+/// 256 endpoints keeps fewer windows, down to [`MIN_WINDOWS`].
+pub const MAX_SNAPSHOT_CELLS: usize = 1 << 20;
+
+/// Fewest windows a run is merged down to, however many endpoints it has.
+pub const MIN_WINDOWS: usize = 64;
+
+/// The windows kept per run over `endpoints` endpoints.
+pub fn max_windows(endpoints: usize) -> usize {
+    (MAX_SNAPSHOT_CELLS / endpoints.max(1)).clamp(MIN_WINDOWS, MAX_WINDOWS)
+}
 
 /// What one window counted.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -126,6 +139,8 @@ pub struct Recorder {
     changes: Vec<Change>,
     /// The breaker states last seen.
     states: Vec<State>,
+    /// Windows kept before adjacent ones are merged ([`max_windows`]).
+    max_windows: usize,
 }
 
 /// What the engine shows the recorder at a window's start.
@@ -158,6 +173,7 @@ impl Recorder {
             limits: Vec::new(),
             changes: Vec::new(),
             states: vec![State::Ready; endpoints],
+            max_windows: max_windows(endpoints),
         }
     }
 
@@ -254,9 +270,9 @@ impl Recorder {
     }
 
     /// Merges adjacent windows, doubling their width, until time `t` falls in one of the first
-    /// [`MAX_WINDOWS`].
+    /// [`max_windows`].
     fn coarsen_for(&mut self, t: f64) {
-        while t >= self.window_s * MAX_WINDOWS as f64 {
+        while t >= self.window_s * self.max_windows as f64 {
             self.window_s *= 2.0;
             self.current_start = f64::INFINITY;
             self.current_end = f64::NEG_INFINITY;
@@ -380,5 +396,23 @@ mod tests {
         assert_eq!(t.total().requests, 10_000);
         assert_eq!(t.windows[0].requests, 4);
         assert_eq!(t.snapshots.len(), t.windows.len());
+    }
+
+    /// Snapshots grow with windows × endpoints: a world of many endpoints keeps fewer windows.
+    #[test]
+    fn many_endpoints_keep_fewer_windows() {
+        assert_eq!(max_windows(6), MAX_WINDOWS);
+        assert_eq!(max_windows(1000), 1048);
+        assert_eq!(max_windows(20_000), MIN_WINDOWS);
+        let mut r = Recorder::new(1.0, 4096);
+        for i in 0..10_000 {
+            let t = f64::from(i);
+            r.advance(t, t, &Fixed(0));
+            r.window(t).requests += 1;
+        }
+        let t = r.finish(9_999.0, &Fixed(0));
+        assert_eq!(t.window_s, 64.0, "256 windows of 64 s cover 10,000 s");
+        assert!(t.windows.len() <= 256);
+        assert_eq!(t.total().requests, 10_000);
     }
 }

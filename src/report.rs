@@ -244,8 +244,9 @@ impl LoadShape {
 pub struct IncidentSpan {
     /// What it does, e.g. `capacity ×0.5`.
     pub what: String,
-    /// Ids of the endpoints it hits.
-    pub endpoints: Vec<String>,
+    /// Who it hits: the ids, or the scope and a count when there are many
+    /// ([`World::reach_text`]).
+    pub on: String,
     /// Start \[s\].
     pub start_s: f64,
     /// End \[s\]; infinite for a revocation that lasts.
@@ -280,11 +281,7 @@ impl WorldInfo {
                 .iter()
                 .map(|i| IncidentSpan {
                     what: i.effect.describe(),
-                    endpoints: i
-                        .endpoints
-                        .iter()
-                        .map(|&e| world.endpoints()[e].id.clone())
-                        .collect(),
+                    on: world.reach_text(i),
                     start_s: i.start_s,
                     end_s: i.end_s,
                 })

@@ -466,11 +466,7 @@ fn incident_events(world: &World) -> Vec<Value> {
     let mut out = Vec::new();
     for incident in world.incidents() {
         let what = incident.effect.describe();
-        let ids: Vec<&str> = incident
-            .endpoints
-            .iter()
-            .map(|&e| world.endpoints()[e].id.as_str())
-            .collect();
+        let on = world.reach_text(incident);
         let mut at = |t: f64, edge: &str| {
             out.push(json!({
                 "ph": "i",
@@ -478,7 +474,7 @@ fn incident_events(world: &World) -> Vec<Value> {
                 "pid": endpoint_pid(0),
                 "tid": 0,
                 "ts": micros(nanos(t)),
-                "name": format!("{what} {edge}: {}", ids.join(", ")),
+                "name": format!("{what} {edge}: {on}"),
                 "cat": "incident",
             }));
         };

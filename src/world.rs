@@ -151,6 +151,39 @@ impl World {
     pub fn incidents(&self) -> &[Incident] {
         &self.incidents
     }
+    /// The indices of the endpoints `incident` hits, in world order for a scope and in the
+    /// file's order for a list.
+    pub fn reach<'a>(&'a self, incident: &'a Incident) -> impl Iterator<Item = usize> + 'a {
+        let (every, listed): (usize, &[usize]) = match &incident.scope {
+            Scope::Everywhere => (self.endpoints.len(), &[]),
+            Scope::Pool(p) => (0, &self.pools[*p].members),
+            Scope::Listed(list) => (0, list),
+        };
+        (0..every).chain(listed.iter().copied())
+    }
+    /// Who `incident` hits, in a few words for a tooltip or a trace: the ids when there are
+    /// few, else the scope and how many (`all 5000 endpoints`).
+    pub fn reach_text(&self, incident: &Incident) -> String {
+        const SHOWN: usize = 8;
+        let ids = self.reach(incident).map(|e| self.endpoints[e].id.as_str());
+        let count = match &incident.scope {
+            Scope::Everywhere => self.endpoints.len(),
+            Scope::Pool(p) => self.pools[*p].members.len(),
+            Scope::Listed(list) => list.len(),
+        };
+        if count <= SHOWN {
+            return ids.collect::<Vec<_>>().join(", ");
+        }
+        match &incident.scope {
+            Scope::Everywhere => format!("all {count} endpoints"),
+            Scope::Pool(p) => format!("pool {} ({count} endpoints)", self.pools[*p].name),
+            Scope::Listed(_) => format!(
+                "{} and {} more",
+                ids.take(3).collect::<Vec<_>>().join(", "),
+                count - 3
+            ),
+        }
+    }
     /// How recovery after the incidents is measured.
     pub fn recovery(&self) -> &Recovery {
         &self.recovery
@@ -375,18 +408,47 @@ impl Feature {
     }
 }
 
-/// One scripted incident: `effect` on `endpoints` for simulated times in `[start_s, end_s)`.
+/// One scripted incident: `effect` on the endpoints of `scope` for simulated times in
+/// `[start_s, end_s)`.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Incident {
     /// What changes.
     pub effect: Effect,
-    /// Indices of the endpoints affected.
-    pub endpoints: Vec<usize>,
+    /// Which endpoints it hits ([`World::reach`] lists them).
+    pub scope: Scope,
     /// Start (inclusive) \[s\].
     pub start_s: f64,
     /// End (exclusive); infinite for a revocation that lasts \[s\].
     pub end_s: f64,
+}
+
+/// Merges lists of incident indices, each ascending, into one ascending sequence: the
+/// incidents on one endpoint, gathered from its scopes (every endpoint, its pool, its own
+/// list) in file order.
+pub(crate) fn in_file_order<const K: usize>(
+    mut lists: [&[usize]; K],
+) -> impl Iterator<Item = usize> + '_ {
+    std::iter::from_fn(move || {
+        let (i, k) = (0..K)
+            .filter_map(|k| lists[k].first().map(|&i| (i, k)))
+            .min()?;
+        lists[k] = &lists[k][1..];
+        Some(i)
+    })
+}
+
+/// The endpoints an incident hits, as the file names them. Kept by name rather than expanded,
+/// so that a thousand incidents on every one of a thousand endpoints cost a thousand entries,
+/// not a million.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every endpoint (the file names neither `endpoints` nor `pool`).
+    Everywhere,
+    /// Every endpoint of a pool, by index in [`World::pools`].
+    Pool(usize),
+    /// The endpoints listed, by index, in the file's order.
+    Listed(Vec<usize>),
 }
 
 impl Incident {
@@ -851,7 +913,61 @@ pub struct FailureKinds {
 
 #[cfg(test)]
 mod tests {
-    use super::Cycle;
+    use super::{Cycle, in_file_order};
+
+    /// An incident on every endpoint or a pool names them without listing them; a tooltip
+    /// lists a few ids and counts the rest.
+    #[test]
+    fn scopes_reach_their_endpoints_and_say_so_briefly() {
+        let mut text = String::from(
+            "name = \"t\"\nsummary = \"t\"\n[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\n",
+        );
+        for e in 0..20 {
+            let pool = if e < 2 { "b" } else { "a" };
+            text += &format!(
+                "[[endpoints]]\nid = \"e{e}\"\npool = \"{pool}\"\ncapacity = 1\nlatency = {{}}\n"
+            );
+        }
+        let many: Vec<String> = (0..12).rev().map(|e| format!("\"e{e}\"")).collect();
+        for scope in [
+            String::new(),
+            "pool = \"a\"\n".into(),
+            "pool = \"b\"\n".into(),
+            "endpoints = [\"e5\", \"e1\"]\n".into(),
+            format!("endpoints = [{}]\n", many.join(", ")),
+        ] {
+            text += &format!("[[incidents]]\nkind = \"outage\"\nstart_s = 1\n{scope}");
+        }
+        let world = crate::compile::load("t.toml", text.as_bytes()).expect("valid");
+        let reach: Vec<Vec<usize>> = world
+            .incidents()
+            .iter()
+            .map(|i| world.reach(i).collect())
+            .collect();
+        assert_eq!(reach[0], (0..20).collect::<Vec<_>>());
+        assert_eq!(reach[1], (2..20).collect::<Vec<_>>());
+        assert_eq!(reach[2], vec![0, 1]);
+        assert_eq!(reach[3], vec![5, 1]);
+        assert_eq!(reach[4], (0..12).rev().collect::<Vec<_>>());
+        let said: Vec<String> = world
+            .incidents()
+            .iter()
+            .map(|i| world.reach_text(i))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "all 20 endpoints",
+                "pool a (18 endpoints)",
+                "e0, e1",
+                "e5, e1",
+                "e11, e10, e9 and 9 more"
+            ]
+        );
+        let merged: Vec<usize> =
+            in_file_order([&[0, 4, 9][..], &[1, 2][..], &[3, 10][..]]).collect();
+        assert_eq!(merged, [0, 1, 2, 3, 4, 9, 10]);
+    }
 
     /// Inside the window `rounded_steady` promises, evaluating the factor anywhere gives the
     /// same rounded capacity: across cycles, scales, phases and times up to 10^7 s, at the

@@ -404,6 +404,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
                 budget,
                 rng_scheme(args.exec.rng),
                 reports,
+                None,
             )
         })
         .collect();
@@ -436,7 +437,7 @@ pub fn sweep(args: &SweepArgs) -> u8 {
             .map(|world| {
                 let runs = jobs.len() as u64;
                 let rng = rng_scheme(args.exec.rng);
-                crate::memory::estimate(world, runs, threads as u64, rng, reports).total()
+                crate::memory::estimate(world, runs, threads as u64, rng, reports, None).total()
             })
             .max()
             .unwrap_or(crate::memory::BASE_BYTES);

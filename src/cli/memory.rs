@@ -36,8 +36,8 @@ pub fn budget(flag: Option<u64>) -> u64 {
 
 /// Refuses (with the estimate, the budget and a hint on standard error) a command of `runs`
 /// runs of `world` on the scheme `rng`, `threads` at a time, keeping `reports` bytes of reports
-/// besides the runs, that would not fit in `budget`; otherwise returns each run's share of the
-/// budget.
+/// besides the runs (and their windows, recorded `window_s` wide), that would not fit in
+/// `budget`; otherwise returns each run's share of the budget.
 pub fn check(
     world: &World,
     runs: u64,
@@ -45,14 +45,15 @@ pub fn check(
     budget: u64,
     rng: RngScheme,
     reports: u64,
+    window_s: Option<f64>,
 ) -> Result<u64, String> {
-    let estimate: Estimate = memory::estimate(world, runs, threads, rng, reports);
+    let estimate: Estimate = memory::estimate(world, runs, threads, rng, reports, window_s);
     if estimate.total() <= budget {
         return Ok(estimate.run_share(budget));
     }
     Err(format!(
         "this command would need about {} of memory, over the memory budget of {} \
-         ({}, {} at a time, about {} each at their peak, {} for the finished runs{} and \
+         ({}, {} at a time, about {} each at their peak, {} for the world, the finished runs{} and \
          the report, and {} for the program itself); hint: fewer jobs, seeds or --threads, or a \
          larger --memory-budget",
         memory::show(estimate.total()),

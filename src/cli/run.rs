@@ -694,6 +694,7 @@ fn compare(
         budget,
         args.exec.rng.scheme(),
         0,
+        (args.timeseries.is_some() || args.html.is_some()).then_some(args.window_s),
     ) {
         Ok(share) => share,
         Err(message) => {

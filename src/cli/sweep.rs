@@ -217,6 +217,7 @@ pub fn main(args: &SweepArgs) -> u8 {
                 budget,
                 rng_scheme(args.exec.rng),
                 0,
+                None,
             )
         })
         .collect();

@@ -1,7 +1,7 @@
 //! Pools, incidents and reuse caches: the rules that tie them to endpoints (a name must exist,
 //! a pool needs an endpoint, an incident's keys must fit its kind) and their compiled form.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -9,7 +9,7 @@ use super::{Blame, Written, key, number, string_at};
 use crate::diagnostics::Seg;
 use crate::scenario::{self as spec, Scenario};
 use crate::schema::{self, Problem, Target};
-use crate::world::{Cache, Effect, Incident, PoolSpec, Selection};
+use crate::world::{Cache, Effect, Incident, PoolSpec, Scope, Selection};
 
 /// The name the implicit pool of a file without `[[pools]]` carries in reports.
 pub const DEFAULT_POOL: &str = "default";
@@ -32,12 +32,12 @@ pub(super) fn check(
     out: &mut Vec<Problem>,
 ) {
     let pools = names(json, "pools", "name");
-    let ids = names(json, "endpoints", "id");
+    let roster = Roster::of(json, &pools);
     check_pools(json, &pools, out);
     let incidents = json.get("incidents").and_then(Value::as_array);
     let mut slowdowns = Vec::new();
     for (i, incident) in incidents.into_iter().flatten().enumerate() {
-        let targets = check_incident(json, i, incident, &pools, &ids, written, blame, out);
+        let reach = check_incident(json, i, incident, &pools, &roster, written, blame, out);
         let number = |name: &str| incident.get(name).and_then(Value::as_f64);
         if incident.get("kind").and_then(Value::as_str) == Some("latency")
             && let (Some(start), Some(factor)) = (number("start_s"), number("factor"))
@@ -45,20 +45,86 @@ pub(super) fn check(
             let end = number("end_s").unwrap_or(f64::INFINITY);
             slowdowns.push(Slowdown {
                 i,
-                targets,
+                reach,
                 start,
                 end,
                 factor,
             });
         }
     }
-    check_slowdowns(&slowdowns, &ids, out);
+    check_slowdowns(&slowdowns, &roster, out);
+}
+
+/// The endpoints as the incident rules read them.
+struct Roster<'j> {
+    /// Ids in file order.
+    ids: Vec<&'j str>,
+    /// Each id's first index.
+    index: BTreeMap<&'j str, usize>,
+    /// Each endpoint's pool as written, else the first pool's name.
+    pool_of: Vec<Option<&'j str>>,
+    /// Whether each endpoint has a rate limit.
+    metered: Vec<bool>,
+}
+
+impl<'j> Roster<'j> {
+    fn of(json: &'j Value, pools: &[&'j str]) -> Roster<'j> {
+        let endpoints = json.get("endpoints").and_then(Value::as_array);
+        let list = || endpoints.into_iter().flatten();
+        let ids = names(json, "endpoints", "id");
+        let mut index = BTreeMap::new();
+        for (e, id) in ids.iter().enumerate() {
+            index.entry(*id).or_insert(e);
+        }
+        Roster {
+            ids,
+            index,
+            pool_of: list()
+                .map(|e| {
+                    e.get("pool")
+                        .and_then(Value::as_str)
+                        .or(pools.first().copied())
+                })
+                .collect(),
+            metered: list().map(|e| e.get("rate_limit").is_some()).collect(),
+        }
+    }
+
+    /// The endpoints `reach` covers, in file order for a scope and as listed for a list.
+    fn members<'r>(&'r self, reach: &'r Reach<'j>) -> impl Iterator<Item = usize> + 'r {
+        let pool = match reach {
+            Reach::Pool(name) => Some(*name),
+            _ => None,
+        };
+        let every = match reach {
+            Reach::Every | Reach::Pool(_) => self.pool_of.len(),
+            Reach::Nothing | Reach::Listed(_) => 0,
+        };
+        let listed = match reach {
+            Reach::Listed(list) => list.as_slice(),
+            _ => &[],
+        };
+        (0..every)
+            .filter(move |&e| pool.is_none() || self.pool_of[e] == pool)
+            .chain(listed.iter().copied())
+    }
+}
+
+/// The endpoints an incident reaches, by scope as the file names them (`world::Scope`), so
+/// that the rules cost no more per endpoint than the file does.
+enum Reach<'j> {
+    /// None known (an error was reported).
+    Nothing,
+    Every,
+    Pool(&'j str),
+    /// The indices of the endpoints listed, in the file's order.
+    Listed(Vec<usize>),
 }
 
 /// A `latency` incident, as the overlap rule reads it.
-struct Slowdown {
+struct Slowdown<'j> {
     i: usize,
-    targets: Vec<usize>,
+    reach: Reach<'j>,
     start: f64,
     end: f64,
     factor: f64,
@@ -70,20 +136,39 @@ const MAX_SLOWDOWN: f64 = 1e6;
 /// Overlapping latency incidents multiply: their product on one endpoint may not exceed
 /// [`MAX_SLOWDOWN`], or service times (up to 1e55 s before any incident) would overflow to
 /// infinity and the simulated clock with them. The product peaks at some incident's start.
-fn check_slowdowns(slowdowns: &[Slowdown], ids: &[&str], out: &mut Vec<Problem>) {
-    for (e, id) in ids.iter().enumerate() {
-        let mine: Vec<&Slowdown> = slowdowns
-            .iter()
-            .filter(|s| s.targets.contains(&e))
+/// Endpoints of one pool that no incident lists meet the same incidents, so only the first of
+/// them is checked.
+fn check_slowdowns(slowdowns: &[Slowdown], roster: &Roster, out: &mut Vec<Problem>) {
+    let mut every = Vec::new();
+    let mut by_pool: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut listed = vec![Vec::new(); roster.ids.len()];
+    for (k, slowdown) in slowdowns.iter().enumerate() {
+        match &slowdown.reach {
+            Reach::Nothing => {}
+            Reach::Every => every.push(k),
+            Reach::Pool(name) => by_pool.entry(name).or_default().push(k),
+            Reach::Listed(list) => list.iter().for_each(|&e| listed[e].push(k)),
+        }
+    }
+    let mut clean = BTreeSet::new();
+    for (e, id) in roster.ids.iter().enumerate() {
+        let pool = roster.pool_of[e];
+        if listed[e].is_empty() && clean.contains(&pool) {
+            continue;
+        }
+        let of_pool = pool
+            .and_then(|p| by_pool.get(p))
+            .map_or(&[][..], Vec::as_slice);
+        let mine: Vec<&Slowdown> = crate::world::in_file_order([&every, of_pool, &listed[e]])
+            .map(|k| &slowdowns[k])
             .collect();
-        let worst = mine.iter().find_map(|at| {
-            let active = mine
-                .iter()
-                .filter(|s| s.start <= at.start && at.start < s.end);
-            let product: f64 = active.map(|s| s.factor).product();
-            (product > MAX_SLOWDOWN).then_some((at, product))
-        });
-        if let Some((at, product)) = worst {
+        let Some((at, product)) = worst_slowdown(&mine) else {
+            if listed[e].is_empty() {
+                clean.insert(pool);
+            }
+            continue;
+        };
+        {
             let product = if product.is_finite() {
                 format!("{product:e}")
             } else {
@@ -107,6 +192,52 @@ fn check_slowdowns(slowdowns: &[Slowdown], ids: &[&str], out: &mut Vec<Problem>)
             return;
         }
     }
+}
+
+/// The first of `mine` (in file order) at whose start the product of the factors then active
+/// passes [`MAX_SLOWDOWN`], with that product. A sweep over the starts and ends finds the
+/// instants where the sum of the factors' logarithms comes near the limit; the product is then
+/// taken exactly, in file order, at those instants only.
+fn worst_slowdown<'s, 'j>(mine: &[&'s Slowdown<'j>]) -> Option<(&'s Slowdown<'j>, f64)> {
+    // Far above the rounding of a sum of 10^5 logarithms, far below any factor's own size.
+    const SLACK: f64 = 1e-6;
+    let limit = MAX_SLOWDOWN.ln() - SLACK;
+    let mut events: Vec<(f64, f64)> = Vec::with_capacity(2 * mine.len());
+    for s in mine {
+        events.push((s.start + 0.0, s.factor.ln()));
+        if s.end.is_finite() {
+            events.push((s.end + 0.0, -s.factor.ln()));
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut near = BTreeSet::new();
+    let (mut sum, mut k) = (0.0, 0);
+    while k < events.len() {
+        let t = events[k].0;
+        sum += events[k].1;
+        k += 1;
+        while k < events.len() && events[k].0.to_bits() == t.to_bits() {
+            sum += events[k].1;
+            k += 1;
+        }
+        if sum > limit {
+            near.insert(t.to_bits());
+        }
+    }
+    let mut exact = BTreeMap::new();
+    mine.iter().find_map(|at| {
+        let key = (at.start + 0.0).to_bits();
+        if !near.contains(&key) {
+            return None;
+        }
+        let product = *exact.entry(key).or_insert_with(|| {
+            mine.iter()
+                .filter(|s| s.start <= at.start && at.start < s.end)
+                .map(|s| s.factor)
+                .product::<f64>()
+        });
+        (product > MAX_SLOWDOWN).then_some((*at, product))
+    })
 }
 
 /// The string at `table[].field` of every element of the array `table`, in order.
@@ -198,19 +329,19 @@ fn check_pools(json: &Value, pools: &[&str], out: &mut Vec<Problem>) {
 
 /// The rules of incident `i`; returns the endpoints it reaches (as far as they are known).
 #[allow(clippy::too_many_arguments)]
-fn check_incident(
-    json: &Value,
+fn check_incident<'j>(
+    json: &'j Value,
     i: usize,
-    incident: &Value,
-    pools: &[&str],
-    ids: &[&str],
+    incident: &'j Value,
+    pools: &[&'j str],
+    roster: &Roster<'j>,
     written: &Written<'_>,
     blame: &Blame<'_>,
     out: &mut Vec<Problem>,
-) -> Vec<usize> {
+) -> Reach<'j> {
     let at = |name: &str| vec![key("incidents"), Seg::Index(i), key(name)];
     let Some(kind) = string_at(json, &at("kind")) else {
-        return Vec::new(); // The schema reports a missing or unknown kind.
+        return Reach::Nothing; // The schema reports a missing or unknown kind.
     };
     for name in ["effect", "factor", "error_rate"] {
         if written(&at(name)) && !kind_keys(kind).contains(&name) {
@@ -248,11 +379,11 @@ fn check_incident(
         });
     }
     check_window(json, i, kind, written, blame, out);
-    let targets = check_targets(json, i, incident, pools, ids, written, out);
+    let reach = check_targets(i, incident, pools, roster, written, out);
     if kind == "rate_limit" {
-        check_metered(json, i, &targets, out);
+        check_metered(i, roster, &reach, out);
     }
-    targets
+    reach
 }
 
 fn check_window(
@@ -311,18 +442,16 @@ fn check_window(
     }
 }
 
-/// Checks `endpoints` / `pool` of incident `i` and returns the indices of the endpoints it
-/// affects (those that exist).
-#[allow(clippy::too_many_arguments)]
-fn check_targets(
-    json: &Value,
+/// Checks `endpoints` / `pool` of incident `i` and returns the endpoints it affects (those
+/// that exist).
+fn check_targets<'j>(
     i: usize,
-    incident: &Value,
-    pools: &[&str],
-    ids: &[&str],
+    incident: &'j Value,
+    pools: &[&'j str],
+    roster: &Roster<'j>,
     written: &Written<'_>,
     out: &mut Vec<Problem>,
-) -> Vec<usize> {
+) -> Reach<'j> {
     let at = |name: &str| vec![key("incidents"), Seg::Index(i), key(name)];
     if written(&at("endpoints")) && written(&at("pool")) {
         out.push(Problem {
@@ -336,16 +465,17 @@ fn check_targets(
                     .into(),
             ),
         });
-        return Vec::new();
+        return Reach::Nothing;
     }
     if let Some(list) = incident.get("endpoints").and_then(Value::as_array) {
         let mut found = Vec::new();
+        let mut seen = BTreeSet::new();
         for (j, id) in list.iter().enumerate() {
             let Some(id) = id.as_str() else { continue };
-            match ids.iter().position(|known| *known == id) {
+            match roster.index.get(id).copied() {
                 // Named twice, an endpoint would take the incident twice (a latency factor
                 // squared, past the overlap guard).
-                Some(e) if found.contains(&e) => out.push(Problem {
+                Some(e) if !seen.insert(e) => out.push(Problem {
                     path: vec![
                         key("incidents"),
                         Seg::Index(i),
@@ -368,11 +498,11 @@ fn check_targets(
                     target: Target::Value,
                     message: format!("unknown endpoint `{id}`"),
                     label: "not an endpoint id".into(),
-                    help: Some(unknown_help(id, "endpoint id", ids)),
+                    help: Some(unknown_help(id, "endpoint id", &roster.ids)),
                 }),
             }
         }
-        return found;
+        return Reach::Listed(found);
     }
     if let Some(pool) = incident.get("pool").and_then(Value::as_str) {
         if !pools.contains(&pool) {
@@ -383,40 +513,17 @@ fn check_targets(
                 label: "not a declared pool".into(),
                 help: Some(unknown_help(pool, "pool", pools)),
             });
-            return Vec::new();
+            return Reach::Nothing;
         }
-        return members_of(json, pool, pools);
+        return Reach::Pool(pool);
     }
-    (0..ids.len()).collect()
-}
-
-/// Indices of the endpoints of pool `pool` (endpoints without `pool` join the first).
-fn members_of(json: &Value, pool: &str, pools: &[&str]) -> Vec<usize> {
-    let endpoints = json.get("endpoints").and_then(Value::as_array);
-    endpoints
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter(|(_, e)| {
-            e.get("pool")
-                .and_then(Value::as_str)
-                .or(pools.first().copied())
-                == Some(pool)
-        })
-        .map(|(e, _)| e)
-        .collect()
+    Reach::Every
 }
 
 /// A `rate_limit` incident must reach a metered endpoint, or it would silently do nothing.
-fn check_metered(json: &Value, i: usize, targets: &[usize], out: &mut Vec<Problem>) {
-    let endpoints = json.get("endpoints").and_then(Value::as_array);
-    let metered = |e: usize| {
-        endpoints
-            .and_then(|list| list.get(e))
-            .and_then(|endpoint| endpoint.get("rate_limit"))
-            .is_some()
-    };
-    if targets.is_empty() || targets.iter().any(|&e| metered(e)) {
+fn check_metered(i: usize, roster: &Roster, reach: &Reach, out: &mut Vec<Problem>) {
+    let mut members = roster.members(reach).peekable();
+    if members.peek().is_none() || members.any(|e| roster.metered[e]) {
         return;
     }
     out.push(Problem {
@@ -472,20 +579,24 @@ pub(super) fn build_pools(s: &Scenario) -> (Vec<PoolSpec>, Vec<usize>) {
 
 /// The compiled incidents, endpoints resolved to indices.
 pub(super) fn build_incidents(s: &Scenario, pools: &[PoolSpec]) -> Vec<Incident> {
+    let mut index = BTreeMap::new();
+    for (e, endpoint) in s.endpoints.iter().enumerate() {
+        index.entry(endpoint.id.as_str()).or_insert(e);
+    }
     s.incidents
         .iter()
         .map(|i| {
-            let endpoints = match (&i.endpoints, &i.pool) {
-                (Some(ids), _) => ids
-                    .iter()
-                    .filter_map(|id| s.endpoints.iter().position(|e| &e.id == id))
-                    .collect(),
+            let scope = match (&i.endpoints, &i.pool) {
+                (Some(ids), _) => Scope::Listed(
+                    ids.iter()
+                        .filter_map(|id| index.get(id.as_str()).copied())
+                        .collect(),
+                ),
                 (None, Some(pool)) => pools
                     .iter()
-                    .find(|p| &p.name == pool)
-                    .map(|p| p.members.clone())
-                    .unwrap_or_default(),
-                (None, None) => (0..s.endpoints.len()).collect(),
+                    .position(|p| &p.name == pool)
+                    .map_or(Scope::Listed(Vec::new()), Scope::Pool),
+                (None, None) => Scope::Everywhere,
             };
             let factor = i.factor.unwrap_or(1.0);
             let effect = match i.kind {
@@ -500,7 +611,7 @@ pub(super) fn build_incidents(s: &Scenario, pools: &[PoolSpec]) -> Vec<Incident>
             };
             Incident {
                 effect,
-                endpoints,
+                scope,
                 start_s: i.start_s,
                 end_s: i.end_s.unwrap_or(f64::INFINITY),
             }
@@ -514,5 +625,58 @@ pub(super) fn build_cache(c: &spec::Cache) -> Cache {
         ttl_s: c.ttl_s,
         latency_factor: c.latency_factor,
         token_cost: c.token_cost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweep finds the same first slowdown, and the same product, as taking the product at
+    /// every start: over random overlapping sets, many of them close to the limit.
+    #[test]
+    fn the_sweep_finds_what_every_product_finds() {
+        let mut x = 5u64;
+        let mut unit = || {
+            x = crate::rng::mix64(x);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (mut found, mut clean) = (0, 0);
+        for _ in 0..3_000 {
+            let n = 1 + (unit() * 30.0) as usize;
+            let set: Vec<Slowdown> = (0..n)
+                .map(|i| {
+                    let start = (unit() * 20.0).floor() * 0.5;
+                    Slowdown {
+                        i,
+                        reach: Reach::Nothing,
+                        start,
+                        end: if unit() < 0.1 {
+                            f64::INFINITY
+                        } else {
+                            start + 0.5 + (unit() * 8.0).floor()
+                        },
+                        factor: [0.5, 2.0, 10.0, 100.0, 1e3, 1e6, 0.001][(unit() * 7.0) as usize],
+                    }
+                })
+                .collect();
+            let mine: Vec<&Slowdown> = set.iter().collect();
+            let every = mine.iter().find_map(|at| {
+                let product: f64 = mine
+                    .iter()
+                    .filter(|s| s.start <= at.start && at.start < s.end)
+                    .map(|s| s.factor)
+                    .product();
+                (product > MAX_SLOWDOWN).then_some((at.i, product))
+            });
+            let swept = worst_slowdown(&mine).map(|(at, product)| (at.i, product));
+            assert_eq!(swept, every);
+            if every.is_some() {
+                found += 1;
+            } else {
+                clean += 1;
+            }
+        }
+        assert!(found > 300 && clean > 300, "{found} found, {clean} clean");
     }
 }

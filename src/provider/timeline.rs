@@ -4,40 +4,74 @@
 //! so every algorithm and seed meets the same incidents at the same instants. Overlapping
 //! factors multiply; an outage or a revocation wins over everything else.
 
-use crate::world::{Effect, Incident, World};
+use crate::world::{Effect, Incident, Scope, World, in_file_order};
 
-/// The incidents that touch each endpoint, by endpoint index.
+/// The incidents that touch each endpoint. An incident on every endpoint or on a pool is filed
+/// once under its scope, not once per endpoint, so the timeline grows with the file, not with
+/// endpoints × incidents.
 #[derive(Clone, Debug)]
 pub struct Timeline<'w> {
     incidents: &'w [Incident],
-    /// For each endpoint, indices into `incidents` of those that affect it.
-    by_endpoint: Vec<Vec<usize>>,
+    /// Indices into `incidents` of those on every endpoint, in file order.
+    everywhere: Vec<usize>,
+    /// Indices of those on each pool, in file order, by pool index.
+    by_pool: Vec<Vec<usize>>,
+    /// Each endpoint's pool.
+    pool_of: Vec<usize>,
+    /// Indices of those that list each endpoint, in file order, by endpoint index.
+    listed: Vec<Vec<usize>>,
+    /// Whether any incident touches each endpoint.
+    touched: Vec<bool>,
 }
 
 impl<'w> Timeline<'w> {
     /// The timeline of `world`.
     pub fn new(world: &'w World) -> Timeline<'w> {
-        let mut by_endpoint = vec![Vec::new(); world.endpoints().len()];
+        let n = world.endpoints().len();
+        let mut everywhere = Vec::new();
+        let mut by_pool = vec![Vec::new(); world.pools().len()];
+        let mut listed = vec![Vec::new(); n];
         for (i, incident) in world.incidents().iter().enumerate() {
-            for &e in &incident.endpoints {
-                by_endpoint[e].push(i);
+            match &incident.scope {
+                Scope::Everywhere => everywhere.push(i),
+                Scope::Pool(p) => by_pool[*p].push(i),
+                Scope::Listed(list) => list.iter().for_each(|&e| listed[e].push(i)),
             }
         }
+        let pool_of: Vec<usize> = world.endpoints().iter().map(|e| e.pool).collect();
+        let touched = (0..n)
+            .map(|e| {
+                !(everywhere.is_empty() && by_pool[pool_of[e]].is_empty() && listed[e].is_empty())
+            })
+            .collect();
         Timeline {
             incidents: world.incidents(),
-            by_endpoint,
+            everywhere,
+            by_pool,
+            pool_of,
+            listed,
+            touched,
         }
     }
 
     /// Whether endpoint `e` has any incident at all (the fast path skips everything else).
     pub fn touches(&self, e: usize) -> bool {
-        !self.by_endpoint[e].is_empty()
+        self.touched[e]
+    }
+
+    /// The incidents on `e`, in file order (so that products of factors are taken in one
+    /// order whatever the scopes).
+    fn on(&self, e: usize) -> impl Iterator<Item = &'w Incident> + '_ {
+        let lists = [
+            self.everywhere.as_slice(),
+            self.by_pool[self.pool_of[e]].as_slice(),
+            self.listed[e].as_slice(),
+        ];
+        in_file_order(lists).map(|i| &self.incidents[i])
     }
 
     fn active(&self, e: usize, t: f64) -> impl Iterator<Item = &'w Effect> + '_ {
-        self.by_endpoint[e]
-            .iter()
-            .map(|&i| &self.incidents[i])
+        self.on(e)
             .filter(move |incident| incident.active(t))
             .map(|incident| &incident.effect)
     }
@@ -103,9 +137,8 @@ impl<'w> Timeline<'w> {
         if b <= a {
             return 0.0;
         }
-        let relevant: Vec<&Incident> = self.by_endpoint[e]
-            .iter()
-            .map(|&i| &self.incidents[i])
+        let relevant: Vec<&Incident> = self
+            .on(e)
             .filter(|incident| pick(&incident.effect).is_some())
             .collect();
         if relevant.is_empty() {
@@ -155,5 +188,73 @@ impl<'w> Timeline<'w> {
             _ => None,
         };
         self.integrate(e, a, b, pick, cycle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eleven endpoints in two pools, incidents on every endpoint, on a pool and on a list,
+    /// overlapping: each answer is the one a scan of every incident in file order gives.
+    #[test]
+    fn scopes_answer_as_a_scan_of_every_incident_would() {
+        let mut text = String::from(
+            "name = \"t\"\nsummary = \"t\"\n[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\n",
+        );
+        for e in 0..11 {
+            let pool = if e % 3 == 0 { "b" } else { "a" };
+            text += &format!(
+                "[[endpoints]]\nid = \"e{e}\"\npool = \"{pool}\"\ncapacity = 4\nlatency = {{}}\n"
+            );
+        }
+        let scopes = [
+            "",
+            "pool = \"b\"\n",
+            "endpoints = [\"e1\", \"e3\"]\n",
+            "pool = \"a\"\n",
+        ];
+        for k in 0..12 {
+            text += &format!(
+                "[[incidents]]\nkind = \"{}\"\nfactor = {}\nstart_s = {}\nend_s = {}\n{}",
+                if k % 2 == 0 { "capacity" } else { "latency" },
+                1.1 + 0.37 * k as f64,
+                k,
+                k + 5,
+                scopes[k % 4]
+            );
+        }
+        text += "[[incidents]]\nkind = \"outage\"\nstart_s = 3\nend_s = 4\nendpoints = [\"e2\"]\n";
+        let world = crate::compile::load("t.toml", text.as_bytes()).expect("valid");
+        let timeline = Timeline::new(&world);
+        for e in 0..11 {
+            let mine: Vec<&Incident> = world
+                .incidents()
+                .iter()
+                .filter(|i| world.reach(i).any(|x| x == e))
+                .collect();
+            assert!(timeline.touches(e), "e{e}");
+            for step in 0..40 {
+                let t = f64::from(step) * 0.45;
+                let scan = |pick: fn(&Effect) -> Option<f64>| -> f64 {
+                    mine.iter()
+                        .filter(|i| i.active(t))
+                        .filter_map(|i| pick(&i.effect))
+                        .product()
+                };
+                let capacity = scan(|x| match x {
+                    Effect::Capacity(f) => Some(*f),
+                    _ => None,
+                });
+                let latency = scan(|x| match x {
+                    Effect::Latency(f) => Some(*f),
+                    _ => None,
+                });
+                assert_eq!(timeline.capacity_factor(e, t), capacity, "e{e} at {t}");
+                assert_eq!(timeline.latency_factor(e, t), latency, "e{e} at {t}");
+                let down = e == 2 && (3.0..4.0).contains(&t);
+                assert_eq!(timeline.outage(e, t).is_some(), down, "e{e} at {t}");
+            }
+        }
     }
 }

@@ -24,12 +24,23 @@ use crate::world::{
 
 /// The world hash: 16 lowercase hex digits.
 pub fn world_hash(world: &World) -> String {
-    format!("{:016x}", fnv1a64(canonical_text(world).as_bytes()))
+    let mut hash = Fnv1a::default();
+    canonical(world, &mut Text(&mut hash));
+    hash.hex()
 }
 
-/// The text the hash is taken over. Every struct is destructured without `..` where its fields are
-/// visible, so adding a field to the world fails to compile until it is hashed here.
+/// The text the hash is taken over.
 pub fn canonical_text(world: &World) -> String {
+    let mut text = String::new();
+    canonical(world, &mut Text(&mut text));
+    text
+}
+
+/// Writes the canonical text into `out` (the hash takes it piece by piece: a world of many
+/// incidents on many endpoints has a long text). Every struct is destructured without `..`
+/// where its fields are visible, so adding a field to the world fails to compile until it is
+/// hashed here.
+fn canonical(world: &World, out: &mut Text) {
     let World {
         name,
         summary,
@@ -57,7 +68,6 @@ pub fn canonical_text(world: &World) -> String {
         objective: _,
         thresholds: _,
     } = world;
-    let mut out = Text::default();
     out.str("name", name);
     out.str("summary", summary);
     out.int("seed", *seed);
@@ -70,8 +80,8 @@ pub fn canonical_text(world: &World) -> String {
     out.float("horizon_s", *horizon_s);
     out.int("steps_per_job", *steps_per_job);
     out.int("calls_per_step", *calls_per_step);
-    cycle_text(&mut out, cycle);
-    retry_text(&mut out, retry);
+    cycle_text(out, cycle);
+    retry_text(out, retry);
     let Breaker {
         degrade_after,
         dead_after,
@@ -91,7 +101,7 @@ pub fn canonical_text(world: &World) -> String {
     out.float("failure_kinds.timeout", *timeout);
     out.int("endpoints", endpoints.len() as u64);
     for endpoint in endpoints {
-        endpoint_text(&mut out, endpoint);
+        endpoint_text(out, endpoint);
     }
     match load {
         Load::Closed { think } => {
@@ -142,12 +152,11 @@ pub fn canonical_text(world: &World) -> String {
     for (algorithm, reason) in unsuited {
         out.str(&format!("unsuited.{algorithm}"), reason);
     }
-    variants_text(&mut out, algorithms);
-    topology_text(&mut out, pools, incidents, recovery);
+    variants_text(out, algorithms);
+    topology_text(out, world, pools, incidents, recovery);
     if let Some(tokens) = tokens {
-        tokens_text(&mut out, tokens);
+        tokens_text(out, tokens);
     }
-    out.0
 }
 
 /// `[tokens]`; a world without it adds no line, so older worlds keep their hashes.
@@ -233,7 +242,13 @@ fn llm_endpoint_text(
 
 /// Pools, incidents and the recovery measure. A world with the implicit single pool and no
 /// incident adds no line, so the hashes of worlds written before pools existed do not change.
-fn topology_text(out: &mut Text, pools: &[PoolSpec], incidents: &[Incident], recovery: &Recovery) {
+fn topology_text(
+    out: &mut Text,
+    world: &World,
+    pools: &[PoolSpec],
+    incidents: &[Incident],
+    recovery: &Recovery,
+) {
     let implicit = matches!(pools, [only] if only.name == crate::compile::DEFAULT_POOL
         && only.selection == Selection::LeastBusy);
     if !implicit {
@@ -251,7 +266,7 @@ fn topology_text(out: &mut Text, pools: &[PoolSpec], incidents: &[Incident], rec
     for incident in incidents {
         let Incident {
             effect,
-            endpoints,
+            scope: _, // as the endpoints it reaches, below
             start_s,
             end_s,
         } = incident;
@@ -265,7 +280,7 @@ fn topology_text(out: &mut Text, pools: &[PoolSpec], incidents: &[Incident], rec
         };
         out.str("incident.kind", kind);
         out.float("incident.value", value);
-        out.str("incident.endpoints", &format!("{endpoints:?}"));
+        out.list("incident.endpoints", world.reach(incident));
         out.float("incident.start_s", *start_s);
         out.float("incident.end_s", *end_s);
     }
@@ -461,10 +476,18 @@ fn rate_limit_text(out: &mut Text, limit: &RateLimit) {
 }
 
 /// Builder of the canonical text; strings are `{:?}`-quoted so no value can forge a line break.
-#[derive(Default)]
-struct Text(String);
+/// Where the canonical text goes: a string, or the hash.
+struct Text<'a>(&'a mut dyn Write);
 
-impl Text {
+impl Text<'_> {
+    /// `key="[0, 1, 2]"`, as `str` writes the `Debug` text of the list, without building it.
+    fn list(&mut self, key: &str, items: impl Iterator<Item = usize>) {
+        let _ = write!(self.0, "{key}=\"[");
+        for (k, item) in items.enumerate() {
+            let _ = write!(self.0, "{}{item}", if k == 0 { "" } else { ", " });
+        }
+        let _ = writeln!(self.0, "]\"");
+    }
     fn str(&mut self, key: &str, value: &str) {
         let _ = writeln!(self.0, "{key}={value:?}");
     }
@@ -521,6 +544,13 @@ impl Fnv1a {
     /// 16 hex digits of what was fed.
     pub fn hex(&self) -> String {
         format!("{:016x}", self.0)
+    }
+}
+
+impl Write for Fnv1a {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.feed(text.as_bytes());
+        Ok(())
     }
 }
 

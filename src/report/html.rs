@@ -545,40 +545,75 @@ fn timeline(out: &mut String, report: &Report, run: &Run, series: &Timeseries) {
     out.push_str("</div></section>");
 }
 
-/// In flight (solid) against capacity (dashed) per endpoint, breaker changes as ticks.
+/// Most endpoints the in-flight panel draws one by one; a world of more draws its busiest and
+/// sums the rest, so the page grows with the chart, not with the endpoints.
+const MAX_ENDPOINT_LINES: usize = 12;
+
+/// The endpoints the in-flight panel draws one by one, in world order: all of them, or the
+/// [`MAX_ENDPOINT_LINES`] with the most requests in flight over the run (the first on ties).
+fn drawn_endpoints(series: &Timeseries, endpoints: usize) -> Vec<usize> {
+    if endpoints <= MAX_ENDPOINT_LINES {
+        return (0..endpoints).collect();
+    }
+    let mut load = vec![0u64; endpoints];
+    for snapshot in &series.snapshots {
+        for (e, s) in snapshot.iter().enumerate().take(endpoints) {
+            load[e] += u64::from(s.in_flight);
+        }
+    }
+    let mut busiest: Vec<usize> = (0..endpoints).collect();
+    busiest.sort_by_key(|&e| (std::cmp::Reverse(load[e]), e));
+    busiest.truncate(MAX_ENDPOINT_LINES);
+    busiest.sort_unstable();
+    busiest
+}
+
+/// In flight (solid) against capacity (dashed) per endpoint drawn, the others summed; breaker
+/// deaths of the endpoints drawn as rules.
 fn in_flight_panel(
     report: &Report,
     series: &Timeseries,
     b: &[(f64, f64, Window, usize)],
     end: f64,
 ) -> String {
+    type Read = fn(&crate::recorder::Snapshot) -> u32;
     let ids = &report.world.endpoints;
+    let drawn = drawn_endpoints(series, ids.len());
+    let others = ids.len() - drawn.len();
+    // The sum of `f` over the endpoints `pick` keeps, bucket by bucket.
+    let at = |f: Read, pick: &dyn Fn(usize) -> bool| -> Vec<(f64, f64)> {
+        b.iter()
+            .map(|bucket| {
+                let value = series.snapshots.get(bucket.3).map_or(f64::NAN, |s| {
+                    let kept = s.iter().enumerate().filter(|(e, _)| pick(*e));
+                    kept.map(|(_, s)| f64::from(f(s))).sum()
+                });
+                (bucket.0, value)
+            })
+            .collect()
+    };
+    let pair = |name: &str, colour: &'static str, pick: &dyn Fn(usize) -> bool| -> [Series; 2] {
+        [
+            (false, "in flight", (|s| s.in_flight) as Read),
+            (true, "capacity", |s| s.capacity),
+        ]
+        .map(|(dashed, what, f)| {
+            (
+                format!("{name} {what}"),
+                Stroke { colour, dashed },
+                at(f, pick),
+            )
+        })
+    };
     let mut lines = Vec::new();
-    for (e, id) in ids.iter().enumerate() {
-        let at = |f: fn(&crate::recorder::Snapshot) -> u32| -> Vec<(f64, f64)> {
-            b.iter()
-                .map(|bucket| {
-                    let snap = series.snapshots.get(bucket.3).and_then(|s| s.get(e));
-                    (bucket.0, snap.map_or(f64::NAN, |s| f64::from(f(s))))
-                })
-                .collect()
-        };
-        lines.push((
-            format!("{id} in flight"),
-            Stroke {
-                colour: colour(e),
-                dashed: false,
-            },
-            at(|s| s.in_flight),
-        ));
-        lines.push((
-            format!("{id} capacity"),
-            Stroke {
-                colour: colour(e),
-                dashed: true,
-            },
-            at(|s| s.capacity),
-        ));
+    for &e in &drawn {
+        lines.extend(pair(&ids[e], colour(e), &|x| x == e));
+    }
+    if others > 0 {
+        let name = format!("the other {others} endpoints (sum)");
+        lines.extend(pair(&name, "#888888", &|x| {
+            drawn.binary_search(&x).is_err()
+        }));
     }
     let (mut chart, caption) = series_chart(
         "In flight against capacity",
@@ -588,7 +623,9 @@ fn in_flight_panel(
         lines,
     );
     for change in &series.changes {
-        if matches!(change.state, State::Dead | State::Revoked) {
+        if matches!(change.state, State::Dead | State::Revoked)
+            && drawn.binary_search(&change.endpoint).is_ok()
+        {
             let id = ids.get(change.endpoint).map_or("?", String::as_str);
             let word = super::timeseries::state_name(change.state);
             chart.rule_x(
@@ -603,8 +640,17 @@ fn in_flight_panel(
         .iter()
         .filter(|c| matches!(c.state, State::Dead | State::Revoked))
         .count();
+    let busiest = if others > 0 {
+        format!(
+            " The {} busiest of {} endpoints one by one (rules for them only), the other {others} summed in grey.",
+            drawn.len(),
+            ids.len()
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "<figure class=\"series\" data-panel=\"in_flight\">{}<figcaption>{caption} Dashed: capacity (cycle and incidents applied); dotted rules: breaker trips ({}).</figcaption></figure>",
+        "<figure class=\"series\" data-panel=\"in_flight\">{}<figcaption>{caption} Dashed: capacity (cycle and incidents applied); dotted rules: breaker trips ({}).{busiest}</figcaption></figure>",
         chart.finish(),
         plural(dead, "endpoint death")
     )
@@ -629,7 +675,7 @@ fn series_chart(
             let tip = format!(
                 "{} on {} from {} s{}",
                 incident.what,
-                incident.endpoints.join(", "),
+                incident.on,
                 fixed(incident.start_s, 1),
                 if incident.end_s.is_finite() {
                     format!(" to {} s", fixed(incident.end_s, 1))
@@ -814,7 +860,33 @@ fn sweep_panel(view: &SweepView<'_>, metric: Metric) -> String {
 mod tests {
     use super::*;
     use crate::compile;
+    use crate::recorder::Snapshot;
     use crate::sweep::{self, SweepConfig};
+
+    /// A world of many endpoints draws the busiest twelve, in world order, the first on ties;
+    /// a small one draws all.
+    #[test]
+    fn the_in_flight_panel_draws_the_busiest_endpoints() {
+        let snap = |in_flight| Snapshot {
+            in_flight,
+            capacity: 4,
+            state: State::Ready,
+            cooldown: None,
+        };
+        // Endpoint e has e % 7 in flight in the first window and 1 in the second.
+        let series = Timeseries {
+            window_s: 1.0,
+            windows: vec![Window::default(); 2],
+            snapshots: vec![(0..30).map(|e| snap(e % 7)).collect(), vec![snap(1); 30]],
+            limits: vec![None; 2],
+            changes: Vec::new(),
+        };
+        assert_eq!(
+            drawn_endpoints(&series, 30),
+            [4, 5, 6, 11, 12, 13, 18, 19, 20, 25, 26, 27]
+        );
+        assert_eq!(drawn_endpoints(&series, 12), (0..12).collect::<Vec<_>>());
+    }
 
     fn report(algorithms: &[&str], seeds: u32, window_s: Option<f64>) -> Report {
         let world = compile::builtin_bursty();

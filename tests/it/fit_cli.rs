@@ -392,7 +392,7 @@ fn fit_cli_finds_the_capacity_latency_and_storm_incidents_of_a_world() {
         let mine: Vec<_> = w
             .incidents()
             .iter()
-            .filter(|i| i.endpoints == [e])
+            .filter(|i| i.scope == simbench::world::Scope::Listed(vec![e]))
             .collect();
         for i in &mine {
             assert!((i.start_s - 240.0).abs() < 5.0, "{id}: {i:?}\n{text}");
