@@ -118,12 +118,17 @@ impl Built {
     }
 
     /// The estimate of the compiled worlds, one per world and point, held by every command:
-    /// each with its own copy of the trace a trace world replays.
+    /// each with its own copy of the trace a trace world replays, and its endpoints and
+    /// incidents.
     fn worlds_bytes(&self) -> u64 {
         self.at
             .iter()
             .flatten()
-            .map(|w| crate::memory::GRID_POINT_BYTES.saturating_add(w.trace_bytes()))
+            .map(|w| {
+                crate::memory::GRID_POINT_BYTES
+                    .saturating_add(w.trace_bytes())
+                    .saturating_add(crate::memory::world_bytes(w))
+            })
             .fold(0, u64::saturating_add)
     }
 
@@ -193,20 +198,38 @@ impl Built {
             if from.is_none() {
                 super::sweep::warn_thresholds(&base, &source.origin);
             }
-            let algorithms = super::run::pick_algorithms(&base, built.spec.algorithms.as_deref())
-                .map_err(|m| match built.spec.worlds.len() {
-                1 => usage_error(&m),
-                _ => usage_error(&format!(
-                    "{}: {m}\n  hint: every world of a sweep runs every --algorithms name, so a \
-                         variant ([algorithms.NAME]) must be in each of them",
-                    crate::text::escape(&source.origin)
-                )),
-            })?;
             let mut worlds = Vec::with_capacity(points.len());
             for point in &points {
                 let mut all = user.clone();
                 all.extend(grid::overrides(&built.spec.axes, point));
                 worlds.push(source.load(&all, inputs).map_err(|e| invalid(&e))?);
+            }
+            let requested = built.spec.algorithms.as_deref();
+            let algorithms = match super::run::pick_algorithms(&base, requested) {
+                Ok(list) => list,
+                // A variant the axes define at every point (`--grid algorithms.x={kind=…},…`).
+                Err(_) if requested.is_some() && runs_everywhere(&worlds, requested) => {
+                    super::run::pick_algorithms(&worlds[0], requested)
+                        .map_err(|m| usage_error(&m))?
+                }
+                Err(m) => {
+                    return Err(match built.spec.worlds.len() {
+                        1 => usage_error(&m),
+                        _ => usage_error(&format!(
+                            "{}: {m}\n  hint: every world of a sweep runs every --algorithms name, \
+                             so a variant ([algorithms.NAME]) must be in each of them",
+                            crate::text::escape(&source.origin)
+                        )),
+                    });
+                }
+            };
+            if let Some(message) =
+                missing_at_a_point(&built.spec.axes, &points, &worlds, &algorithms)
+            {
+                return Err(usage_error(&format!(
+                    "{}: {message}",
+                    crate::text::escape(&source.origin)
+                )));
             }
             for world in &worlds {
                 let n = built.spec.seeds;
@@ -464,12 +487,11 @@ pub fn sweep(args: &SweepArgs) -> u8 {
     };
     if !args.exec.quiet {
         errln!(
-            "simbench: grid sweep, plan {}: {} world{} × {} points, {} cells; shard {}/{} runs {} ({} thread{})",
+            "simbench: grid sweep, plan {}: {} × {}, {}; shard {}/{} runs {} ({} thread{})",
             built.hash,
-            built.bases.len(),
-            if built.bases.len() == 1 { "" } else { "s" },
-            grid::points(&built.spec.axes).len(),
-            total,
+            plural(built.bases.len(), "world"),
+            plural(grid::points(&built.spec.axes).len(), "point"),
+            plural(total, "cell"),
             shard.index,
             shard.count,
             jobs.len(),
@@ -635,7 +657,7 @@ pub fn merge(args: &MergeArgs) -> u8 {
     let (spec, shard, first_plan) = (first.spec.clone(), first.shard, first.plan.clone());
     if first.plan != built.hash {
         return usage_error(&format!(
-            "{first_name} was run on other world files than the ones here now (its plan is {first_plan}, these files make {}): a world file, a base it extends or a trace it replays changed since the shards ran; merge with the files the shards read, or run the shards again",
+            "{first_name} was run on other world files than the ones here now, or its header was edited (its plan is {first_plan}, these files and its `spec` make {}): a world file, a base it extends or a trace it replays changed since the shards ran, or the part's `spec` was changed by hand; merge with the files the shards read, or run the shards again",
             built.hash
         ));
     }
@@ -770,6 +792,13 @@ fn write_part(part: &Part<StoredRuns<'_>>, out: &mut dyn Write) -> std::io::Resu
 
 /// Reads a part; a located message when it is not one.
 fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
+    if path.as_os_str() == "-" {
+        return Err(
+            "`-`: merge reads each part from its file, not from standard input; name the part \
+             files"
+                .into(),
+        );
+    }
     let file = std::fs::File::open(path)
         .map_err(|e| format!("cannot read {}: {}", path.display(), super::io_reason(&e)))?;
     let reader = std::io::BufReader::with_capacity(1 << 16, file);
@@ -779,11 +808,12 @@ fn read_part(path: &Path) -> Result<Part<ReadRuns>, String> {
             let io = std::io::Error::from(e);
             return format!("cannot read {}: {}", path.display(), super::io_reason(&io));
         }
+        // serde_json puts an error at the end of an empty file at column 0.
         format!(
             "{}:{}:{}: not a part: {e}; a part is what `simbench sweep --grid … --part PATH` writes",
             path.display(),
             e.line(),
-            e.column()
+            e.column().max(1)
         )
     })?;
     if let Err(why) = Shard::new(part.shard.index, part.shard.count) {
@@ -843,6 +873,42 @@ fn resolve_shard(arg: Option<ShardArg>) -> Result<Shard, String> {
     }
 }
 
+/// Whether every name `requested` is an algorithm at every point.
+fn runs_everywhere(worlds: &[World], requested: Option<&[String]>) -> bool {
+    let names = requested
+        .into_iter()
+        .flatten()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty());
+    names.clone().next().is_some()
+        && worlds
+            .iter()
+            .all(|w| names.clone().all(|n| sweep::resolve(w, n).is_some()))
+}
+
+/// The first point whose world lacks one of `algorithms` (an axis removed or renamed a
+/// variant the sweep runs), in words; `None` when every point has them all.
+fn missing_at_a_point(
+    axes: &[Axis],
+    points: &[Vec<usize>],
+    worlds: &[World],
+    algorithms: &[String],
+) -> Option<String> {
+    points.iter().zip(worlds).find_map(|(point, world)| {
+        let name = algorithms
+            .iter()
+            .find(|n| sweep::resolve(world, n).is_none())?;
+        Some(format!(
+            "at the grid point {}: {}\n  hint: every point runs every \
+             algorithm of the sweep, so an axis may not remove a variant ([algorithms.NAME]) \
+             that runs; name the algorithms with --algorithms, or keep the variant in every \
+             value of the axis",
+            crate::text::escape(&grid::label(axes, point)),
+            super::run::unknown_algorithm(world, name)
+        ))
+    })
+}
+
 /// The axes that change no run: each tunes an algorithm (`algorithms.NAME.…`) that no world of
 /// the sweep runs. They still run (the report folds their points into one contestant), but they
 /// multiply the work for nothing, which is worth a warning.
@@ -897,13 +963,15 @@ fn points_fit(spec: &Spec, budget: u64) -> Result<(), String> {
     Err(format!(
         "this grid would need about {} of memory for its {points} point{} alone, over the \
          memory budget of {} (every shard and the merge compile each of the {worlds} \
-         (world, point) pairs, about {} each, to name the plan); hint: fewer values per axis \
+         (world, point) pairs, about {} each, to name the plan, besides {} for the program \
+         itself); hint: fewer values per axis \
          or fewer axes (split the grid by an axis into sweeps of their own), or a larger \
          --memory-budget",
         crate::memory::show(need),
         if points == 1 { "" } else { "s" },
         crate::memory::show(budget),
         crate::memory::show(crate::memory::GRID_POINT_BYTES),
+        crate::memory::show(crate::memory::BASE_BYTES),
     ))
 }
 

@@ -163,8 +163,13 @@ pub fn main(args: &SweepArgs) -> u8 {
         ("--dry-run", args.dry_run),
     ];
     if let Some((flag, _)) = grid_only.iter().find(|(_, given)| *given) {
+        let why = if *flag == "--algorithms" {
+            "a knee sweep runs one --algorithm"
+        } else {
+            "a knee sweep runs on one machine and writes its report at once"
+        };
         return usage_error(&format!(
-            "{flag} belongs to a grid sweep (--grid KEY=V1,V2,…); a knee sweep runs one --algorithm"
+            "{flag} belongs to a grid sweep (--grid KEY=V1,V2,…); {why}"
         ));
     }
     if args.files.len() > 1 {

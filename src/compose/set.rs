@@ -125,9 +125,12 @@ pub(crate) fn apply(
                 ),
             ));
         }
-        let overlap = axes.iter().find(|(_, other)| {
-            let n = other.len().min(path.len());
-            other[..n] == path[..n]
+        // An axis inside a table an override sets refines it (`--set algorithms.x={kind=…}`
+        // with `--grid algorithms.x.factor=…`): the override's other keys stay at every point.
+        let overlap = axes.iter().find(|(other, other_path)| {
+            let n = other_path.len().min(path.len());
+            let refines = !other.starts_with(AXIS_ORIGIN) && other_path.len() < path.len();
+            other_path[..n] == path[..n] && !refines
         });
         if let Some((other, other_path)) = overlap {
             let (mine, theirs) = (key_path(&path), key_path(other_path));

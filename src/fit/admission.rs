@@ -34,8 +34,17 @@ pub enum Met {
 pub struct Arrival {
     /// When \[s\].
     pub at: f64,
-    /// Admitted requests in flight at the endpoint when it arrived.
+    /// Admitted requests surely in flight at the endpoint when it arrived: what an admission
+    /// says about the limit (`cap > in_flight`). Equal to `in_flight_most` in a log timed
+    /// at the server.
     pub in_flight: u32,
+    /// Admitted requests that may have been in flight when it arrived, given the log's
+    /// [`timing_slack`]: what a refusal says (`cap <= in_flight_most`).
+    pub in_flight_most: u32,
+    /// Admitted requests the client had out when it sent this one, by its own clock, an
+    /// answer up to the slack after the send taken to come first (a worker's next call
+    /// follows its answer, which the client's clock puts up to a round trip late).
+    pub out: u32,
     /// What it met.
     pub met: Met,
     /// The Retry-After it carried \[s\] or `NaN`.
@@ -87,21 +96,60 @@ pub fn timing_slack(requests: &[Request]) -> f64 {
     refused.min(*median / 10.0)
 }
 
-/// Counts the requests in flight at each arrival at `e`: an answer at the instant of a send
-/// (or up to `slack` after it, [`timing_slack`]) is taken to come first, as a worker's next
-/// call follows its answer.
+/// Ends of requests still open, the earliest on top.
+#[derive(Default)]
+struct Open(BinaryHeap<std::cmp::Reverse<OrdF64>>);
+
+impl Open {
+    fn add(&mut self, end: f64) {
+        self.0.push(std::cmp::Reverse(OrdF64(end)));
+    }
+    /// Drops the ends at or before `t`; returns how many are left.
+    fn after(&mut self, t: f64) -> u32 {
+        while self.0.peek().is_some_and(|end| end.0.0 <= t) {
+            self.0.pop();
+        }
+        self.0.len() as u32
+    }
+}
+
+/// Counts the requests in flight at each arrival at `e`, in the order the log sent them (an
+/// answer at the instant of a send is taken to come first, as a worker's next call follows
+/// its answer). A client's log times each request up to a round trip `slack` early at its
+/// start and late at its end ([`timing_slack`]), so a count is only known between the
+/// requests surely in flight at the server when this one arrived (sent `slack` before it,
+/// answered `2·slack` after) and those that may have been (sent before it or less than
+/// `slack` after, answered after it). With no slack both are the log's own count.
 fn endpoint_arrivals(
     requests: &[Request],
     e: u32,
     slack: f64,
     is_limit: impl Fn(usize) -> bool,
 ) -> Vec<Arrival> {
-    let mut ends: BinaryHeap<std::cmp::Reverse<OrdF64>> = BinaryHeap::new();
-    let mut out = Vec::new();
-    for (i, r) in requests.iter().enumerate().filter(|(_, r)| r.endpoint == e) {
-        while ends.peek().is_some_and(|end| end.0.0 <= r.start + slack) {
-            ends.pop();
+    let mine: Vec<(usize, &Request)> = requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.endpoint == e)
+        .collect();
+    // Each set is only ever asked about later and later instants, so each drops what ended.
+    let (mut sure, mut sent, mut held) = (Open::default(), Open::default(), Open::default());
+    let mut next_sure = 0;
+    let mut out = Vec::with_capacity(mine.len());
+    for (j, &(i, r)) in mine.iter().enumerate() {
+        // Admitted requests sent at least `slack` before this one count as surely started.
+        while next_sure < j && mine[next_sure].1.start + slack <= r.start {
+            let earlier = mine[next_sure].1;
+            if earlier.admitted() {
+                sure.add(earlier.end);
+            }
+            next_sure += 1;
         }
+        // Those sent before it, or less than `slack` after, may have reached the server first.
+        let overtaking = mine[j + 1..]
+            .iter()
+            .take_while(|(_, o)| o.start < r.start + slack)
+            .filter(|(_, o)| o.admitted() && o.end > r.start)
+            .count() as u32;
         let met = match r.outcome {
             _ if r.admitted() => Met::Admitted,
             EntryOutcome::RateLimited if is_limit(i) => Met::Limit,
@@ -110,14 +158,19 @@ fn endpoint_arrivals(
             EntryOutcome::Overloaded => Met::Overloaded,
             _ => Met::Other,
         };
+        let in_flight = sure.after(r.start + 2.0 * slack);
+        let out_then = sent.after(r.start);
         out.push(Arrival {
             at: r.start,
-            in_flight: ends.len() as u32,
+            in_flight,
+            in_flight_most: out_then + overtaking,
+            out: held.after(r.start + slack),
             met,
             retry_after: r.retry_after,
         });
         if r.admitted() {
-            ends.push(std::cmp::Reverse(OrdF64(r.end)));
+            sent.add(r.end);
+            held.add(r.end);
         }
     }
     out
@@ -259,7 +312,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
     for segment in arrivals.iter() {
         for a in segment {
             if a.met != Met::Other {
-                most_leased = most_leased.max(a.in_flight + 1);
+                most_leased = most_leased.max(a.out + 1);
             }
             match a.met {
                 Met::Admitted => {
@@ -278,7 +331,7 @@ pub fn fit_capacity(arrivals: &mut [Vec<Arrival>]) -> CapacityFit {
                     }
                     bounds.push(Bound {
                         at: a.at,
-                        k: a.in_flight,
+                        k: a.in_flight_most,
                         upper: true,
                     });
                 }
@@ -667,7 +720,7 @@ fn classify_429s(arrivals: &mut [Vec<Arrival>]) {
         let flags: Vec<bool> = segment
             .iter()
             .zip(&local)
-            .map(|(a, peak)| a.in_flight >= *peak)
+            .map(|(a, peak)| a.in_flight_most >= *peak)
             .collect();
         for (a, f) in segment.iter().zip(&flags) {
             if a.met == Met::Quota {
@@ -1343,6 +1396,71 @@ mod tests {
     }
 
     /// Arrivals every 0.1 s for 100 s with 0 to 5 in flight, decided by `cap(t)`.
+    /// A log timed at the client, each request sent up to `rtt/2` before the server saw it and
+    /// answered up to `rtt/2` after: the counts bracket what the server had in flight.
+    #[test]
+    fn a_client_side_log_brackets_the_servers_count() {
+        let mut x: u64 = 99;
+        let mut unit = || {
+            x = crate::rng::mix64(x);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let rtt = 0.004;
+        let (cap, mut t) = (3usize, 0.0);
+        let mut ends: Vec<f64> = Vec::new();
+        let mut log: Vec<(Request, u32)> = Vec::new();
+        for _ in 0..3_000 {
+            t += unit() * 0.01;
+            ends.retain(|&e| e > t);
+            let truth = ends.len() as u32;
+            let (out, back) = (unit() * rtt / 2.0, unit() * rtt / 2.0);
+            let mut r = super::super::incidents::tests::request(t - out, EntryOutcome::Ok, None);
+            if ends.len() < cap {
+                let end = t + 0.005 + unit() * 0.05;
+                ends.push(end);
+                r.end = end + back;
+            } else {
+                r.outcome = EntryOutcome::RateLimited;
+                r.end = t + back;
+            }
+            log.push((r, truth));
+        }
+        log.sort_by(|a, b| a.0.start.total_cmp(&b.0.start));
+        let requests: Vec<Request> = log.iter().map(|(r, _)| *r).collect();
+        let arrivals = endpoint_arrivals(&requests, 0, rtt, |_| false);
+        let (mut exact, mut refused) = (0, 0);
+        for (a, (r, truth)) in arrivals.iter().zip(&log) {
+            assert!(
+                a.in_flight <= *truth && *truth <= a.in_flight_most,
+                "{a:?} against {truth} in flight at the server"
+            );
+            exact += usize::from(a.in_flight == a.in_flight_most);
+            if !r.admitted() {
+                // The limit's own evidence: every refusal may have met `cap` in flight.
+                assert!(a.in_flight_most >= cap as u32, "{a:?}");
+                refused += 1;
+            } else {
+                assert!(a.in_flight < cap as u32, "{a:?}");
+            }
+        }
+        // The bracket is narrow: most arrivals' counts are within one.
+        let width: u32 = arrivals
+            .iter()
+            .map(|a| a.in_flight_most - a.in_flight)
+            .sum();
+        assert!(
+            refused > 100 && exact * 4 > log.len() && (width as usize) < log.len(),
+            "{refused} refused, {exact} exact, total width {width}"
+        );
+        // With no slack, the three counts are the log's own.
+        for a in endpoint_arrivals(&requests, 0, 0.0, |_| false) {
+            assert!(
+                a.in_flight == a.in_flight_most && a.in_flight == a.out,
+                "{a:?}"
+            );
+        }
+    }
+
     fn decided(cap: impl Fn(f64) -> u32) -> Vec<Vec<Arrival>> {
         let mut x: u64 = 12345;
         let one = (0..1000)
@@ -1360,6 +1478,8 @@ mod tests {
                 Arrival {
                     at,
                     in_flight,
+                    in_flight_most: in_flight,
+                    out: in_flight,
                     met,
                     retry_after: 0.25,
                 }

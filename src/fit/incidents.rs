@@ -327,7 +327,7 @@ fn per_log(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// Per log, a sample every 0.5 s for 400 s: noise of spread 0.3 around 0, plus `lift` over
@@ -352,7 +352,11 @@ mod tests {
             .collect()
     }
 
-    fn request(start: f64, outcome: EntryOutcome, error: Option<ErrorKind>) -> Request {
+    pub(in crate::fit) fn request(
+        start: f64,
+        outcome: EntryOutcome,
+        error: Option<ErrorKind>,
+    ) -> Request {
         Request {
             start,
             arrived: f64::NAN,

@@ -493,6 +493,23 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
             )
         })
         .collect();
+    // Equal value for value on every seed in every metric the verdict reads: "run more seeds"
+    // would promise what the seeds so far give no sign of.
+    let identical = levels.iter().all(|l| {
+        let d = &l.closest.difference;
+        l.defined_by > 0 && d.n >= 2 && d.mean == 0.0 && d.stdev == 0.0
+    });
+    if identical {
+        let last = levels.last().expect("a verdict has a level");
+        return format!(
+            "no decision on {n} seeds: {}; {} and {} are equal on every seed in each of these \
+             metrics, so more seeds may not separate them either (a tie-break they differ on, \
+             --tie-break, may)",
+            parts.join("; "),
+            last.leader,
+            last.tied[0]
+        );
+    }
     if n < 2 {
         return format!(
             "no decision: {}; run more seeds (e.g. --seeds 10)",

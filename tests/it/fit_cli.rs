@@ -861,29 +861,44 @@ fn fit_cli_finds_the_same_limits_in_a_client_side_log_as_in_the_servers() {
     let dir = scratch_dir("fit-client-side");
     let (exact, entries) = logged_run(&dir, None, "backoff");
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut jitter = || {
-        // A fixed xorshift stream: the test's log is the same on every machine.
+    let mut unit = || {
+        // A fixed xorshift stream: the test's logs are the same on every machine.
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64 * 20e-6
+        (state >> 11) as f64 / (1u64 << 53) as f64
     };
-    let mut text = String::new();
-    for mut e in entries {
-        let start = e["start_s"].as_f64().unwrap() - jitter();
-        let end = e["end_s"].as_f64().unwrap() + jitter();
-        e["start_s"] = start.into();
-        e["end_s"] = end.into();
-        if e.get("arrived_s")
-            .and_then(|a| a.as_f64())
-            .is_some_and(|a| a > start)
-        {
-            e["arrived_s"] = start.into();
+    // Each request sent `early` before the server saw it and answered `late` after.
+    let client_log = |name: &str, noise: &mut dyn FnMut() -> (f64, f64)| {
+        let mut text = String::new();
+        for mut e in entries.clone() {
+            let (early, late) = noise();
+            let start = e["start_s"].as_f64().unwrap() - early;
+            let end = e["end_s"].as_f64().unwrap() + late;
+            e["start_s"] = start.into();
+            e["end_s"] = end.into();
+            if e.get("arrived_s")
+                .and_then(|a| a.as_f64())
+                .is_some_and(|a| a > start)
+            {
+                e["arrived_s"] = start.into();
+            }
+            text.push_str(&format!("{e}\n"));
         }
-        text.push_str(&format!("{e}\n"));
-    }
-    let client = dir.join("client.jsonl");
-    std::fs::write(&client, text).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    // Up to 20 µs of noise on every start and end.
+    let jittered = client_log("client.jsonl", &mut || (unit() * 20e-6, unit() * 20e-6));
+    // A real client's round trips: 0.2 to 14 ms (log-uniform), split at random between the
+    // way out and the way back, as a loopback client against `simbench serve` measured them.
+    let mut round_trip = || {
+        let rtt = 0.2e-3 * 70f64.powf(unit());
+        let out = unit() * rtt;
+        (out, rtt - out)
+    };
+    let far = client_log("far.jsonl", &mut round_trip);
     let limits = |doc: &toml::Table| {
         let endpoints = doc["endpoints"].as_array().unwrap().iter().map(|e| {
             let (id, capacity) = (e["id"].to_string(), e["capacity"].to_string());
@@ -893,11 +908,42 @@ fn fit_cli_finds_the_same_limits_in_a_client_side_log_as_in_the_servers() {
         let endpoints: std::collections::BTreeSet<_> = endpoints.collect();
         (doc["cycle"].to_string(), endpoints)
     };
+    // What the provider admits at the cycle's peak, per endpoint: the pool times its weight.
+    let admitted = |doc: &toml::Table| -> std::collections::BTreeMap<String, i64> {
+        let endpoints = doc["endpoints"].as_array().unwrap().iter().map(|e| {
+            let capacity = e["capacity"].as_integer().unwrap() as f64;
+            let weight = e.get("weight").and_then(|w| w.as_float()).unwrap_or(1.0);
+            (e["id"].to_string(), (capacity * weight).round() as i64)
+        });
+        endpoints.collect()
+    };
     let (_, exact) = fitted_world(&exact);
-    let (_, client) = fitted_world(&client);
+    let (_, jittered) = fitted_world(&jittered);
+    let (_, far) = fitted_world(&far);
+    let period = exact["cycle"]["period_s"].as_float().unwrap();
+    assert!(period > 0.0, "the exact log's cycle");
+    assert_eq!(limits(&jittered), limits(&exact));
+    let trough = |doc: &toml::Table| doc["cycle"]["trough"].as_float().unwrap();
     assert!(
-        exact["cycle"]["period_s"].as_float().unwrap() > 0.0,
-        "the exact log's cycle"
+        (far["cycle"]["period_s"].as_float().unwrap() - period).abs() < 0.01 * period
+            && (trough(&far) - trough(&exact)).abs() < 0.01,
+        "{} against {}",
+        far["cycle"],
+        exact["cycle"]
     );
-    assert_eq!(limits(&client), limits(&exact));
+    // slow-steady's limit (14) lies above the client's 12 workers, so only how deep the
+    // troughs cut tells it: to within one under round trips of up to 14 ms. The others bind.
+    let (far, exact) = (admitted(&far), admitted(&exact));
+    assert_eq!(
+        far.keys().collect::<Vec<_>>(),
+        exact.keys().collect::<Vec<_>>()
+    );
+    for (id, limit) in &exact {
+        let within = if id.contains("slow-steady") { 1 } else { 0 };
+        assert!(
+            (far[id] - limit).abs() <= within,
+            "{id}: {} against {limit}",
+            far[id]
+        );
+    }
 }

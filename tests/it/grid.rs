@@ -511,6 +511,47 @@ fn grid_arguments_are_checked_before_anything_runs() {
     usage(&["--grid", "\"seed\"=1,2"], "the plan's own axis");
     // An axis would also overwrite an override's value at every point, leaving it unused.
     invalid(&["--set", "retry.max_attempts=4"], ", which --set #");
+    // An axis that removes a variant the sweep runs, at some point: refused before anything
+    // runs (a dry run too), naming the point.
+    let removed = |extra: &[&str]| {
+        let mut args = vec!["sweep", WORLDS[1], "--seeds", "1", "--grid"];
+        args.extend_from_slice(extra);
+        let out = simbench(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("at the grid point algorithms={}: unknown algorithm `aimd_"),
+            "{stderr}"
+        );
+    };
+    removed(&["algorithms={}", "--algorithms", "aimd_gentle"]);
+    removed(&["algorithms={},{aimd={factor=0.7}}", "--dry-run"]);
+    // A variant the axis defines at every point runs; an axis inside a table `--set` writes
+    // refines it.
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["sweep", WORLDS[0], "--seeds", "2", "--dry-run"];
+        args.extend_from_slice(extra);
+        let out = simbench(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let defined = plan(&[
+        "--grid",
+        "algorithms.x={kind=\"aimd\",factor=0.5},{kind=\"aimd\",factor=0.9}",
+        "--algorithms",
+        "x,wait",
+    ]);
+    assert!(defined.contains(": 8 cells"), "{defined}");
+    let refined = plan(&[
+        "--set",
+        "algorithms.x={kind=\"aimd\",factor=0.5}",
+        "--grid",
+        "algorithms.x.factor=0.5,0.9",
+        "--algorithms",
+        "x",
+    ]);
+    assert!(refined.contains(": 4 cells"), "{refined}");
     let mut args = grid_args(&WORLDS[..1]);
     args.extend(["--grid", "retry.max_attemps=1,2"]);
     let out = simbench(&args);
