@@ -223,6 +223,9 @@ impl Built {
                     });
                 }
             };
+            if from.is_none() && requested.is_some() {
+                warn_unsuited(&built.spec.axes, &points, &worlds, &algorithms);
+            }
             if let Some(message) =
                 missing_at_a_point(&built.spec.axes, &points, &worlds, &algorithms)
             {
@@ -884,6 +887,30 @@ fn runs_everywhere(worlds: &[World], requested: Option<&[String]>) -> bool {
         && worlds
             .iter()
             .all(|w| names.clone().all(|n| sweep::resolve(w, n).is_some()))
+}
+
+/// Warns that an algorithm the sweep runs is not ranked where a point's world marks it
+/// unsuited: at every point as `run` says it, else naming the points.
+fn warn_unsuited(axes: &[Axis], points: &[Vec<usize>], worlds: &[World], algorithms: &[String]) {
+    for name in algorithms {
+        let at: Vec<usize> = (0..worlds.len())
+            .filter(|&p| worlds[p].unsuited().contains_key(name))
+            .collect();
+        match at.as_slice() {
+            [] => {}
+            _ if at.len() == worlds.len() => {
+                super::run::warn_unsuited(&worlds[0], std::slice::from_ref(name));
+            }
+            [first, ..] => errln!(
+                "warning: `{}` is marked unsuited at {} of the {} points (the first: {}) and is \
+                 not ranked there; it is ranked at the others",
+                crate::text::escape(name),
+                at.len(),
+                worlds.len(),
+                crate::text::escape(&grid::label(axes, &points[*first]))
+            ),
+        }
+    }
 }
 
 /// The first point whose world lacks one of `algorithms` (an axis removed or renamed a

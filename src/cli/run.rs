@@ -382,6 +382,9 @@ pub fn main(args: &RunArgs) -> u8 {
         }
     };
     let algorithms = pick_algorithms(&world, args.algorithms.as_deref());
+    if let (Ok(names), Some(_)) = (&algorithms, &args.algorithms) {
+        warn_unsuited(&world, names);
+    }
     // Outputs are checked and staged after the world (whose `extends` chain they must not
     // overwrite) and before any run.
     let plan = algorithms.and_then(|names| Ok((names, Plan::prepare(requests(args), &inputs)?)));
@@ -1030,6 +1033,17 @@ pub(super) fn pick_algorithms(
             );
             continue;
         }
+        names.push(name.to_string());
+    }
+    if names.is_empty() {
+        return Err("--algorithms names no algorithm".into());
+    }
+    Ok(names)
+}
+
+/// Warns that each of `names` the world marks unsuited runs but is not ranked.
+pub(super) fn warn_unsuited(world: &World, names: &[String]) {
+    for name in names {
         if let Some(reason) = world.unsuited().get(name) {
             errln!(
                 "warning: `{}` is unsuited to this world (`{}`) and will not be ranked: {}",
@@ -1038,12 +1052,7 @@ pub(super) fn pick_algorithms(
                 crate::text::escape(reason)
             );
         }
-        names.push(name.to_string());
     }
-    if names.is_empty() {
-        return Err("--algorithms names no algorithm".into());
-    }
-    Ok(names)
 }
 
 /// "unknown algorithm `x` (known: …)", naming the world's variants too.

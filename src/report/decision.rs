@@ -440,6 +440,17 @@ fn some_names(names: &[String]) -> String {
     )
 }
 
+/// Whether the leader and the closest candidate of every level are equal value for value on
+/// every seed (at least two): "run more seeds" would promise what the seeds so far give no
+/// sign of.
+pub fn equal_on_every_seed(levels: &[Level]) -> bool {
+    !levels.is_empty()
+        && levels.iter().all(|l| {
+            let d = &l.closest.difference;
+            l.defined_by > 0 && d.n >= 2 && d.mean == 0.0 && d.stdev == 0.0
+        })
+}
+
 fn undecided(levels: &[Level], confidence: &str) -> String {
     let name = |l: &Level| l.closest.metric.info().name;
     // Only the objective can be undefined everywhere and still be a level: a tie-break no run
@@ -493,13 +504,7 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
             )
         })
         .collect();
-    // Equal value for value on every seed in every metric the verdict reads: "run more seeds"
-    // would promise what the seeds so far give no sign of.
-    let identical = levels.iter().all(|l| {
-        let d = &l.closest.difference;
-        l.defined_by > 0 && d.n >= 2 && d.mean == 0.0 && d.stdev == 0.0
-    });
-    if identical {
+    if equal_on_every_seed(levels) {
         let last = levels.last().expect("a verdict has a level");
         return format!(
             "no decision on {n} seeds: {}; {} and {} are equal on every seed in each of these \

@@ -233,9 +233,20 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
                  above): relax the constraint, or sweep other levels; more seeds will not change \
                  that."
             .to_string(),
-        None => "  no level is the best operating point yet: the levels the objective cannot \
+        None => match &best.outcome {
+            crate::report::decision::Outcome::Undecided { levels }
+                if crate::report::decision::equal_on_every_seed(levels) =>
+            {
+                "  no level is the best operating point: the levels the objective cannot \
+                 separate are named above, equal on every seed; more seeds may not separate \
+                 them either."
+            }
+            _ => {
+                "  no level is the best operating point yet: the levels the objective cannot \
                  separate are named above; run more seeds."
-            .to_string(),
+            }
+        }
+        .to_string(),
     };
     lines.push(explanation);
     lines

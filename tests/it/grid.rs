@@ -552,6 +552,25 @@ fn grid_arguments_are_checked_before_anything_runs() {
         "x",
     ]);
     assert!(refined.contains(": 4 cells"), "{refined}");
+    // An algorithm unsuited at some points only is ranked at the others, and the warning says so.
+    let out = simbench(&[
+        "sweep",
+        WORLDS[0],
+        "--seeds",
+        "2",
+        "--dry-run",
+        "--grid",
+        "unsuited={},{failover=\"x\"}",
+        "--algorithms",
+        "failover,wait",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success()
+            && stderr.contains("`failover` is marked unsuited at 1 of the 2 points")
+            && !stderr.contains("will not be ranked"),
+        "{stderr}"
+    );
     let mut args = grid_args(&WORLDS[..1]);
     args.extend(["--grid", "retry.max_attemps=1,2"]);
     let out = simbench(&args);

@@ -327,3 +327,26 @@ fn a_sweep_says_when_no_level_meets_a_constraint_and_that_it_checks_no_threshold
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Five jobs never fill more than five workers: levels 8, 16 and 32 run the same runs, and
+/// the sweep does not ask for more seeds to separate them.
+#[test]
+fn levels_equal_on_every_seed_are_not_sent_to_more_seeds() {
+    let out = simbench(&[
+        "sweep",
+        "--concurrency",
+        "2,4,8,16,32",
+        "--seeds",
+        "3",
+        "--set",
+        "jobs=5",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("are equal on every seed in each of these metrics")
+            && stdout.contains("more seeds may not separate them either.")
+            && !stdout.contains("run more seeds"),
+        "{stdout}"
+    );
+}
