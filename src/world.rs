@@ -425,17 +425,44 @@ pub struct Incident {
 
 /// Merges lists of incident indices, each ascending, into one ascending sequence: the
 /// incidents on one endpoint, gathered from its scopes (every endpoint, its pool, its own
-/// list) in file order.
-pub(crate) fn in_file_order<const K: usize>(
-    mut lists: [&[usize]; K],
-) -> impl Iterator<Item = usize> + '_ {
-    std::iter::from_fn(move || {
-        let (i, k) = (0..K)
-            .filter_map(|k| lists[k].first().map(|&i| (i, k)))
-            .min()?;
-        lists[k] = &lists[k][1..];
+/// list) in file order. Empty lists are dropped first, so the usual endpoint, whose incidents
+/// all come from one scope, walks a single slice.
+pub(crate) fn in_file_order<const K: usize>(mut lists: [&[usize]; K]) -> InFileOrder<'_, K> {
+    let mut live = 0;
+    for k in 0..K {
+        if !lists[k].is_empty() {
+            lists.swap(live, k);
+            live += 1;
+        }
+    }
+    InFileOrder { lists, live }
+}
+
+/// The iterator of [`in_file_order`]: the first `live` lists are not empty.
+pub(crate) struct InFileOrder<'a, const K: usize> {
+    lists: [&'a [usize]; K],
+    live: usize,
+}
+
+impl<const K: usize> Iterator for InFileOrder<'_, K> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let k = match self.live {
+            0 => return None,
+            1 => 0,
+            live => (0..live)
+                .min_by_key(|&k| self.lists[k][0])
+                .expect("live lists"),
+        };
+        let (&i, rest) = self.lists[k].split_first().expect("a live list");
+        self.lists[k] = rest;
+        if rest.is_empty() {
+            self.live -= 1;
+            self.lists.swap(k, self.live);
+        }
         Some(i)
-    })
+    }
 }
 
 /// The endpoints an incident hits, as the file names them. Kept by name rather than expanded,

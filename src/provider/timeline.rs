@@ -4,7 +4,7 @@
 //! so every algorithm and seed meets the same incidents at the same instants. Overlapping
 //! factors multiply; an outage or a revocation wins over everything else.
 
-use crate::world::{Effect, Incident, Scope, World, in_file_order};
+use crate::world::{Effect, InFileOrder, Incident, Scope, World, in_file_order};
 
 /// The incidents that touch each endpoint. An incident on every endpoint or on a pool is filed
 /// once under its scope, not once per endpoint, so the timeline grows with the file, not with
@@ -61,15 +61,22 @@ impl<'w> Timeline<'w> {
 
     /// The incidents on `e`, in file order (so that products of factors are taken in one
     /// order whatever the scopes).
+    #[inline]
     fn on(&self, e: usize) -> impl Iterator<Item = &'w Incident> + '_ {
         let lists = [
             self.everywhere.as_slice(),
             self.by_pool[self.pool_of[e]].as_slice(),
             self.listed[e].as_slice(),
         ];
-        in_file_order(lists).map(|i| &self.incidents[i])
+        // Most endpoints meet incidents of one scope only: walk that list as it is.
+        let indices = match lists {
+            [one, [], []] | [[], one, []] | [[], [], one] => On::One(one.iter()),
+            _ => On::Merged(in_file_order(lists)),
+        };
+        indices.map(|i| &self.incidents[i])
     }
 
+    #[inline]
     fn active(&self, e: usize, t: f64) -> impl Iterator<Item = &'w Effect> + '_ {
         self.on(e)
             .filter(move |incident| incident.active(t))
@@ -188,6 +195,24 @@ impl<'w> Timeline<'w> {
             _ => None,
         };
         self.integrate(e, a, b, pick, cycle)
+    }
+}
+
+/// The incident indices on one endpoint: one scope's list, or several merged.
+enum On<'a> {
+    One(std::slice::Iter<'a, usize>),
+    Merged(InFileOrder<'a, 3>),
+}
+
+impl Iterator for On<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            On::One(list) => list.next().copied(),
+            On::Merged(lists) => lists.next(),
+        }
     }
 }
 
