@@ -196,7 +196,8 @@ pub fn estimate(
     }
 }
 
-/// One run of `world` on `rng` at its peak: its samples and its worker slots \[bytes\]. An
+/// One run of `world` on `rng` at its peak: its samples, its worker slots, its endpoints' state
+/// and its incident timeline \[bytes\]. An
 /// open loop admits no job after the horizon, so at most `rate × horizon` (and one) of its jobs
 /// run. On the native scheme the samples stop growing at [`EXACT_CAP`] values each.
 pub fn run_bytes(world: &World, rng: RngScheme) -> u64 {
@@ -228,7 +229,9 @@ pub fn run_bytes(world: &World, rng: RngScheme) -> u64 {
         }
     };
     let endpoints = (world.endpoints().len() as u64).saturating_mul(RUN_ENDPOINT_BYTES);
-    ((sample_bytes + slots) * GROWTH_NUM / GROWTH_DEN).saturating_add(endpoints)
+    ((sample_bytes + slots) * GROWTH_NUM / GROWTH_DEN)
+        .saturating_add(endpoints)
+        .saturating_add(crate::provider::timeline::spelled_bytes(world))
 }
 
 /// Parses a size such as `2G`, `500M`, `1.5G`, `64K` or `1000000` (bytes; K, M, G and T are
@@ -416,6 +419,11 @@ mod tests {
             world_bytes(&many) + INCIDENT_BYTES
         );
         assert_eq!(world_bytes(&listed), world_bytes(&everywhere) + 16);
+        // Each run spells the incident out for its 5,000 endpoints: 4 bytes each and a start.
+        assert_eq!(
+            run_bytes(&everywhere, Native) - run_bytes(&many, Native),
+            4 * (5000 + 5001)
+        );
         // A recorded run of 5,000 endpoints keeps 209 windows (2^20 snapshots), not 4,096.
         assert_eq!(
             recording_bytes(&many, 1e-3),

@@ -409,12 +409,10 @@ impl<'w> Provider<'w> {
     /// An incident that turns a request away at `now`: a revoked key first, then a refusing
     /// outage.
     fn rejection(&self, e: usize, now: f64) -> Option<Rejection> {
-        if self.timeline.revoked(e, now) {
-            Some(Rejection::Revoked)
-        } else if self.timeline.outage(e, now) == Some(false) {
-            Some(Rejection::Outage)
-        } else {
-            None
+        match self.timeline.revoked_or_outage(e, now) {
+            (true, _) => Some(Rejection::Revoked),
+            (false, Some(false)) => Some(Rejection::Outage),
+            _ => None,
         }
     }
 

@@ -161,16 +161,20 @@ impl World {
         };
         (0..every).chain(listed.iter().copied())
     }
+    /// How many endpoints `incident` hits.
+    pub fn reach_len(&self, incident: &Incident) -> usize {
+        match &incident.scope {
+            Scope::Everywhere => self.endpoints.len(),
+            Scope::Pool(p) => self.pools[*p].members.len(),
+            Scope::Listed(list) => list.len(),
+        }
+    }
     /// Who `incident` hits, in a few words for a tooltip or a trace: the ids when there are
     /// few, else the scope and how many (`all 5000 endpoints`).
     pub fn reach_text(&self, incident: &Incident) -> String {
         const SHOWN: usize = 8;
         let ids = self.reach(incident).map(|e| self.endpoints[e].id.as_str());
-        let count = match &incident.scope {
-            Scope::Everywhere => self.endpoints.len(),
-            Scope::Pool(p) => self.pools[*p].members.len(),
-            Scope::Listed(list) => list.len(),
-        };
+        let count = self.reach_len(incident);
         if count <= SHOWN {
             return ids.collect::<Vec<_>>().join(", ");
         }
