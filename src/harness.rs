@@ -26,7 +26,7 @@ use crate::client::throttle::Throttle;
 use crate::metrics::recovery::RecoveryRule;
 use crate::metrics::{self, EndpointTally, MetricValues, Tally};
 use crate::provider::{Arrival, EndpointStats, FailureKind, Provider, Refusal, Rejection, Usage};
-use crate::recorder::{Observed, Recorder, Snapshot, Timeseries};
+use crate::recorder::{Changes, Observed, Recorder, Snapshot, Timeseries};
 use crate::rng::reference::Reference;
 use crate::rng::{Native, RandomSource, Stream};
 use crate::text::plural;
@@ -350,9 +350,15 @@ fn run_limited<R: RandomSource>(
         .then(|| trace::Book::new(limits.trace_requests, limits.sink));
     let mut sim = Sim::new(world, strategy, rng, book);
     sim.max_bytes = limits.max_bytes;
+    // A trace shows every breaker change among its requests; a report draws the deaths.
+    let keep = if config.trace {
+        Changes::Every
+    } else {
+        Changes::Deaths
+    };
     sim.recorder = config
         .window_s
-        .map(|w| Box::new(Recorder::new(w, world.endpoints().len())));
+        .map(|w| Box::new(Recorder::new(w, world.endpoints().len(), keep)));
     let outcome = sim.run(config.out_of_time);
     sim.finish(outcome)
 }

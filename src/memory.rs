@@ -128,7 +128,7 @@ pub fn world_bytes(world: &World) -> u64 {
 
 /// What recording one run in windows `window_s` wide keeps: a window's counts and, per
 /// endpoint, a snapshot at its start, for as many windows as the horizon holds, at most
-/// [`recorder::max_windows`]; its breaker changes are not foreseen \[bytes\].
+/// [`recorder::max_windows`], and the breaker changes it keeps one by one \[bytes\].
 pub fn recording_bytes(world: &World, window_s: f64) -> u64 {
     let endpoints = world.endpoints().len();
     let most = recorder::max_windows(endpoints) as f64;
@@ -139,7 +139,10 @@ pub fn recording_bytes(world: &World, window_s: f64) -> u64 {
         most as u64
     };
     let per_window = size_of::<Window>() + 8 + endpoints * size_of::<Snapshot>();
-    windows.saturating_mul(per_window as u64)
+    let changes = recorder::MAX_KEPT_DEATHS * size_of::<recorder::Change>();
+    windows
+        .saturating_mul(per_window as u64)
+        .saturating_add(changes as u64)
 }
 
 /// The estimate of one command.
@@ -428,6 +431,7 @@ mod tests {
         assert_eq!(
             recording_bytes(&many, 1e-3),
             209 * (size_of::<Window>() + 8 + 5000 * size_of::<Snapshot>()) as u64
+                + (recorder::MAX_KEPT_DEATHS * size_of::<recorder::Change>()) as u64
         );
     }
 
@@ -456,7 +460,7 @@ mod tests {
             2 * GRID_CELL_BYTES + 6 * GRID_COLUMN_BYTES
         );
         // Recorded in 1 s windows: bursty's 600 s horizon, 601 windows of its 3 endpoints kept
-        // with each run.
+        // with each run, and room for the deaths kept one by one.
         let recorded = estimate(&w, 100, 8, Native, 0, Some(1.0));
         assert_eq!(
             recorded.retained - e.retained,
@@ -465,6 +469,7 @@ mod tests {
         assert_eq!(
             recording_bytes(&w, 1.0),
             601 * (size_of::<Window>() + 8 + 3 * size_of::<Snapshot>()) as u64
+                + (recorder::MAX_KEPT_DEATHS * size_of::<recorder::Change>()) as u64
         );
         let budget = e.total();
         assert!(e.run_share(budget) >= e.per_run);

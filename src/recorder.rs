@@ -13,6 +13,11 @@
 //! [`MAX_SNAPSHOT_CELLS`] endpoint snapshots in all) has adjacent windows merged (counts added,
 //! the earlier snapshot kept), doubling their width, as often as needed: memory stays bounded
 //! and the result is still a function of the run alone.
+//!
+//! Breaker changes are counted in their window, and some are also kept one by one
+//! ([`Changes`]): every change a trace shows, or the first [`MAX_KEPT_DEATHS`] deaths the
+//! report draws. A run's changes are as many as its requests, so keeping all would let a
+//! recorded run grow without bound.
 
 use crate::client::pool::State;
 use crate::provider::{Arrival, FailureKind, Refusal};
@@ -23,6 +28,20 @@ pub const MAX_WINDOWS: usize = 4096;
 /// Most endpoint snapshots kept per run (windows × endpoints, some 16 MiB): a world of more than
 /// 256 endpoints keeps fewer windows, down to [`MIN_WINDOWS`].
 pub const MAX_SNAPSHOT_CELLS: usize = 1 << 20;
+
+/// Most changes into `Dead` or `Revoked` a report's run keeps one by one ([`Changes::Deaths`]);
+/// the rest are counted ([`Timeseries::deaths`]).
+pub const MAX_KEPT_DEATHS: usize = 1024;
+
+/// Which breaker changes a recorder keeps one by one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Changes {
+    /// Every change up to a time the engine may lower as the run goes
+    /// ([`Recorder::keep_changes_until`]): a trace's, which ends with its last request.
+    Every,
+    /// The first [`MAX_KEPT_DEATHS`] changes into `Dead` or `Revoked`: the report's rules.
+    Deaths,
+}
 
 /// Fewest windows a run is merged down to, however many endpoints it has.
 pub const MIN_WINDOWS: usize = 64;
@@ -136,7 +155,12 @@ pub struct Recorder {
     snapshots: Vec<Vec<Snapshot>>,
     /// Per window: the strategy's adaptive limit at its start.
     limits: Vec<Option<f64>>,
+    keep: Changes,
+    /// Under [`Changes::Every`], changes after this instant are only counted.
+    changes_until: f64,
     changes: Vec<Change>,
+    /// Changes into `Dead` or `Revoked`, kept or not.
+    deaths: u64,
     /// The breaker states last seen.
     states: Vec<State>,
     /// Windows kept before adjacent ones are merged ([`max_windows`]).
@@ -157,8 +181,9 @@ pub trait Observed {
 }
 
 impl Recorder {
-    /// A recorder of windows `window_s` wide (> 0) over `endpoints` endpoints, all `Ready`.
-    pub fn new(window_s: f64, endpoints: usize) -> Recorder {
+    /// A recorder of windows `window_s` wide (> 0) over `endpoints` endpoints, all `Ready`,
+    /// keeping the breaker changes `keep` says.
+    pub fn new(window_s: f64, endpoints: usize, keep: Changes) -> Recorder {
         assert!(
             window_s > 0.0 && window_s.is_finite(),
             "a window has a width"
@@ -171,7 +196,10 @@ impl Recorder {
             windows: Vec::new(),
             snapshots: Vec::new(),
             limits: Vec::new(),
+            keep,
+            changes_until: f64::INFINITY,
             changes: Vec::new(),
+            deaths: 0,
             states: vec![State::Ready; endpoints],
             max_windows: max_windows(endpoints),
         }
@@ -186,12 +214,11 @@ impl Recorder {
             let state = seen.state(e);
             if state != self.states[e] {
                 self.states[e] = state;
-                self.changes.push(Change {
+                self.changed(Change {
                     at_s: last,
                     endpoint: e,
                     state,
                 });
-                self.window(last).breaker_changes += 1;
             }
         }
         while (self.snapshots.len() as f64) * self.window_s <= at {
@@ -200,6 +227,26 @@ impl Recorder {
                 .push((0..seen.endpoints()).map(|e| seen.snapshot(e, t)).collect());
             self.limits.push(seen.limit());
         }
+    }
+
+    /// Counts `change` in its window and the deaths, and keeps it if [`Changes`] says so.
+    fn changed(&mut self, change: Change) {
+        self.window(change.at_s).breaker_changes += 1;
+        let death = matches!(change.state, State::Dead | State::Revoked);
+        self.deaths += u64::from(death);
+        let keep = match self.keep {
+            Changes::Every => change.at_s <= self.changes_until,
+            Changes::Deaths => death && self.changes.len() < MAX_KEPT_DEATHS,
+        };
+        if keep {
+            self.changes.push(change);
+        }
+    }
+
+    /// Keeps no change after `t` from now on (under [`Changes::Every`]): a trace's requests all
+    /// ended by `t`, and it writes no change after them.
+    pub fn keep_changes_until(&mut self, t: f64) {
+        self.changes_until = self.changes_until.min(t);
     }
 
     /// A request sent at `t` met `arrival`.
@@ -303,6 +350,7 @@ impl Recorder {
             snapshots: self.snapshots,
             limits: self.limits,
             changes: self.changes,
+            deaths: self.deaths,
         }
     }
 }
@@ -318,8 +366,10 @@ pub struct Timeseries {
     pub snapshots: Vec<Vec<Snapshot>>,
     /// Per window: the adaptive limit at its start.
     pub limits: Vec<Option<f64>>,
-    /// Every breaker state change, in time order.
+    /// The breaker state changes kept ([`Changes`]), in time order.
     pub changes: Vec<Change>,
+    /// Every change into `Dead` or `Revoked`, kept or not.
+    pub deaths: u64,
 }
 
 impl Timeseries {
@@ -364,7 +414,7 @@ mod tests {
 
     #[test]
     fn counts_land_in_their_window_and_snapshots_at_window_starts() {
-        let mut r = Recorder::new(1.0, 1);
+        let mut r = Recorder::new(1.0, 1, Changes::Every);
         r.advance(0.0, 0.0, &Fixed(0));
         r.window(0.5).requests += 1;
         r.advance(2.5, 0.5, &Fixed(1));
@@ -384,7 +434,7 @@ mod tests {
 
     #[test]
     fn a_long_run_merges_windows_and_keeps_every_count() {
-        let mut r = Recorder::new(1.0, 1);
+        let mut r = Recorder::new(1.0, 1, Changes::Every);
         for i in 0..10_000 {
             let t = f64::from(i);
             r.advance(t, t, &Fixed(0));
@@ -404,7 +454,7 @@ mod tests {
         assert_eq!(max_windows(6), MAX_WINDOWS);
         assert_eq!(max_windows(1000), 1048);
         assert_eq!(max_windows(20_000), MIN_WINDOWS);
-        let mut r = Recorder::new(1.0, 4096);
+        let mut r = Recorder::new(1.0, 4096, Changes::Every);
         for i in 0..10_000 {
             let t = f64::from(i);
             r.advance(t, t, &Fixed(0));

@@ -106,6 +106,10 @@ pub(super) struct Book<'s> {
     limit: usize,
     /// Requests sent past `limit`.
     pub(super) omitted: u64,
+    /// Records still in flight.
+    open: usize,
+    /// The latest end of a record that ended.
+    latest_end: f64,
     sink: Option<Sink<'s>>,
 }
 
@@ -116,6 +120,8 @@ impl<'s> Book<'s> {
             first: 0,
             limit,
             omitted: 0,
+            open: 0,
+            latest_end: f64::NEG_INFINITY,
             sink,
         }
     }
@@ -129,9 +135,26 @@ impl<'s> Book<'s> {
         self.first + self.records.len() >= self.limit
     }
 
+    /// When every request the book keeps has ended and some were left out: the end of the
+    /// last (nothing after it goes into the trace).
+    pub(super) fn settled(&self) -> Option<f64> {
+        (self.omitted > 0 && self.open == 0).then_some(self.latest_end)
+    }
+
+    /// Notes that a record in flight ends at `t`.
+    fn ended(&mut self, t: f64) {
+        self.open -= 1;
+        self.latest_end = self.latest_end.max(t);
+    }
+
     /// Adds a record; its index.
     fn push(&mut self, record: TraceRecord) -> usize {
         let index = self.first + self.records.len();
+        if record.answer == Answer::InFlight {
+            self.open += 1;
+        } else {
+            self.latest_end = self.latest_end.max(record.end_s);
+        }
         self.records.push_back(record);
         self.hand_over();
         index
@@ -221,6 +244,7 @@ impl<R: RandomSource> Sim<'_, R> {
         if book.full() {
             self.trace_slots[w][usize::from(copy)] = usize::MAX;
             book.omitted += 1;
+            self.trace_settled();
             return;
         }
         let worker = &self.workers[w];
@@ -290,11 +314,25 @@ impl<R: RandomSource> Sim<'_, R> {
         self.provider.peek_limit_headers(r, self.now, &mut headers);
         let book = self.trace.as_mut().expect("tracing");
         if let Some(record) = book.get_mut(index) {
+            let was_open = record.answer == Answer::InFlight;
             record.end_s = self.now;
             record.headers = headers;
             answered(record, pending, output);
+            if was_open {
+                book.ended(self.now);
+            }
         }
         book.hand_over();
+        self.trace_settled();
+    }
+
+    /// Once every request the trace keeps has ended, tells the recorder to keep no breaker
+    /// change after them: a trace writes none, and a long run would keep them all.
+    fn trace_settled(&mut self) {
+        let settled = self.trace.as_ref().and_then(Book::settled);
+        if let (Some(t), Some(recorder)) = (settled, self.recorder.as_deref_mut()) {
+            recorder.keep_changes_until(t);
+        }
     }
 
     /// The request of `w` in slot `slot` (0 the primary, 1 the copy) is cancelled now.
@@ -315,6 +353,7 @@ impl<R: RandomSource> Sim<'_, R> {
         let output = self.workers[w].size.output;
         let book = self.trace.as_mut().expect("tracing");
         if let Some(record) = book.get_mut(index) {
+            let was_open = record.answer == Answer::InFlight;
             record.end_s = now;
             record.answer = Answer::Cancelled;
             if let Some(usage) = pending.usage {
@@ -324,8 +363,12 @@ impl<R: RandomSource> Sim<'_, R> {
                     record.ttft_s = Some(usage.ttft_s);
                 }
             }
+            if was_open {
+                book.ended(now);
+            }
         }
         book.hand_over();
+        self.trace_settled();
     }
 
     /// The hedge copy of `w` answered first: the primary (sent at `sent_at` to do `pending`)

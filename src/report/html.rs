@@ -635,11 +635,13 @@ fn in_flight_panel(
             );
         }
     }
-    let dead = series
-        .changes
-        .iter()
-        .filter(|c| matches!(c.state, State::Dead | State::Revoked))
-        .count();
+    let dead = series.deaths;
+    let unkept = dead.saturating_sub(series.changes.len() as u64);
+    let unkept = if unkept > 0 {
+        format!(", rules for the first {} only", series.changes.len())
+    } else {
+        String::new()
+    };
     let busiest = if others > 0 {
         format!(
             " The {} busiest of {} endpoints one by one (rules for them only), the other {others} summed in grey.",
@@ -650,9 +652,9 @@ fn in_flight_panel(
         String::new()
     };
     format!(
-        "<figure class=\"series\" data-panel=\"in_flight\">{}<figcaption>{caption} Dashed: capacity (cycle and incidents applied); dotted rules: breaker trips ({}).{busiest}</figcaption></figure>",
+        "<figure class=\"series\" data-panel=\"in_flight\">{}<figcaption>{caption} Dashed: capacity (cycle and incidents applied); dotted rules: breaker trips ({}{unkept}).{busiest}</figcaption></figure>",
         chart.finish(),
-        plural(dead, "endpoint death")
+        plural(dead as usize, "endpoint death")
     )
 }
 
@@ -880,6 +882,7 @@ mod tests {
             snapshots: vec![(0..30).map(|e| snap(e % 7)).collect(), vec![snap(1); 30]],
             limits: vec![None; 2],
             changes: Vec::new(),
+            deaths: 0,
         };
         assert_eq!(
             drawn_endpoints(&series, 30),
@@ -972,6 +975,7 @@ mod tests {
             snapshots: Vec::new(),
             limits: Vec::new(),
             changes: Vec::new(),
+            deaths: 0,
         };
         for i in 0..1001 {
             series.windows.push(Window {

@@ -86,7 +86,7 @@ fn recorder_windows_add_up_to_the_runs_totals_and_change_nothing() {
                     assert!(s.capacity >= 1, "{shown}: window {i} endpoint {e}");
                 }
             }
-            // The breaker changes name every change the pool counted into DEAD.
+            // A report's run keeps the deaths: every change the pool counted into DEAD.
             let dead: u64 = recorded.endpoints.iter().map(|e| e.pool.dead).sum();
             let into_dead = series
                 .changes
@@ -94,11 +94,15 @@ fn recorder_windows_add_up_to_the_runs_totals_and_change_nothing() {
                 .filter(|c| c.state == State::Dead)
                 .count();
             assert_eq!(into_dead as u64, dead, "{shown}: DEAD transitions");
-            assert_eq!(
-                sum.breaker_changes as usize,
-                series.changes.len(),
+            assert!(
+                series
+                    .changes
+                    .iter()
+                    .all(|c| matches!(c.state, State::Dead | State::Revoked)),
                 "{shown}"
             );
+            assert_eq!(series.deaths, series.changes.len() as u64, "{shown}");
+            assert!(sum.breaker_changes >= series.deaths, "{shown}");
         }
     }
 }
@@ -248,5 +252,42 @@ fn recorder_sees_the_routers_cooldowns_and_no_others() {
             .iter()
             .flatten()
             .all(|s| s.cooldown.is_none())
+    );
+}
+
+/// A trace of the first requests keeps only the breaker changes it writes, however long the
+/// run: the changes kept are those of a trace of every request, up to the end of the last
+/// request written.
+#[test]
+fn a_bounded_trace_keeps_only_the_breaker_changes_it_writes() {
+    let clock = || 0.0;
+    let mut dropped = 0;
+    for path in all_worlds() {
+        let world = load(&path);
+        for name in ["backoff", "router"] {
+            let traced = |max: usize| {
+                simbench::sweep::traced_with_windows(
+                    &world,
+                    name,
+                    (world.seed(), max),
+                    (&clock, 1e9),
+                )
+            };
+            let (Some(every), Some(bounded)) = (traced(usize::MAX), traced(200)) else {
+                continue;
+            };
+            let shown = format!("{} {name}", path.display());
+            let all = every.timeseries.expect("recorded").changes;
+            let some = bounded.timeseries.expect("recorded").changes;
+            let written =
+                simbench::trace_event::count(&bounded.trace, bounded.trace_omitted, &all, 200);
+            assert_eq!(some.len(), written.changes, "{shown}");
+            assert_eq!(some[..], all[..some.len()], "{shown}");
+            dropped += all.len() - some.len();
+        }
+    }
+    assert!(
+        dropped > 0,
+        "some run changes its breakers after its 200th request"
     );
 }
