@@ -6,14 +6,15 @@
 //! per worker (a closed loop's worker, an open loop's slot) holding the same requests and, in
 //! the gaps between them, what the worker was waiting for: a retry (the next request is a
 //! later attempt of the same step) or a lease and its next call. Incidents are global instant
-//! events at their start and end. Times are microseconds of simulated time, to the nanosecond.
+//! events at their start and end. Times are microseconds of simulated time, to the nanosecond
+//! (in a run too long for that, to a coarser tick: [`Clock`]).
 //!
 //! A viewer draws a track's slices as a stack, so slices on one track must nest; requests in
 //! flight together never do. Each endpoint and worker therefore gets as many tracks (lanes) as
 //! it had requests in flight at once: a slice goes on the first of its lanes free at its start
 //! (an endpoint's first lane, a worker's first for its own requests and the waits between them,
-//! its later ones for hedge copies). Ends and starts are compared in whole nanoseconds, as
-//! written, so no two slices of a track overlap even by a rounding.
+//! its later ones for hedge copies). Ends and starts are compared in whole ticks, as written,
+//! so no two slices of a track overlap even by a rounding.
 //!
 //! Bounded: at most `max_requests` requests are written (the first ones sent); beyond, the
 //! rest are left out and `otherData` says how many, so a viewer never meets a file it cannot
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 use crate::harness::{Outcome, TraceRecord};
 use crate::recorder::Change;
 use crate::request_log::{self, EntryOutcome};
-use crate::world::World;
+use crate::world::{Incident, World};
 
 /// What the export holds, for the caller to report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +93,11 @@ pub fn write(
 ) -> io::Result<Written> {
     let written = count(trace, run.omitted, changes, max_requests);
     let kept = &trace[..written.requests];
-    let layout = Layout::of(world, kept);
+    let until = last_end(kept, trace.len() as u64 + run.omitted);
+    let shown = || changes.iter().filter(|c| c.at_s <= until);
+    let latest = latest(kept, shown().map(|c| c.at_s));
+    let clock = Clock::for_latest(latest);
+    let layout = Layout::of(world, kept, clock);
     let mut other = json!({
         "scenario": world.name(),
         "algorithm": run.algorithm,
@@ -102,7 +107,12 @@ pub fn write(
         "requests_written": written.requests,
         "requests_left_out": written.left_out,
         "time": "simulated seconds, as microseconds",
+        "time_resolution_ns": clock.tick_ns,
     });
+    let later = incident_edges(world).filter(|&(t, _)| t > latest).count();
+    if later > 0 {
+        other["incident_edges_after_the_trace"] = later.into();
+    }
     if let Some(reason) = run.outcome.reason() {
         other["reason"] = reason.into();
     }
@@ -123,18 +133,17 @@ pub fn write(
         event(&track)?;
     }
     for (i, record) in kept.iter().enumerate() {
-        for slice in request_slices(world, record, layout.tracks_of(i, record)) {
+        for slice in request_slices(world, record, layout.tracks_of(i, record), clock) {
             event(&slice)?;
         }
     }
     for wait in &layout.waits {
-        event(&wait_slice(wait, &layout))?;
+        event(&wait_slice(wait, &layout, clock))?;
     }
-    let until = last_end(kept, trace.len() as u64 + run.omitted);
-    for change in changes.iter().filter(|c| c.at_s <= until) {
-        event(&breaker_event(world, change))?;
+    for change in shown() {
+        event(&breaker_event(world, change, clock))?;
     }
-    for incident in incident_events(world) {
+    for incident in incident_events(world, clock, latest) {
         event(&incident)?;
     }
     out.write_all(b"]}\n")?;
@@ -142,17 +151,58 @@ pub fn write(
     Ok(written)
 }
 
-/// Whole nanoseconds of simulated time: what a slice's ends are compared and written in.
-fn nanos(s: f64) -> i64 {
-    (s * 1e9).round() as i64
+/// The latest instant of the run the trace shows \[s\]: a request's end or a breaker change.
+/// Incidents are shown up to it, not after: an incident scripted long after the run would
+/// stretch the viewer's timeline until the requests could not be seen.
+fn latest(kept: &[TraceRecord], changes: impl Iterator<Item = f64>) -> f64 {
+    kept.iter()
+        .map(|r| r.end_s)
+        .chain(changes)
+        .fold(0.0, f64::max)
 }
 
-/// Nanoseconds as the format's microseconds.
-fn micros(ns: i64) -> f64 {
-    ns as f64 / 1000.0
+/// Integers a viewer's doubles hold exactly (2^53).
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// The whole ticks of simulated time a trace is written in, and its ends compared in. A
+/// viewer reads times as doubles, which hold whole nanoseconds only up to 2^53 of them (104
+/// days): a trace that reaches past that is written in whole microseconds, or in a power of
+/// two of them, so that every time, and every start plus duration, is exact.
+#[derive(Clone, Copy)]
+struct Clock {
+    tick_ns: u64,
 }
 
-/// A span of simulated time in nanoseconds.
+impl Clock {
+    /// The finest clock that holds `latest_s` exactly.
+    fn for_latest(latest_s: f64) -> Clock {
+        let ns = latest_s * 1e9;
+        let mut tick_ns = 1;
+        if ns >= EXACT {
+            tick_ns = 1000;
+            while ns / tick_ns as f64 >= EXACT {
+                tick_ns *= 2;
+            }
+        }
+        Clock { tick_ns }
+    }
+
+    /// Simulated seconds in whole ticks.
+    fn ticks(self, s: f64) -> i64 {
+        (s * 1e9 / self.tick_ns as f64).round() as i64
+    }
+
+    /// Ticks as the format's microseconds.
+    fn micros(self, ticks: i64) -> f64 {
+        if self.tick_ns == 1 {
+            ticks as f64 / 1000.0
+        } else {
+            ticks as f64 * (self.tick_ns / 1000) as f64
+        }
+    }
+}
+
+/// A span of simulated time in ticks.
 #[derive(Clone, Copy)]
 struct Span {
     start: i64,
@@ -160,11 +210,11 @@ struct Span {
 }
 
 impl Span {
-    fn of(at_s: f64, end_s: f64) -> Span {
-        let start = nanos(at_s);
+    fn of(at_s: f64, end_s: f64, clock: Clock) -> Span {
+        let start = clock.ticks(at_s);
         Span {
             start,
-            end: nanos(end_s).max(start),
+            end: clock.ticks(end_s).max(start),
         }
     }
 }
@@ -229,8 +279,11 @@ struct Layout {
 }
 
 impl Layout {
-    fn of(world: &World, kept: &[TraceRecord]) -> Layout {
-        let spans: Vec<Span> = kept.iter().map(|r| Span::of(r.at_s, r.end_s)).collect();
+    fn of(world: &World, kept: &[TraceRecord], clock: Clock) -> Layout {
+        let spans: Vec<Span> = kept
+            .iter()
+            .map(|r| Span::of(r.at_s, r.end_s, clock))
+            .collect();
         // Placed in order of start (then end), which is what makes first-free lanes as few as
         // the most slices in flight at once.
         let mut order: Vec<usize> = (0..kept.len()).collect();
@@ -249,7 +302,7 @@ impl Layout {
         let mut workers: Vec<Lanes> = (0..worker_count).map(|_| Lanes::default()).collect();
         // A worker's own requests and the waits between them take its first lane; hedge copies
         // the later ones. Waits exactly fill the gaps, so they go through the same lanes.
-        let mut waits = waits(kept);
+        let mut waits = waits(kept, clock);
         let mut items: Vec<(Span, usize, Slice)> = order
             .iter()
             .map(|&i| (spans[i], kept[i].worker as usize, Slice::Request(i)))
@@ -365,7 +418,12 @@ fn colour(outcome: EntryOutcome) -> &'static str {
 }
 
 /// A request's slice on its endpoint's track and on its worker's, at `tracks` (pid, tid).
-fn request_slices(world: &World, r: &TraceRecord, tracks: [(usize, usize); 2]) -> [Value; 2] {
+fn request_slices(
+    world: &World,
+    r: &TraceRecord,
+    tracks: [(usize, usize); 2],
+    clock: Clock,
+) -> [Value; 2] {
     let entry = request_log::entry(world, r);
     let name = serde_json::to_value(entry.outcome).expect("an outcome is a string");
     let mut args = json!({
@@ -384,14 +442,14 @@ fn request_slices(world: &World, r: &TraceRecord, tracks: [(usize, usize); 2]) -
     if let Some(after) = r.retry_after_s {
         args["retry_after_s"] = after.into();
     }
-    let span = Span::of(r.at_s, r.end_s);
+    let span = Span::of(r.at_s, r.end_s, clock);
     let slice = |(pid, tid): (usize, usize), cat: &str| {
         json!({
             "ph": "X",
             "pid": pid,
             "tid": tid,
-            "ts": micros(span.start),
-            "dur": micros(span.end - span.start),
+            "ts": clock.micros(span.start),
+            "dur": clock.micros(span.end - span.start),
             "name": name,
             "cat": cat,
             "cname": colour(entry.outcome),
@@ -406,7 +464,7 @@ fn request_slices(world: &World, r: &TraceRecord, tracks: [(usize, usize); 2]) -
 
 /// The gaps on each worker's track between one of its requests ending and its next being
 /// sent: a retry's wait, or the wait for a lease and the next call.
-fn waits(kept: &[TraceRecord]) -> Vec<Wait> {
+fn waits(kept: &[TraceRecord], clock: Clock) -> Vec<Wait> {
     let mut last: Vec<Option<&TraceRecord>> = Vec::new();
     let mut out = Vec::new();
     for r in kept.iter().filter(|r| !r.hedge) {
@@ -415,8 +473,8 @@ fn waits(kept: &[TraceRecord]) -> Vec<Wait> {
             last.resize(w + 1, None);
         }
         if let Some(prev) = last[w] {
-            let span = Span::of(prev.end_s, r.at_s);
-            if span.end > span.start && nanos(prev.end_s) < nanos(r.at_s) {
+            let span = Span::of(prev.end_s, r.at_s, clock);
+            if span.end > span.start {
                 out.push(Wait {
                     worker: r.worker,
                     lane: 0,
@@ -433,13 +491,13 @@ fn waits(kept: &[TraceRecord]) -> Vec<Wait> {
     out
 }
 
-fn wait_slice(w: &Wait, layout: &Layout) -> Value {
+fn wait_slice(w: &Wait, layout: &Layout, clock: Clock) -> Value {
     json!({
         "ph": "X",
         "pid": layout.workers_pid(),
         "tid": layout.worker_tid(w.worker, w.lane),
-        "ts": micros(w.span.start),
-        "dur": micros(w.span.end - w.span.start),
+        "ts": clock.micros(w.span.start),
+        "dur": clock.micros(w.span.end - w.span.start),
         "name": if w.retry { "retry wait" } else { "wait" },
         "cat": "wait",
         "cname": if w.retry { "rail_idle" } else { "rail_animation" },
@@ -447,41 +505,46 @@ fn wait_slice(w: &Wait, layout: &Layout) -> Value {
     })
 }
 
-fn breaker_event(world: &World, c: &Change) -> Value {
+fn breaker_event(world: &World, c: &Change, clock: Clock) -> Value {
     let state = crate::report::timeseries::state_name(c.state);
     json!({
         "ph": "i",
         "s": "t",
         "pid": endpoint_pid(c.endpoint),
         "tid": 0,
-        "ts": micros(nanos(c.at_s)),
+        "ts": clock.micros(clock.ticks(c.at_s)),
         "name": format!("breaker: {state}"),
         "cat": "breaker",
         "args": { "endpoint": world.endpoints()[c.endpoint].id, "state": state },
     })
 }
 
-/// Every incident's start and (when it ends) end, as global instant events.
-fn incident_events(world: &World) -> Vec<Value> {
-    let mut out = Vec::new();
-    for incident in world.incidents() {
-        let what = incident.effect.describe();
-        let on = world.reach_text(incident);
-        let mut at = |t: f64, edge: &str| {
-            out.push(json!({
+/// Every incident's start and (when it ends) end up to `latest`, as global instant events.
+fn incident_events(world: &World, clock: Clock, latest: f64) -> impl Iterator<Item = Value> {
+    incident_edges(world)
+        .filter(move |&(t, _)| t <= latest)
+        .map(move |(t, (incident, edge))| {
+            let what = incident.effect.describe();
+            let on = world.reach_text(incident);
+            json!({
                 "ph": "i",
                 "s": "g",
                 "pid": endpoint_pid(0),
                 "tid": 0,
-                "ts": micros(nanos(t)),
+                "ts": clock.micros(clock.ticks(t)),
                 "name": format!("{what} {edge}: {on}"),
                 "cat": "incident",
-            }));
-        };
-        at(incident.start_s, "starts");
-        if incident.end_s.is_finite() {
-            at(incident.end_s, "ends");
-        }
-    }
-    out
+            })
+        })
+}
+
+/// Every incident's start and (when it ends) end, in file order.
+fn incident_edges(world: &World) -> impl Iterator<Item = (f64, (&Incident, &'static str))> {
+    world.incidents().iter().flat_map(|incident| {
+        let end = incident
+            .end_s
+            .is_finite()
+            .then_some((incident.end_s, (incident, "ends")));
+        std::iter::once((incident.start_s, (incident, "starts"))).chain(end)
+    })
 }

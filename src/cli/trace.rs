@@ -112,11 +112,19 @@ pub fn main(args: &TraceArgs) -> u8 {
             result.outcome.name()
         );
     }
+    let requests = if written.left_out > 0 {
+        format!(
+            "{} of {} requests",
+            written.requests,
+            written.requests as u64 + written.left_out
+        )
+    } else {
+        plural(written.requests, "request")
+    };
     let summary = || {
         format!(
-            "traced {} seed {seed}: {}, {} ({})\n",
+            "traced {} seed {seed}: {requests}, {} ({})\n",
             crate::text::escape(&args.algorithm),
-            plural(written.requests, "request"),
             plural(written.changes, "breaker change"),
             result.outcome.name()
         )

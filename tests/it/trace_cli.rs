@@ -41,10 +41,25 @@ fn check_fields(doc: &Value) {
 }
 
 /// No two complete slices of one track overlap (a viewer stacks a track's slices, so they must
-/// nest; requests in flight together never do), compared in whole nanoseconds as written.
+/// nest; requests in flight together never do), compared in whole ticks as written
+/// (`otherData.time_resolution_ns`: nanoseconds, or microseconds times a power of two).
 fn check_lanes(doc: &Value) {
     let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(i64, i64)>> = Default::default();
-    let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+    let tick_ns = doc["otherData"]["time_resolution_ns"].as_f64().unwrap();
+    let ns = |v: &Value| {
+        let micros = v.as_f64().unwrap();
+        if tick_ns >= 1000.0 {
+            let ticks = micros / (tick_ns / 1000.0);
+            assert_eq!(
+                ticks,
+                ticks.round(),
+                "{micros} µs is whole ticks of {tick_ns} ns"
+            );
+            ticks as i64
+        } else {
+            (micros * 1000.0).round() as i64
+        }
+    };
     for e in doc["traceEvents"].as_array().unwrap() {
         if e["ph"] == "X" {
             let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
@@ -159,11 +174,14 @@ fn trace_cli_is_deterministic_and_says_what_a_bound_left_out() {
         .filter(|e| e["cat"] == "breaker")
         .count();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let left = doc["otherData"]["requests_left_out"].as_u64().unwrap();
     assert!(
-        stdout.contains(&format!("100 requests, {breakers} breaker change")),
+        stdout.contains(&format!(
+            "100 of {} requests, {breakers} breaker change",
+            100 + left
+        )),
         "{stdout}"
     );
-    let left = doc["otherData"]["requests_left_out"].as_u64().unwrap();
     assert_eq!(left + 100, doc["otherData"]["requests"].as_u64().unwrap());
     assert!(left > 0);
     // The run stops recording at the bound and counts the rest: the same run, the same
@@ -217,4 +235,70 @@ fn trace_cli_is_deterministic_and_says_what_a_bound_left_out() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(!dir.join("d.json").exists());
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// A run longer than a viewer's doubles hold in nanoseconds (2^53 ns, 104 days) is written in
+/// whole microseconds (times a power of two past 2^53 of them), so its slices neither overlap
+/// nor pile up at one instant; incidents after the trace's last request are counted, not
+/// drawn.
+#[test]
+fn trace_cli_keeps_times_exact_past_what_nanoseconds_hold() {
+    let long = [
+        "--set",
+        "concurrency=1",
+        "--set",
+        "horizon_s=1e12",
+        "--set",
+        "steps_per_job=1",
+        "--set",
+        "calls_per_step=1",
+    ];
+    // 15 jobs 10^9 s apart: past 9.2 × 10^9 s a 64-bit count of nanoseconds overflows.
+    let doc = trace(
+        &[
+            &long[..],
+            &["--set", "jobs=15", "--set", "load.think_s=1e9"],
+        ]
+        .concat(),
+    );
+    check_fields(&doc);
+    check_lanes(&doc);
+    assert_eq!(doc["otherData"]["time_resolution_ns"], 2000);
+    for e in doc["traceEvents"].as_array().unwrap() {
+        if e["cat"] == "request" {
+            let at_s = e["ts"].as_f64().unwrap() / 1e6;
+            let job = e["args"]["job"].as_f64().unwrap();
+            assert!((at_s - job * 1e9).abs() < 100.0, "{e}");
+        }
+    }
+    // 200 jobs 10^5 s apart: 2 × 10^7 s, past 2^53 ns, in whole microseconds.
+    let doc = trace(
+        &[
+            &long[..],
+            &["--set", "jobs=200", "--set", "load.think_s=1e5"],
+        ]
+        .concat(),
+    );
+    check_lanes(&doc);
+    assert_eq!(doc["otherData"]["time_resolution_ns"], 1000);
+    // The built-in world's 600 s: nanoseconds, and an outage long after it is not drawn.
+    let doc = trace(&[
+        "--set",
+        "incidents=[{kind=\"outage\",start_s=1e9,end_s=2e9},{kind=\"latency\",factor=2,start_s=10,end_s=20}]",
+    ]);
+    check_lanes(&doc);
+    assert_eq!(doc["otherData"]["time_resolution_ns"], 1);
+    assert_eq!(doc["otherData"]["incident_edges_after_the_trace"], 2);
+    let incidents: Vec<&Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "incident")
+        .collect();
+    assert_eq!(incidents.len(), 2);
+    assert!(
+        incidents
+            .iter()
+            .all(|e| e["name"].as_str().unwrap().starts_with("latency"))
+    );
 }
