@@ -345,6 +345,7 @@ impl Recorder {
         let n = self.windows.len().max(self.snapshots.len());
         self.windows.resize(n, Window::default());
         Timeseries {
+            end_s,
             window_s: self.window_s,
             windows: self.windows,
             snapshots: self.snapshots,
@@ -358,6 +359,8 @@ impl Recorder {
 /// A run's windows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timeseries {
+    /// The run's last event \[s\]: the last window ends after it, and counted only until it.
+    pub end_s: f64,
     /// Width of each window \[s\] (window `i` is `[i·w, (i+1)·w)`).
     pub window_s: f64,
     /// What each window counted.

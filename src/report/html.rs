@@ -371,11 +371,14 @@ fn timelines(out: &mut String, report: &Report) {
 }
 
 /// Windows summed `k` at a time so that at most [`MAX_POINTS`] remain: `(start_s, width_s,
-/// counts, index of the first window)`.
+/// counts, index of the first window)`. The last bucket counted only until the run's end, so
+/// its width stops there: a rate over the whole of it would show every run collapsing at its
+/// end. A last bucket less than half full joins the one before, whose rate it would otherwise
+/// make from a sliver of time.
 fn buckets(series: &Timeseries) -> Vec<(f64, f64, Window, usize)> {
     let k = series.windows.len().div_ceil(MAX_POINTS).max(1);
     let w = series.window_s;
-    series
+    let mut b: Vec<(f64, f64, Window, usize)> = series
         .windows
         .chunks(k)
         .enumerate()
@@ -386,7 +389,24 @@ fn buckets(series: &Timeseries) -> Vec<(f64, f64, Window, usize)> {
             }
             (b as f64 * k as f64 * w, chunk.len() as f64 * w, sum, b * k)
         })
-        .collect()
+        .collect();
+    if let Some(last) = b.last_mut() {
+        let run = series.end_s - last.0;
+        if run < last.1 {
+            last.1 = run;
+        }
+    }
+    if b.len() >= 2 && b[b.len() - 1].1 < k as f64 * w / 2.0 {
+        let (_, width, counts, _) = b.pop().expect("two buckets");
+        let before = b.last_mut().expect("two buckets");
+        before.1 += width;
+        before.2.merge(&counts);
+    } else if let Some(last) = b.last_mut().filter(|last| last.1 <= 0.0) {
+        // A run that ended where its only window starts: the nominal width, not a division
+        // by nothing.
+        last.1 = k as f64 * w;
+    }
+    b
 }
 
 fn timeline(out: &mut String, report: &Report, run: &Run, series: &Timeseries) {
@@ -877,6 +897,7 @@ mod tests {
         };
         // Endpoint e has e % 7 in flight in the first window and 1 in the second.
         let series = Timeseries {
+            end_s: 2.0,
             window_s: 1.0,
             windows: vec![Window::default(); 2],
             snapshots: vec![(0..30).map(|e| snap(e % 7)).collect(), vec![snap(1); 30]],
@@ -970,6 +991,7 @@ mod tests {
     #[test]
     fn buckets_sum_every_window() {
         let mut series = Timeseries {
+            end_s: f64::INFINITY,
             window_s: 0.5,
             windows: Vec::new(),
             snapshots: Vec::new(),
@@ -988,5 +1010,41 @@ mod tests {
         let total: u64 = b.iter().map(|x| x.2.requests).sum();
         assert_eq!(total, (0..1001).sum::<u64>());
         assert_eq!(b[1].0, 2.0);
+    }
+
+    /// The last window counts only until the run's end: its rate is over that stretch, and a
+    /// sliver at the end joins the bucket before it.
+    #[test]
+    fn the_last_bucket_is_as_wide_as_the_run_went() {
+        let series = |end_s: f64, windows: usize| Timeseries {
+            end_s,
+            window_s: 100.0,
+            windows: vec![
+                Window {
+                    ok: 50,
+                    ..Window::default()
+                };
+                windows
+            ],
+            snapshots: Vec::new(),
+            limits: Vec::new(),
+            changes: Vec::new(),
+            deaths: 0,
+        };
+        // 609.65 s in 100 s windows: the last, [600, 700), ran 9.65 s and joins [500, 600).
+        let b = buckets(&series(609.65, 7));
+        assert_eq!(b.len(), 6);
+        assert!((b[5].1 - 109.65).abs() < 1e-9);
+        assert_eq!(b[5].2.ok, 100);
+        // 660 s: the last ran 60 s of 100, and its rate is over those.
+        let b = buckets(&series(660.0, 7));
+        assert_eq!(b.len(), 7);
+        assert!((b[6].1 - 60.0).abs() < 1e-9);
+        // One window wider than the run: the run's own length.
+        let b = buckets(&series(30.0, 1));
+        assert_eq!((b.len(), b[0].1), (1, 30.0));
+        // A run that ended where its only window starts.
+        let b = buckets(&series(0.0, 1));
+        assert_eq!(b[0].1, 100.0);
     }
 }
