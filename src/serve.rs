@@ -79,6 +79,18 @@ pub struct Ignored {
     pub hangup: bool,
 }
 
+impl Ignored {
+    /// How to stop the server, in a few words: Ctrl-C reaches it only when SIGINT is caught (a
+    /// script's background job starts with SIGINT ignored, and it stays so).
+    pub fn how_to_stop(&self) -> String {
+        if self.interrupt {
+            format!("SIGTERM: kill {}", std::process::id())
+        } else {
+            "Ctrl-C".to_owned()
+        }
+    }
+}
+
 /// Largest header block read \[bytes\].
 const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Real seconds a client has to send its headers, and then its body.
@@ -353,10 +365,11 @@ async fn drain(connections: &mut JoinSet<()>, drain_s: f64, ignored: Ignored) {
     }
     let n = connections.len();
     eprintln!(
-        "simbench: stopping: waiting up to {:.1} s for {n} connection{} still answering; stop \
-         again (Ctrl-C) to cut {} now",
+        "simbench: stopping: waiting up to {:.1} s for {n} connection{} still open (an answer \
+         going, or a request still being sent); stop again ({}) to cut {} now",
         drain.saturating_sub(started.elapsed()).as_secs_f64(),
         if n == 1 { "" } else { "s" },
+        ignored.how_to_stop(),
         if n == 1 { "it" } else { "them" },
     );
     tokio::select! {
@@ -974,7 +987,7 @@ impl Record {
 fn chat(
     shared: Arc<Shared>,
     e: usize,
-    request: ChatRequest,
+    mut request: ChatRequest,
     unit: WorkUnit,
 ) -> Result<Answer, io::Error> {
     let now = shared.clock.now();
@@ -991,6 +1004,10 @@ fn chat(
         headers,
         unit,
     };
+    // An answer cut at the world's cap stopped for `length` as much as at the request's own.
+    if request.max_tokens.is_none() {
+        request.max_tokens = record.max_tokens.map(|cap| cap as u32);
+    }
     match verdict {
         Verdict::Refused {
             refusal,

@@ -18,14 +18,14 @@ pub struct ServeArgs {
     /// Scenario file [default: the built-in bursty world].
     pub file: Option<PathBuf>,
     /// Port to listen on; 0 takes any free one (the first line of standard output says which).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub port: u16,
     /// Address to listen on. Loopback unless told otherwise: anything else lets other
     /// machines in.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
     /// Run the world K times faster than real time: every duration (latency, Retry-After,
-    /// limit windows, the capacity cycle, incidents) is divided by K.
+    /// limit windows, the capacity cycle, incidents) is divided by K (0.001 to 1000000).
     #[arg(long, value_name = "K", default_value_t = 1.0, allow_negative_numbers = true,
           value_parser = parse_scale)]
     pub time_scale: f64,
@@ -42,16 +42,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 256,
           value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub max_connections: u32,
-    /// Largest request body read, in bytes (a larger one gets 413).
+    /// Largest request body read, in bytes (a larger one gets 413; 1024 to 67108864).
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
           value_parser = clap::value_parser!(u32).range(1024..=(64 << 20)))]
     pub max_body_bytes: u32,
-    /// Real seconds answers in progress may take to end after SIGINT or SIGTERM (0 to 86400).
+    /// Real seconds answers in progress may take to end after SIGINT, SIGTERM or SIGHUP (0 to
+    /// 86400).
     #[arg(long, value_name = "S", default_value_t = 5.0, allow_negative_numbers = true,
           value_parser = parse_drain)]
     pub drain_s: f64,
     /// The provider's dice, 0 to 2^63 − 1 as a world's `seed` [default: the world's `seed`].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=crate::sweep::MAX_SEED))]
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(0..=crate::sweep::MAX_SEED))]
     pub seed: Option<u64>,
     /// Override any scenario key (as `simbench run --set`).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = super::load::parse_set)]
@@ -106,6 +108,28 @@ fn ignored_signals() -> serve::Ignored {
     serve::Ignored::default()
 }
 
+/// Whether `path` names the file standard output already writes to.
+fn is_stdout(path: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let stdout = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata());
+        match (stdout, std::fs::metadata(path)) {
+            (Ok(out), Ok(named)) => (out.dev(), out.ino()) == (named.dev(), named.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
 /// Runs `simbench serve`.
 pub fn main(args: &ServeArgs) -> u8 {
     let inputs = Inputs::default();
@@ -130,7 +154,11 @@ pub fn main(args: &ServeArgs) -> u8 {
     };
     let log: Option<Box<dyn Write + Send>> = match &args.request_log {
         None => None,
-        Some(path) if path.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
+        // Standard output by another name (`/dev/stdout`, or the file it was sent to) is written
+        // as `-` is: a second handle with its own offset would write over the address line.
+        Some(path) if path.as_os_str() == "-" || is_stdout(path) => {
+            Some(Box::new(std::io::stdout()))
+        }
         Some(path) => match super::output::open_streamed("--request-log", path, &inputs) {
             Ok(file) => Some(Box::new(file)),
             Err(message) => {
@@ -140,6 +168,7 @@ pub fn main(args: &ServeArgs) -> u8 {
         },
     };
     let seed = args.seed.unwrap_or_else(|| world.seed());
+    let ignored = ignored_signals();
     let config = Config {
         time_scale: args.time_scale,
         api_key: args.api_key.clone(),
@@ -148,7 +177,7 @@ pub fn main(args: &ServeArgs) -> u8 {
         drain_s: args.drain_s,
         seed,
         log,
-        ignored: ignored_signals(),
+        ignored,
     };
     let name = crate::text::escape(world.name()).into_owned();
     let ids: Vec<String> = world.endpoints().iter().map(|e| e.id.clone()).collect();
@@ -159,8 +188,9 @@ pub fn main(args: &ServeArgs) -> u8 {
         let _ = writeln!(stdout, "http://{addr}");
         let _ = stdout.flush();
         errln!(
-            "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with Ctrl-C",
-            ids.join(", ")
+            "simbench: serving `{name}` at http://{addr}/v1 (endpoints {}; time ×{scale}); stop with {}",
+            ids.join(", "),
+            ignored.how_to_stop()
         );
         if !addr.ip().is_loopback() {
             errln!(

@@ -1254,3 +1254,144 @@ fn a_whole_answer_carries_the_limits_as_its_request_leaves_them() {
     );
     assert!(server.stop().success());
 }
+
+/// An answer cut at the world's `max_tokens` (the request set none) stops for `length`, as one
+/// cut at the request's own, whole or streamed.
+#[test]
+fn an_answer_cut_at_the_worlds_cap_stops_for_length() {
+    // Outputs of median 30 tokens under a cap of 2: every answer is cut.
+    let server = Server::start(&[
+        "--set",
+        "tokens.max_tokens=2",
+        "tests/data/worlds/serve_tokens.toml",
+    ]);
+    let addr = server.addr.clone();
+    let whole = request(&addr, "POST", "/v1/chat/completions", &[], CHAT);
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    let json = whole.json();
+    assert_eq!(json["usage"]["completion_tokens"], 2);
+    assert_eq!(json["choices"][0]["finish_reason"], "length");
+    let streamed = request(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &CHAT.replace("\"model\"", "\"stream\":true,\"model\""),
+    );
+    assert_eq!(streamed.status, 200);
+    assert!(
+        streamed.body.contains("\"finish_reason\":\"length\""),
+        "{}",
+        streamed.body
+    );
+    // Uncut: the world's cap above every output.
+    drop(server);
+    let server = Server::start(&[
+        "--set",
+        "tokens.max_tokens=1000",
+        "tests/data/worlds/serve_tokens.toml",
+    ]);
+    let whole = request(&server.addr, "POST", "/v1/chat/completions", &[], CHAT);
+    assert_eq!(whole.json()["choices"][0]["finish_reason"], "stop");
+    assert!(server.stop().success());
+}
+
+/// A request log that is standard output by another name (`/dev/stdout`, or the file standard
+/// output was sent to) is written after the address line, as `-` is, not over it.
+#[test]
+fn a_request_log_on_standard_output_by_another_name_keeps_the_address_line() {
+    crate::support::default_stop_signals_for_children();
+    let dir = scratch_dir("serve-stdout-log");
+    for by_name in ["/dev/stdout", "same file"] {
+        let out = dir.join("out.txt");
+        let log = if by_name == "same file" {
+            out.to_str().unwrap().to_owned()
+        } else {
+            by_name.to_owned()
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_simbench"))
+            .args([
+                "serve",
+                "--request-log",
+                &log,
+                "tests/data/worlds/serve_tight.toml",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("simbench serve starts");
+        let mut first = String::new();
+        for _ in 0..200 {
+            first = std::fs::read_to_string(&out).unwrap();
+            if first.ends_with('\n') {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let addr = first
+            .trim()
+            .strip_prefix("http://")
+            .expect("the address")
+            .to_owned();
+        let answer = request(&addr, "POST", "/v1/chat/completions", &[], CHAT);
+        assert_eq!(answer.status, 200, "{by_name}");
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        assert!(status.expect("kill runs").success());
+        assert!(child.wait().expect("the server exits").success());
+        let text = std::fs::read_to_string(&out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{by_name}: {text}");
+        assert_eq!(lines[0], format!("http://{addr}"), "{by_name}");
+        let entry: Value = serde_json::from_str(lines[1]).expect("a log line");
+        assert_eq!(entry["outcome"], "ok", "{by_name}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A server started with SIGINT ignored (a script's background job, `nohup`) keeps it so, and
+/// says to stop it with SIGTERM rather than offer a Ctrl-C that would do nothing.
+#[test]
+fn a_server_started_with_sigint_ignored_says_how_to_stop_it() {
+    crate::support::default_stop_signals_for_children();
+    let bin = env!("CARGO_BIN_EXE_simbench");
+    for (trap, says) in [
+        ("", "stop with Ctrl-C"),
+        ("trap '' INT; ", "stop with SIGTERM: kill "),
+    ] {
+        let mut child = Command::new("sh")
+            .args(["-c", &format!("{trap}exec \"$0\" serve --port 0"), bin])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .expect("the address line");
+        let mut banner = String::new();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        stderr.read_line(&mut banner).expect("the banner");
+        assert!(banner.contains(says), "{trap:?}: {banner}");
+        if !trap.is_empty() {
+            assert!(
+                banner.trim_end().ends_with(&child.id().to_string()),
+                "{banner}"
+            );
+            // SIGINT does nothing; SIGTERM stops it.
+            let int = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status();
+            assert!(int.expect("kill runs").success());
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(child.try_wait().unwrap().is_none(), "SIGINT stayed ignored");
+        }
+        let term = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        assert!(term.expect("kill runs").success());
+        assert!(child.wait().expect("the server exits").success());
+    }
+}
