@@ -90,6 +90,17 @@ pub fn md_text(text: &str) -> String {
         .join("\n")
 }
 
+/// `text` as one word a POSIX shell reads back as it is: as it is when every character is
+/// plain, else in single quotes (a quote inside as `'\''`), so a hint's command can be pasted.
+pub fn shell_word(text: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("'{}'", text.replace('\'', "'\\''")))
+    }
+}
+
 /// `n` and an English noun, plural unless `n` is 1: "1 seed", "3 seeds", "2 entries".
 pub fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
@@ -103,6 +114,17 @@ pub fn plural(n: usize, noun: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn shell_words_read_back_as_they_are() {
+        assert_eq!(shell_word("w/x-1.toml"), "w/x-1.toml");
+        assert_eq!(
+            shell_word("new dir/my world.toml"),
+            "'new dir/my world.toml'"
+        );
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
     use super::*;
 
     #[test]

@@ -23,7 +23,7 @@ pub struct ShowArgs {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Where to write the starter world [default: world.toml]; `scenario.schema.json` is
-    /// written beside it.
+    /// written beside it. `-` prints the world on standard output (no schema).
     pub path: Option<PathBuf>,
 }
 
@@ -53,6 +53,11 @@ pub fn init(args: &InitArgs) -> u8 {
         .path
         .clone()
         .unwrap_or_else(|| PathBuf::from("world.toml"));
+    // `-` is standard output, as everywhere else: the world alone (the schema has no place
+    // beside it there).
+    if path.as_os_str() == "-" {
+        return console::exit_code(super::EXIT_OK, console::print(&starter_text()));
+    }
     match write_starter(&path) {
         Ok(schema) => {
             errln!("wrote {}", path.display());
@@ -66,9 +71,10 @@ pub fn init(args: &InitArgs) -> u8 {
                     beside.display()
                 ),
             }
+            let shown = path.to_string_lossy();
             errln!(
                 "next: simbench validate {0} && simbench run {0}",
-                path.display()
+                crate::text::shell_word(&shown)
             );
             super::EXIT_OK
         }
@@ -119,7 +125,14 @@ fn write_starter(path: &Path) -> Result<Schema, String> {
     let reason =
         |e: std::io::Error| format!("cannot write {}: {}", path.display(), super::io_reason(&e));
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(reason)?;
+        // A file where a folder must go is "already there" to the system.
+        std::fs::create_dir_all(parent).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => format!(
+                "cannot write {}: a part of the path is not a folder",
+                path.display()
+            ),
+            _ => reason(e),
+        })?;
     }
     let schema = schema_path(path);
     let text = crate::schema::scenario_schema_text();

@@ -90,6 +90,39 @@ fn init_keeps_another_schema_and_writes_nothing_when_it_cannot_read_one() {
     assert!(!path.exists(), "no half-written starter");
 }
 
+/// `init -` prints the world (standard output, as `-` is everywhere), a spaced path is quoted
+/// in the hint so it can be pasted, and a file where a folder must go is named as such.
+#[test]
+fn init_prints_on_a_dash_quotes_its_hint_and_names_a_file_in_the_way() {
+    let dir = scratch_dir("init_edges");
+    let out = crate::support::simbench_in(&dir, &["init", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("#:schema scenario.schema.json\n"));
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let spaced = dir.join("a dir/my world.toml");
+    let out = simbench(&["init", &spaced.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("simbench validate '{}'", spaced.display())),
+        "{}",
+        text(&out.stderr)
+    );
+    let file = dir.join("f.toml");
+    std::fs::write(&file, "").unwrap();
+    let out = simbench(&["init", &file.join("x.toml").to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("a part of the path is not a folder"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn show_prints_the_built_in_world_and_refuses_unknown_names() {
     let out = simbench(&["show", "bursty"]);

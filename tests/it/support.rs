@@ -8,6 +8,16 @@ pub fn simbench(args: &[&str]) -> Output {
     simbench_with(args, &[])
 }
 
+/// [`simbench`] run in the folder `dir`.
+pub fn simbench_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simbench"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the simbench binary runs")
+}
+
 /// [`simbench`] with extra environment variables (`COLUMNS` is otherwise unset, so the table's
 /// width never depends on the shell the tests run in).
 pub fn simbench_with(args: &[&str], env: &[(&str, &str)]) -> Output {
