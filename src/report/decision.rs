@@ -468,6 +468,7 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
         .iter()
         .find(|l| l.defined_by > 0)
         .map_or(0, |l| l.closest.difference.n);
+    let all_equal = equal_on_every_seed(levels);
     let parts: Vec<String> = levels
         .iter()
         .enumerate()
@@ -495,6 +496,27 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
                     if common == 1 { "gives" } else { "give" }
                 );
             }
+            let d = &l.closest.difference;
+            if d.mean == 0.0 && d.stdev == 0.0 {
+                // No lead at all: "leads" would name a winner where every seed says a tie.
+                let of_those = if lead.starts_with("of those") {
+                    "of those, "
+                } else {
+                    ""
+                };
+                // Said once at the end when every level is so.
+                let equal = if all_equal {
+                    String::new()
+                } else {
+                    format!(" ({} and {} are equal on every seed)", l.leader, l.tied[0])
+                };
+                return format!(
+                    "{of_those}{} does not separate {} from {}{equal}",
+                    name(l),
+                    l.leader,
+                    some_names(&l.tied),
+                );
+            }
             let (mean, interval) = signed_parts(&l.closest, confidence);
             format!(
                 "{lead} but cannot be separated from {} ({mean} over {}, {})",
@@ -504,7 +526,7 @@ fn undecided(levels: &[Level], confidence: &str) -> String {
             )
         })
         .collect();
-    if equal_on_every_seed(levels) {
+    if all_equal {
         let last = levels.last().expect("a verdict has a level");
         return format!(
             "no decision on {n} seeds: {}; {} and {} are equal on every seed in each of these \
@@ -691,6 +713,36 @@ mod tests {
         assert_eq!(decided.metric, Metric::SuccessfulJobLatencyP99Ms);
         assert_eq!(tied.len(), 1);
         assert_eq!(tied[0].difference.interval, Some((0.0, 0.0)));
+    }
+
+    /// Equal jobs on every seed, then noisy latencies: the first level names no leader; and
+    /// when every level is equal, the verdict says so once.
+    #[test]
+    fn a_level_equal_on_every_seed_names_no_leader() {
+        let runs = field(&[
+            ("a", &[(0.0, 9.0, 0.0), (0.0, 5.0, 0.0), (0.0, 9.2, 0.0)]),
+            ("b", &[(0.0, 5.0, 0.0), (0.0, 9.1, 0.0), (0.0, 7.4, 0.0)]),
+        ]);
+        let headline = judge(&Objective::default(), &runs).headline();
+        assert!(
+            headline.starts_with(
+                "no decision on 3 seeds: jobs_done does not separate a from b (a and b are \
+                 equal on every seed); of those, "
+            ),
+            "{headline}"
+        );
+        assert!(headline.ends_with("run more seeds"), "{headline}");
+        let runs = field(&[
+            ("a", &[(0.0, 9.0, 0.0), (0.0, 5.0, 0.0)]),
+            ("b", &[(0.0, 9.0, 0.0), (0.0, 5.0, 0.0)]),
+        ]);
+        assert_eq!(
+            judge(&Objective::default(), &runs).headline(),
+            "no decision on 2 seeds: jobs_done does not separate a from b; of those, \
+             successful_job_latency_p99_ms does not separate a from b; a and b are equal on every \
+             seed in each of these metrics, so more seeds may not separate them either (a \
+             tie-break they differ on, --tie-break, may)"
+        );
     }
 
     #[test]
