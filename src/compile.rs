@@ -668,6 +668,22 @@ fn check_unique_ids(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Ve
         let Some(id) = endpoint.get("id").and_then(Value::as_str) else {
             continue;
         };
+        if id.chars().any(char::is_control) {
+            out.push(Problem {
+                path: vec![key("endpoints"), Seg::Index(i), key("id")],
+                target: Target::Value,
+                message: format!(
+                    "endpoint id `{}` holds a control character",
+                    id.escape_debug()
+                ),
+                label: "a line break, tab or other control character".into(),
+                help: Some(
+                    "an id names the endpoint in tables, CSV headers, logs and traces, one line \
+                     each: use letters, digits, `-`, `_` or `.`"
+                        .into(),
+                ),
+            });
+        }
         let Some(&first) = first_use.get(id) else {
             first_use.insert(id, i);
             continue;

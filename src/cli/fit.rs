@@ -81,19 +81,6 @@ pub fn main(args: &FitArgs) -> u8 {
     for log in &args.logs {
         inputs.record(log, Role::Log);
     }
-    if let Some((first, again)) = inputs.repeated(Role::Log) {
-        let how = if first.as_os_str() == "-" {
-            "standard input (`-`) is named twice".to_owned()
-        } else if first == again {
-            format!("{} is named twice", first.display())
-        } else {
-            format!("{} and {} are one file", first.display(), again.display())
-        };
-        errln!(
-            "error: {how}: its requests would be counted twice\n  hint: name each log once (nothing was written)"
-        );
-        return super::EXIT_ERROR;
-    }
     let client = match &args.client {
         None => None,
         Some(path) => match super::load::load_resolved(path, &[], &inputs) {

@@ -47,8 +47,8 @@ fn fit_cli_refuses_every_broken_log_with_its_located_diagnostic() {
     assert!(cases >= 12, "{cases} broken logs");
 }
 
-/// A log named twice, or by two names (a link), would count its requests twice: refused with
-/// exit 2 before anything is read or written.
+/// A log named twice, or by two names (a symbolic link), would count its requests twice:
+/// refused with exit 2 before anything is written.
 #[test]
 fn fit_cli_refuses_a_log_named_twice() {
     let dir = scratch_dir("fit_twice");
@@ -56,10 +56,7 @@ fn fit_cli_refuses_a_log_named_twice() {
     let link = dir.join("again.har");
     std::os::unix::fs::symlink(&har, &link).unwrap();
     let out_path = dir.join("w.toml");
-    for (second, says) in [
-        (har.clone(), "is named twice"),
-        (link.clone(), "are one file"),
-    ] {
+    for second in [har.clone(), link.clone()] {
         let out = simbench(&[
             "fit",
             har.to_str().unwrap(),
@@ -69,10 +66,7 @@ fn fit_cli_refuses_a_log_named_twice() {
         ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains(says) && stderr.contains("counted twice"),
-            "{stderr}"
-        );
+        assert!(stderr.contains("is given twice"), "{stderr}");
         assert!(!out_path.exists());
     }
     std::fs::remove_dir_all(dir).ok();

@@ -40,29 +40,6 @@ impl Inputs {
     pub(crate) fn record(&self, path: &Path, role: Role) {
         self.files.borrow_mut().push((path.to_path_buf(), role));
     }
-
-    /// The first two inputs of `role` that are one file (or both standard input), in the
-    /// order named: a log read twice counts every request twice.
-    pub(crate) fn repeated(&self, role: Role) -> Option<(PathBuf, PathBuf)> {
-        let files = self.files.borrow();
-        let named: Vec<&PathBuf> = files
-            .iter()
-            .filter(|(_, r)| *r == role)
-            .map(|(p, _)| p)
-            .collect();
-        let id = |p: &Path| {
-            if is_stdout(p) {
-                Some(Identity::Stdout)
-            } else {
-                existing(p)
-            }
-        };
-        let ids: Vec<Option<Identity>> = named.iter().map(|p| id(p)).collect();
-        (0..named.len()).find_map(|j| {
-            let first = ids[..j].iter().position(|i| i.is_some() && *i == ids[j])?;
-            Some((named[first].clone(), named[j].clone()))
-        })
-    }
 }
 
 /// What an output or input is, for comparing them.
