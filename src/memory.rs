@@ -235,6 +235,7 @@ pub fn run_bytes(world: &World, rng: RngScheme) -> u64 {
     ((sample_bytes + slots) * GROWTH_NUM / GROWTH_DEN)
         .saturating_add(endpoints)
         .saturating_add(crate::provider::timeline::spelled_bytes(world))
+        .saturating_add(crate::provider::timeline::index_bytes(world))
 }
 
 /// Parses a size such as `2G`, `500M`, `1.5G`, `64K` or `1000000` (bytes; K, M, G and T are

@@ -26,6 +26,12 @@ pub struct Timeline<'w> {
     listed: Vec<Vec<usize>>,
     /// Whether any incident touches each endpoint.
     touched: Vec<bool>,
+    /// When the lists are not spelled out: the index by time of `everywhere` and of each
+    /// pool's list, for an endpoint whose incidents all come from one of them.
+    everywhere_index: Option<Segments>,
+    pool_index: Vec<Option<Segments>>,
+    /// Whether any list has an index: a world without one asks nothing more.
+    indexed: bool,
 }
 
 impl<'w> Timeline<'w> {
@@ -56,8 +62,25 @@ impl<'w> Timeline<'w> {
             pool_of,
             listed,
             touched,
+            everywhere_index: None,
+            pool_index: Vec::new(),
+            indexed: false,
         };
-        timeline.spelled = spelled_entries(world).map(|total| Spelled::of(&timeline, total));
+        let incidents = world.incidents();
+        timeline.spelled =
+            spelled_entries(world).map(|total| Spelled::of(&timeline, total, incidents));
+        if timeline.spelled.is_none() {
+            timeline.everywhere_index = Segments::of(&timeline.everywhere, incidents);
+            timeline.pool_index = (timeline.by_pool.iter())
+                .map(|list| Segments::of(list, incidents))
+                .collect();
+        }
+        timeline.indexed = timeline
+            .spelled
+            .as_ref()
+            .is_some_and(|s| !s.index.is_empty())
+            || timeline.everywhere_index.is_some()
+            || timeline.pool_index.iter().any(Option::is_some);
         timeline
     }
 
@@ -103,6 +126,15 @@ impl<'w> Timeline<'w> {
         mut f: impl FnMut(B, &'w Effect) -> B,
     ) -> B {
         let incidents = self.incidents;
+        if self.indexed
+            && let Some(index) = self.index(e)
+        {
+            // Exactly those active at `t`, in file order.
+            return index
+                .active_at(t)
+                .iter()
+                .fold(init, |acc, &i| f(acc, &incidents[i as usize].effect));
+        }
         let mut step = move |acc: B, i: usize| {
             let incident = &incidents[i];
             if incident.active(t) {
@@ -117,6 +149,28 @@ impl<'w> Timeline<'w> {
                 .iter()
                 .fold(init, |acc, &i| step(acc, i as usize)),
             None => self.scoped(e).fold(init, step),
+        }
+    }
+
+    /// The index by time of `e`'s incidents, when it has one: its own spelled-out list's, or
+    /// that of the one scope all its incidents come from.
+    #[inline]
+    fn index(&self, e: usize) -> Option<&Segments> {
+        match &self.spelled {
+            // Empty when no endpoint has a list long enough: one length check.
+            Some(spelled) => spelled.index.get(e).and_then(Option::as_ref),
+            None => {
+                let pool = self.pool_of[e];
+                match (
+                    self.everywhere.is_empty(),
+                    self.by_pool[pool].is_empty(),
+                    self.listed[e].is_empty(),
+                ) {
+                    (false, true, true) => self.everywhere_index.as_ref(),
+                    (true, false, true) => self.pool_index[pool].as_ref(),
+                    _ => None,
+                }
+            }
         }
     }
 
@@ -219,12 +273,38 @@ impl<'w> Timeline<'w> {
         cuts.push(b);
         cuts.sort_by(f64::total_cmp);
         cuts.dedup();
+        // Swept in time order: the incidents active at each window's start are kept (by rank,
+        // which is file order) as the sweep passes their starts and ends, rather than every
+        // incident tested at every window, which cost incidents² an endpoint.
+        let mut edges: Vec<(f64, bool, usize)> = relevant
+            .iter()
+            .enumerate()
+            .flat_map(|(k, incident)| [(incident.start_s, true, k), (incident.end_s, false, k)])
+            .filter(|(at, ..)| at.is_finite())
+            .collect();
+        edges.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut active: Vec<usize> = Vec::new();
+        let mut next = 0;
         cuts.windows(2)
             .map(|w| {
-                let factor: f64 = relevant
+                // `start ≤ t < end` at `t = w[0]`: what starts by then is on, what ends by
+                // then is off.
+                let upto = next + edges[next..].partition_point(|x| x.0 <= w[0]);
+                for &(_, start, k) in &edges[next..upto] {
+                    if start {
+                        let at = active.partition_point(|&x| x < k);
+                        active.insert(at, k);
+                    }
+                }
+                for &(_, start, k) in &edges[next..upto] {
+                    if !start && let Ok(at) = active.binary_search(&k) {
+                        active.remove(at);
+                    }
+                }
+                next = upto;
+                let factor: f64 = active
                     .iter()
-                    .filter(|incident| incident.active(w[0]))
-                    .filter_map(|incident| pick(&incident.effect))
+                    .filter_map(|&k| pick(&relevant[k].effect))
                     .product();
                 if factor == 0.0 {
                     0.0
@@ -263,21 +343,38 @@ struct Spelled {
     /// Where endpoint `e`'s list starts in `indices`; `starts[e + 1]` is where it ends.
     starts: Vec<u32>,
     indices: Vec<u32>,
+    /// Each endpoint's index by time, for a list long enough to need one; empty when none is.
+    index: Vec<Option<Segments>>,
 }
 
 impl Spelled {
     /// The spelled-out lists of `timeline`, `total` entries long.
-    fn of(timeline: &Timeline, total: usize) -> Spelled {
+    fn of(timeline: &Timeline, total: usize, incidents: &[Incident]) -> Spelled {
         let n = timeline.touched.len();
         let mut starts = Vec::with_capacity(n + 1);
         let mut indices = Vec::with_capacity(total);
+        let mut index = Vec::with_capacity(n);
         starts.push(0);
         for e in 0..n {
             // The sum of a few per item stays far below `u32::MAX`.
+            let from = indices.len();
             indices.extend(timeline.scoped(e).map(|i| i as u32));
             starts.push(indices.len() as u32);
+            let list = &indices[from..];
+            index.push((list.len() >= INDEX_FROM).then(|| {
+                let list: Vec<usize> = list.iter().map(|&i| i as usize).collect();
+                Segments::of(&list, incidents)
+            }));
         }
-        Spelled { starts, indices }
+        if index.iter().all(|i| matches!(i, None | Some(None))) {
+            index.clear();
+        }
+        let index = index.into_iter().map(Option::flatten).collect();
+        Spelled {
+            starts,
+            indices,
+            index,
+        }
     }
 
     #[inline]
@@ -301,6 +398,131 @@ pub fn spelled_bytes(world: &World) -> u64 {
     spelled_entries(world).map_or(0, |total| {
         (std::mem::size_of::<u32>() * (total + world.endpoints().len() + 1)) as u64
     })
+}
+
+/// A list of incidents indexed by time: the instants where one starts or ends cut time into
+/// segments, and each segment keeps the incidents active throughout it, in file order. A query
+/// is a binary search and a walk over what is active, not over every incident of the list: a
+/// world of thousands of short incidents pays for those at hand.
+#[derive(Clone, Debug)]
+struct Segments {
+    /// Every finite start and end, sorted, without repeats.
+    cuts: Vec<f64>,
+    /// Segment `k` (before `cuts[0]` for 0, else `[cuts[k - 1], cuts[k])`) holds
+    /// `items[starts[k]..starts[k + 1]]`.
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Segments {
+    /// The index of `list` (incident indices in file order), or `None` for a list short
+    /// enough to walk ([`INDEX_FROM`]) or whose incidents overlap so much that the segments
+    /// would hold more than [`index_cap`] entries.
+    fn of(list: &[usize], incidents: &[Incident]) -> Option<Segments> {
+        if list.len() < INDEX_FROM {
+            return None;
+        }
+        let mut cuts: Vec<f64> = list
+            .iter()
+            .flat_map(|&i| [incidents[i].start_s, incidents[i].end_s])
+            .filter(|c| c.is_finite())
+            .collect();
+        cuts.sort_by(f64::total_cmp);
+        cuts.dedup();
+        // Starts and ends in time order, each with its incident (its rank in the list keeps
+        // file order within the active set).
+        let mut edges: Vec<(f64, bool, u32)> = list
+            .iter()
+            .flat_map(|&i| {
+                let incident = &incidents[i];
+                [
+                    (incident.start_s, true, i as u32),
+                    (incident.end_s, false, i as u32),
+                ]
+            })
+            .filter(|(at, ..)| at.is_finite())
+            .collect();
+        edges.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let cap = index_cap(list.len());
+        let (mut starts, mut items) = (vec![0, 0], Vec::new());
+        let mut active: Vec<u32> = Vec::new();
+        let mut next = 0;
+        for &cut in &cuts {
+            // At `cut`, what starts there is on and what ends there is off (`start ≤ t < end`).
+            let upto = next + edges[next..].partition_point(|e| e.0 <= cut);
+            for &(_, start, i) in &edges[next..upto] {
+                if start {
+                    let at = active.partition_point(|&a| a < i);
+                    active.insert(at, i);
+                }
+            }
+            for &(_, start, i) in &edges[next..upto] {
+                if !start && let Ok(at) = active.binary_search(&i) {
+                    active.remove(at);
+                }
+            }
+            next = upto;
+            items.extend_from_slice(&active);
+            if items.len() > cap {
+                return None;
+            }
+            starts.push(items.len() as u32);
+        }
+        Some(Segments {
+            cuts,
+            starts,
+            items,
+        })
+    }
+
+    /// The incidents active at `t`, in file order.
+    #[inline]
+    fn active_at(&self, t: f64) -> &[u32] {
+        let k = self.cuts.partition_point(|&c| c <= t);
+        &self.items[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+}
+
+/// Lists shorter than this are walked: a binary search buys nothing over a few incidents.
+const INDEX_FROM: usize = 16;
+
+/// The most entries the segments of a list of `n` incidents may hold: a few per incident, so
+/// that incidents overlapping in bulk (every segment holding most of them) are walked instead.
+fn index_cap(n: usize) -> usize {
+    16 * n + 1024
+}
+
+/// What the indexes by time of one run's timeline may hold at most \[bytes\]: for each list
+/// indexed (every endpoint's when spelled out, else every scope's), its cuts, its segments'
+/// starts and [`index_cap`] entries.
+pub fn index_bytes(world: &World) -> u64 {
+    let bound = |n: usize| -> u64 {
+        if n < INDEX_FROM {
+            0
+        } else {
+            let cuts = 2 * n * size_of::<f64>();
+            let starts = (2 * n + 2) * size_of::<u32>();
+            (cuts + starts + index_cap(n) * size_of::<u32>() + size_of::<Segments>()) as u64
+        }
+    };
+    let mut pools = vec![0usize; world.pools().len()];
+    let mut listed = vec![0usize; world.endpoints().len()];
+    let mut everywhere = 0;
+    for incident in world.incidents() {
+        match &incident.scope {
+            Scope::Everywhere => everywhere += 1,
+            Scope::Pool(p) => pools[*p] += 1,
+            Scope::Listed(list) => list.iter().for_each(|&e| listed[e] += 1),
+        }
+    }
+    if spelled_entries(world).is_some() {
+        let endpoints = world.endpoints().iter().zip(&listed);
+        endpoints
+            .map(|(e, listed)| bound(everywhere + pools[e.pool] + listed))
+            .sum()
+    } else {
+        bound(everywhere) + pools.iter().map(|&n| bound(n)).sum::<u64>()
+    }
 }
 
 /// Spelled-out entries allowed for each incident and endpoint of the world…
@@ -409,6 +631,190 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Random worlds of many overlapping incidents, some endless, on every endpoint, a pool or
+    /// a list: the index by time answers as the walk over every incident does, at random
+    /// instants and at every start and end, spelled out or filed by scope.
+    #[test]
+    fn the_index_by_time_answers_as_the_walk_does() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..20 {
+            let mut text = String::from(
+                "name = \"t\"\nsummary = \"t\"\n[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\n",
+            );
+            for e in 0..5 {
+                let pool = if e < 2 { "b" } else { "a" };
+                text += &format!(
+                    "[[endpoints]]\nid = \"e{e}\"\npool = \"{pool}\"\ncapacity = 4\nlatency = {{}}\n\
+                     rate_limit = {{ per_window = 60, burst = 1.2, retry_after_s = 3.0 }}\n"
+                );
+            }
+            let mut instants = vec![0.0, 1e9];
+            for _ in 0..(48 + next(60)) {
+                let start = next(400) as f64 * 0.5;
+                let end = start + 0.5 + next(100) as f64 * 0.25;
+                instants.extend([start, end, (start + end) / 2.0]);
+                let scope = match next(4) {
+                    0 => String::new(),
+                    1 => "pool = \"a\"\n".to_owned(),
+                    2 => "pool = \"b\"\n".to_owned(),
+                    _ => format!("endpoints = [\"e{}\"]\n", next(5)),
+                };
+                let (kind, rest) = match next(5) {
+                    0 => (
+                        "capacity",
+                        format!("factor = {}\n", 0.1 + next(9) as f64 * 0.1),
+                    ),
+                    1 => (
+                        "latency",
+                        format!("factor = {}\n", 1.5 + next(9) as f64 * 0.5),
+                    ),
+                    2 => ("storm", format!("error_rate = {}\n", next(9) as f64 * 0.1)),
+                    3 => (
+                        "outage",
+                        ["effect = \"error\"\n", ""][next(2) as usize].to_owned(),
+                    ),
+                    _ => ("rate_limit", "factor = 0.5\n".to_owned()),
+                };
+                let end = if kind == "outage" && next(8) == 0 {
+                    String::new()
+                } else {
+                    format!("end_s = {end}\n")
+                };
+                text += &format!(
+                    "[[incidents]]\nkind = \"{kind}\"\nstart_s = {start}\n{end}{rest}{scope}"
+                );
+            }
+            let world = crate::compile::load("t.toml", text.as_bytes())
+                .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+            let indexed = Timeline::new(&world);
+            let spelled = indexed.spelled.as_ref().expect("a small world");
+            assert!(spelled.index.iter().any(Option::is_some), "{text}");
+            let walked = Timeline {
+                spelled: Some(Spelled {
+                    index: vec![None; 5],
+                    ..spelled.clone()
+                }),
+                ..indexed.clone()
+            };
+            let mut scoped = Timeline {
+                spelled: None,
+                ..indexed.clone()
+            };
+            scoped.everywhere_index = Segments::of(&scoped.everywhere, world.incidents());
+            scoped.pool_index = (scoped.by_pool.iter())
+                .map(|l| Segments::of(l, world.incidents()))
+                .collect();
+            for _ in 0..200 {
+                instants.push(next(30_000) as f64 * 0.01 - 10.0);
+            }
+            // The integrals against the scan of every incident at every window they replace.
+            for _ in 0..40 {
+                let a = next(2200) as f64 * 0.1 - 10.0;
+                let b = a + next(1000) as f64 * 0.25;
+                for e in 0..5 {
+                    let base = |x: f64, y: f64| y * y - x * x + (y - x).sqrt();
+                    let offered = indexed.offered(e, a, b, base);
+                    assert_eq!(
+                        offered.to_bits(),
+                        scan_offered(&world, e, a, b, base).to_bits()
+                    );
+                    let refill = indexed.refill_seconds(e, a, b);
+                    let by_scan = scan_integral(&world, e, a, b, rate_limit, |x, y| y - x);
+                    assert_eq!(refill.to_bits(), by_scan.to_bits(), "e{e} over [{a}, {b}]");
+                }
+            }
+            for &t in &instants {
+                for e in 0..5 {
+                    let answers = |tl: &Timeline| {
+                        (
+                            tl.capacity_factor(e, t).to_bits(),
+                            tl.latency_factor(e, t).to_bits(),
+                            tl.revoked_or_outage(e, t),
+                            tl.storm(e, t, 0.3).map(f64::to_bits),
+                            tl.outage(e, t),
+                        )
+                    };
+                    let want = answers(&walked);
+                    assert_eq!(answers(&indexed), want, "e{e} at {t}");
+                    assert_eq!(answers(&scoped), want, "e{e} at {t} by scope");
+                }
+            }
+        }
+    }
+
+    fn rate_limit(effect: &Effect) -> Option<f64> {
+        match effect {
+            Effect::RateLimit(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    fn scan_offered(
+        world: &World,
+        e: usize,
+        a: f64,
+        b: f64,
+        base: impl Fn(f64, f64) -> f64,
+    ) -> f64 {
+        let pick = |effect: &Effect| match effect {
+            Effect::Capacity(f) => Some(*f),
+            Effect::Outage { .. } | Effect::Revoke => Some(0.0),
+            _ => None,
+        };
+        scan_integral(world, e, a, b, pick, base)
+    }
+
+    /// The integral as it was first written: every incident tested at every window.
+    fn scan_integral(
+        world: &World,
+        e: usize,
+        a: f64,
+        b: f64,
+        pick: impl Fn(&Effect) -> Option<f64>,
+        base: impl Fn(f64, f64) -> f64,
+    ) -> f64 {
+        if b <= a {
+            return 0.0;
+        }
+        let relevant: Vec<&Incident> = world
+            .incidents()
+            .iter()
+            .filter(|i| world.reach(i).any(|x| x == e) && pick(&i.effect).is_some())
+            .collect();
+        if relevant.is_empty() {
+            return base(a, b);
+        }
+        let mut cuts: Vec<f64> = relevant
+            .iter()
+            .flat_map(|i| [i.start_s, i.end_s])
+            .filter(|&c| a < c && c < b)
+            .collect();
+        cuts.push(a);
+        cuts.push(b);
+        cuts.sort_by(f64::total_cmp);
+        cuts.dedup();
+        cuts.windows(2)
+            .map(|w| {
+                let factor: f64 = relevant
+                    .iter()
+                    .filter(|i| i.active(w[0]))
+                    .filter_map(|i| pick(&i.effect))
+                    .product();
+                if factor == 0.0 {
+                    0.0
+                } else {
+                    factor * base(w[0], w[1])
+                }
+            })
+            .sum()
     }
 
     /// Spelling out 1,000 endpoints under 80 incidents on every one would hold 80,000 entries,
