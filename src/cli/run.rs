@@ -324,6 +324,18 @@ impl SeedCount {
 /// The most seeds one command runs.
 pub(super) const MAX_SEEDS: u32 = 100_000;
 
+/// One seed, as a world's `seed` takes it: a whole number from 0 to 2^63 − 1 (clap's own
+/// parser would answer "invalid digit found in string" for `1.5` or `-1`).
+pub(super) fn parse_seed(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(seed) if seed <= sweep::MAX_SEED => Ok(seed),
+        _ => Err(format!(
+            "`{text}` is not a seed: a whole number from 0 to {} (2^63 − 1), as a world's `seed`",
+            sweep::MAX_SEED
+        )),
+    }
+}
+
 fn parse_seeds(text: &str) -> Result<SeedCount, String> {
     let count = match crate::sequential::parse_auto(text) {
         Some(max) => SeedCount::Auto { max: max? },

@@ -52,8 +52,7 @@ pub struct ServeArgs {
           value_parser = parse_drain)]
     pub drain_s: f64,
     /// The provider's dice, 0 to 2^63 − 1 as a world's `seed` [default: the world's `seed`].
-    #[arg(long, allow_negative_numbers = true,
-          value_parser = clap::value_parser!(u64).range(0..=crate::sweep::MAX_SEED))]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::run::parse_seed)]
     pub seed: Option<u64>,
     /// Override any scenario key (as `simbench run --set`).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = super::load::parse_set)]

@@ -967,8 +967,11 @@ fn serve_refuses_to_log_over_its_inputs_and_makes_the_log_folders() {
         (
             "--seed",
             "9223372036854775808",
-            "not in 0..=9223372036854775807",
+            "a whole number from 0 to 9223372036854775807",
         ),
+        ("--seed", "-1", "`-1` is not a seed"),
+        ("--seed", "1.5", "`1.5` is not a seed"),
+        ("--port", "-1", "-1 is not in 0..=65535"),
     ] {
         let out = crate::support::simbench(&["serve", flag, value]);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -302,3 +302,21 @@ fn trace_cli_keeps_times_exact_past_what_nanoseconds_hold() {
             .all(|e| e["name"].as_str().unwrap().starts_with("latency"))
     );
 }
+
+/// A seed that is not a whole number from 0 to 2^63 − 1 is refused in words, not with the
+/// parser's "invalid digit found in string".
+#[test]
+fn trace_cli_refuses_a_seed_that_is_not_one() {
+    for value in ["-1", "1.5", "9223372036854775808", "x"] {
+        let out = simbench(&["trace", "--seed", value, "-o", "-"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`{value}` is not a seed: a whole number from 0 to"
+            )),
+            "{value}: {stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
