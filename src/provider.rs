@@ -580,16 +580,20 @@ impl<'w> Provider<'w> {
         let cycle = self.world.cycle();
         let integral = cycle.integral(0.0, makespan_s);
         let timeline = &self.timeline;
+        // Endpoints that meet the incidents of one scope only share its integral: thousands
+        // of endpoints under thousands of incidents everywhere take one sweep, not thousands.
+        let mut by_scope = vec![None; self.world.pools().len() + 1];
         self.endpoints
             .into_iter()
             .zip(self.world.endpoints())
             .enumerate()
             .map(|(e, (state, endpoint))| {
                 let mut stats = state.stats;
-                let offered = if timeline.touches(e) {
-                    timeline.offered(e, 0.0, makespan_s, |a, b| cycle.integral(a, b))
-                } else {
-                    integral
+                let sweep = || timeline.offered(e, 0.0, makespan_s, |a, b| cycle.integral(a, b));
+                let offered = match timeline.shared_scope(e) {
+                    _ if !timeline.touches(e) => integral,
+                    Some(scope) => *by_scope[scope].get_or_insert_with(sweep),
+                    None => sweep(),
                 };
                 stats.offered_capacity_s = f64::from(endpoint.capacity) * endpoint.weight * offered;
                 stats

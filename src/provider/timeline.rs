@@ -89,6 +89,21 @@ impl<'w> Timeline<'w> {
         self.touched[e]
     }
 
+    /// Which scope's list alone holds the incidents on `e` when they are not spelled out
+    /// endpoint by endpoint (0 for every endpoint, `1 + p` for pool `p`): endpoints with the
+    /// same answer meet the same incidents, so whatever depends on those alone is the same.
+    pub fn shared_scope(&self, e: usize) -> Option<usize> {
+        if self.spelled.is_some() || !self.listed[e].is_empty() {
+            return None;
+        }
+        let pool = self.pool_of[e];
+        match (self.everywhere.is_empty(), self.by_pool[pool].is_empty()) {
+            (false, true) => Some(0),
+            (true, false) => Some(1 + pool),
+            _ => None,
+        }
+    }
+
     /// The incidents on `e`, in file order (so that products of factors are taken in one
     /// order whatever the scopes).
     #[inline]
@@ -257,6 +272,23 @@ impl<'w> Timeline<'w> {
         if b <= a {
             return 0.0;
         }
+        let weigh = |(lo, hi, factor): (f64, f64, f64)| {
+            if factor == 0.0 {
+                0.0
+            } else {
+                factor * base(lo, hi)
+            }
+        };
+        if self.indexed
+            && let Some(index) = self.index(e)
+        {
+            // The same stretches and products as the sweep below, without walking every
+            // incident of the list: this runs at every refill of a metered endpoint.
+            return index
+                .stretches(a, b, self.incidents, &pick)
+                .map(weigh)
+                .sum();
+        }
         let relevant: Vec<&Incident> = self
             .on(e)
             .filter(|incident| pick(&incident.effect).is_some())
@@ -306,11 +338,7 @@ impl<'w> Timeline<'w> {
                     .iter()
                     .filter_map(|&k| pick(&relevant[k].effect))
                     .product();
-                if factor == 0.0 {
-                    0.0
-                } else {
-                    factor * base(w[0], w[1])
-                }
+                weigh((w[0], w[1], factor))
             })
             .sum()
     }
@@ -478,8 +506,57 @@ impl Segments {
     /// The incidents active at `t`, in file order.
     #[inline]
     fn active_at(&self, t: f64) -> &[u32] {
-        let k = self.cuts.partition_point(|&c| c <= t);
+        self.segment(self.cuts.partition_point(|&c| c <= t))
+    }
+
+    /// The incidents active throughout segment `k`, in file order.
+    #[inline]
+    fn segment(&self, k: usize) -> &[u32] {
         &self.items[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+
+    /// The stretches of `[a, b]` (`a < b`) over which the incidents `pick` reads a factor from
+    /// stay the same, in time order, each with the product of those factors in file order:
+    /// segments are joined where no such incident starts or ends, so the cuts are those a sweep
+    /// over the picked incidents alone makes.
+    fn stretches<'s>(
+        &'s self,
+        a: f64,
+        b: f64,
+        incidents: &'s [Incident],
+        pick: &'s impl Fn(&Effect) -> Option<f64>,
+    ) -> impl Iterator<Item = (f64, f64, f64)> + 's {
+        let picked = move |k: usize| {
+            (self.segment(k).iter())
+                .filter(move |&&i| pick(&incidents[i as usize].effect).is_some())
+        };
+        let mut k = self.cuts.partition_point(|&c| c <= a);
+        let mut lo = a;
+        std::iter::from_fn(move || {
+            if lo >= b {
+                return None;
+            }
+            let first = k;
+            let hi = loop {
+                match self.cuts.get(k) {
+                    Some(&cut) if cut < b => {
+                        k += 1;
+                        // A picked incident starts or ends at `cut` exactly when the picked
+                        // sets on either side differ (no incident is empty).
+                        if !picked(k - 1).eq(picked(k)) {
+                            break cut;
+                        }
+                    }
+                    _ => break b,
+                }
+            };
+            let factor: f64 = (self.segment(first).iter())
+                .filter_map(|&i| pick(&incidents[i as usize].effect))
+                .product();
+            let stretch = (lo, hi, factor);
+            lo = hi;
+            Some(stretch)
+        })
     }
 }
 
