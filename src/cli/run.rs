@@ -496,6 +496,14 @@ fn gates(report: &Report, world: &World, args: &RunArgs, baseline: Option<&Basel
                 report.world.hash
             );
         }
+        if !baseline.rng.is_empty() && baseline.rng != report.sweep.rng {
+            errln!(
+                "warning: the baseline was run with --rng {}, this run with --rng {}: the same \
+                 seeds draw other random numbers, so a change is partly luck; compared anyway",
+                crate::text::escape(&baseline.rng),
+                report.sweep.rng
+            );
+        }
         let confidence = report.decision.objective.confidence;
         let gated = gates::regressions(report, baseline, confidence, args.tolerance);
         failed.extend(

@@ -10,7 +10,7 @@ use crate::threshold::Assertion;
 
 use super::Report;
 use super::decision::Outcome;
-use super::format::{decimals_at, scale_of, thousands, whole_percent};
+use super::format::{decimals_at, round_value, scale_of, thousands, whole_percent};
 use super::stats::{Paired, mean};
 
 /// `None` if `assertion` holds on `report`, else why not.
@@ -56,6 +56,8 @@ pub fn check(assertion: &Assertion, report: &Report) -> Option<String> {
 pub struct Baseline {
     /// The world hash the baseline names.
     pub world_hash: String,
+    /// The random-number scheme it was run with (`native`, `reference`; empty when unsaid).
+    pub rng: String,
     /// algorithm → metric → seed → value.
     pub values: BTreeMap<String, BTreeMap<Metric, BTreeMap<u64, f64>>>,
 }
@@ -104,7 +106,14 @@ impl Baseline {
             .and_then(|h| h.as_str())
             .unwrap_or_default()
             .to_owned();
-        Ok(Baseline { world_hash, values })
+        let rng = (doc.get("rng").and_then(|r| r.as_str()))
+            .unwrap_or_default()
+            .to_owned();
+        Ok(Baseline {
+            world_hash,
+            rng,
+            values,
+        })
     }
 }
 
@@ -241,6 +250,9 @@ fn current_values(report: &Report, algorithm: &str) -> BTreeMap<Metric, BTreeMap
         };
         for (info, value) in values.iter_defined() {
             if let Some(x) = value.filter(|_| report.applies(info.metric)) {
+                // As the report's JSON writes it, so that a rerun matches its own baseline to
+                // the bit (the rounding's leftovers would otherwise all lean one way).
+                let x = round_value(info.unit, x);
                 out.entry(info.metric).or_default().insert(run.seed, x);
             }
         }

@@ -200,3 +200,38 @@ fn gates_thresholds_in_the_world_are_checked_on_every_run() {
         "{err}"
     );
 }
+
+/// A rerun passes even with no tolerance at all: the run is compared as its JSON writes it,
+/// not against the baseline's six rounded decimals at full precision. A baseline of the other
+/// random-number scheme is named.
+#[test]
+fn gates_a_rerun_passes_its_own_baseline_at_tolerance_0() {
+    let dir = crate::support::scratch_dir("gates_rerun");
+    let base = dir.join("base.json").to_string_lossy().into_owned();
+    let bursty = [
+        "run",
+        "scenarios/bursty.toml",
+        "--jobs",
+        "200",
+        "--seeds",
+        "3",
+        "--algorithms",
+        "wait,aimd",
+        "--quiet",
+    ];
+    let out = simbench(&[&bursty[..], &["--json", &base]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let out = simbench(&[&bursty[..], &["--baseline", &base, "--tolerance", "0"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let other = ["--baseline", &base, "--rng", "reference", "--json", "-"];
+    let out = simbench(&[&bursty[..], &other].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "warning: the baseline was run with --rng native, this run with --rng reference"
+        ),
+        "{err}"
+    );
+}
