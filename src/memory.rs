@@ -274,15 +274,35 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// `bytes` in the largest unit that keeps a whole number before the point, e.g. `1.5 GiB`.
-pub fn show(bytes: u64) -> String {
+/// `need` and `budget` as [`show`] writes them, with as many more decimals as it takes (up to
+/// whole bytes) for a need over the budget not to read as equal to it.
+pub fn show_over(need: u64, budget: u64) -> (String, String) {
+    for decimals in 1..=3 {
+        let (a, b) = (show_to(need, decimals), show_to(budget, decimals));
+        if a != b || need == budget {
+            return (a, b);
+        }
+    }
+    (format!("{need} B"), format!("{budget} B"))
+}
+
+/// A byte count in the largest binary unit it reaches, to `decimals` decimals.
+fn show_to(bytes: u64, decimals: usize) -> String {
     let units = [("GiB", 30), ("MiB", 20), ("KiB", 10)];
     for (name, shift) in units {
         if bytes >= 1 << shift {
-            return format!("{:.1} {name}", bytes as f64 / (1u64 << shift) as f64);
+            return format!(
+                "{:.decimals$} {name}",
+                bytes as f64 / (1u64 << shift) as f64
+            );
         }
     }
     format!("{bytes} B")
+}
+
+/// `bytes` in the largest unit that keeps a whole number before the point, e.g. `1.5 GiB`.
+pub fn show(bytes: u64) -> String {
+    show_to(bytes, 1)
 }
 
 #[cfg(test)]
@@ -298,6 +318,25 @@ mod tests {
             text = text.replace("concurrency = 12\n", "");
         }
         compile::load("memory-test", text.as_bytes()).expect("valid world")
+    }
+
+    #[test]
+    fn a_need_over_the_budget_never_reads_as_equal_to_it() {
+        let mib = 1u64 << 20;
+        assert_eq!(
+            show_over(46 * mib, 40 * mib),
+            ("46.0 MiB".into(), "40.0 MiB".into())
+        );
+        let (need, budget) = show_over(16 * mib + 5000, 16 * mib);
+        assert_eq!(
+            (need.as_str(), budget.as_str()),
+            ("16.005 MiB", "16.000 MiB")
+        );
+        let (need, budget) = show_over(16 * mib + 1, 16 * mib);
+        assert_eq!(
+            (need.as_str(), budget.as_str()),
+            ("16777217 B", "16777216 B")
+        );
     }
 
     #[test]

@@ -418,24 +418,16 @@ pub fn sweep(args: &SweepArgs) -> u8 {
         0
     } + built.worlds_bytes()
         + listed;
-    let shares: Result<Vec<u64>, String> = built
-        .at
-        .iter()
-        .flatten()
-        .map(|world| {
-            super::memory::check(
-                world,
-                my_count as u64,
-                threads as u64,
-                budget,
-                rng_scheme(args.exec.rng),
-                reports,
-                None,
-            )
-        })
-        .collect();
-    let run_bytes = match shares {
-        Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
+    let run_bytes = match super::memory::check_each(
+        built.at.iter().flatten(),
+        my_count as u64,
+        threads as u64,
+        budget,
+        rng_scheme(args.exec.rng),
+        reports,
+        None,
+    ) {
+        Ok(share) => share,
         Err(message) => {
             return usage_error(&format!(
                 "{message}; for a grid, fewer points, or shards (each --shard I/N keeps only \
@@ -726,11 +718,9 @@ fn merge_fits(built: &Built, cells: usize, shard: Shard, flag: Option<u64>) -> R
     if need <= budget {
         return Ok(());
     }
-    let show = crate::memory::show;
+    let (need, budget) = crate::memory::show_over(need, budget);
     Err(format!(
-        "this merge would need about {} of memory, over the memory budget of {} ({cells} runs and a report per cell, held until the report is written); hint: a larger --memory-budget, or the grid split into several sweeps",
-        show(need),
-        show(budget)
+        "this merge would need about {need} of memory, over the memory budget of {budget} ({cells} runs and a report per cell, held until the report is written); hint: a larger --memory-budget, or the grid split into several sweeps",
     ))
 }
 
@@ -987,16 +977,15 @@ fn points_fit(spec: &Spec, budget: u64) -> Result<(), String> {
     if need <= budget {
         return Ok(());
     }
+    let (need, budget) = crate::memory::show_over(need, budget);
     Err(format!(
-        "this grid would need about {} of memory for its {points} point{} alone, over the \
-         memory budget of {} (every shard and the merge compile each of the {worlds} \
+        "this grid would need about {need} of memory for its {points} point{} alone, over the \
+         memory budget of {budget} (every shard and the merge compile each of the {worlds} \
          (world, point) pairs, about {} each, to name the plan, besides {} for the program \
          itself); hint: fewer values per axis \
          or fewer axes (split the grid by an axis into sweeps of their own), or a larger \
          --memory-budget",
-        crate::memory::show(need),
         if points == 1 { "" } else { "s" },
-        crate::memory::show(budget),
         crate::memory::show(crate::memory::GRID_POINT_BYTES),
         crate::memory::show(crate::memory::BASE_BYTES),
     ))

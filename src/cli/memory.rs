@@ -51,13 +51,14 @@ pub fn check(
     if estimate.total() <= budget {
         return Ok(estimate.run_share(budget));
     }
+    let (need, budget) = memory::show_over(estimate.total(), budget);
     Err(format!(
         "this command would need about {} of memory, over the memory budget of {} \
          ({}, {} at a time, about {} each at their peak, {} for the world, the finished runs{} and \
          the report, and {} for the program itself); hint: fewer jobs, seeds or --threads, or a \
          larger --memory-budget",
-        memory::show(estimate.total()),
-        memory::show(budget),
+        need,
+        budget,
         crate::text::plural(usize::try_from(runs).unwrap_or(usize::MAX), "run"),
         estimate.parallel,
         memory::show(estimate.per_run),
@@ -69,6 +70,36 @@ pub fn check(
         },
         memory::show(memory::BASE_BYTES),
     ))
+}
+
+/// [`check`] of a command that runs several worlds (a sweep's levels, a grid's points) `runs`
+/// times in all: a refusal states the world that needs the most, so that a budget raised to
+/// what it says is enough; otherwise the smallest of the worlds' shares of the budget.
+#[allow(clippy::too_many_arguments)]
+pub fn check_each<'w>(
+    worlds: impl IntoIterator<Item = &'w World>,
+    runs: u64,
+    threads: u64,
+    budget: u64,
+    rng: RngScheme,
+    reports: u64,
+    window_s: Option<f64>,
+) -> Result<u64, String> {
+    let mut largest: Option<(&World, u64)> = None;
+    let mut share = u64::MAX;
+    for world in worlds {
+        let estimate = memory::estimate(world, runs, threads, rng, reports, window_s);
+        if largest.is_none_or(|(_, most)| estimate.total() > most) {
+            largest = Some((world, estimate.total()));
+        }
+        share = share.min(estimate.run_share(budget));
+    }
+    match largest {
+        Some((world, _)) => {
+            check(world, runs, threads, budget, rng, reports, window_s).map(|_| share)
+        }
+        None => Ok(share),
+    }
 }
 
 #[cfg(test)]

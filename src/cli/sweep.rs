@@ -212,22 +212,16 @@ pub fn main(args: &SweepArgs) -> u8 {
     // Every level's runs are kept for the analysis; each level's world has its own run size.
     let total_runs = (worlds.len() * seeds.len()) as u64;
     let budget = super::memory::budget(args.exec.memory_budget);
-    let shares: Result<Vec<u64>, String> = worlds
-        .iter()
-        .map(|world| {
-            super::memory::check(
-                world,
-                total_runs,
-                threads as u64,
-                budget,
-                rng_scheme(args.exec.rng),
-                0,
-                None,
-            )
-        })
-        .collect();
-    let run_bytes = match shares {
-        Ok(shares) => shares.into_iter().min().unwrap_or(u64::MAX),
+    let run_bytes = match super::memory::check_each(
+        &worlds,
+        total_runs,
+        threads as u64,
+        budget,
+        rng_scheme(args.exec.rng),
+        0,
+        None,
+    ) {
+        Ok(share) => share,
         Err(message) => return usage_error(&message),
     };
     if !args.exec.quiet {

@@ -196,6 +196,82 @@ fn a_command_too_large_for_the_memory_budget_is_refused_with_the_estimate() {
     );
 }
 
+/// A sweep whose levels need different memory states the largest need, not the first level's
+/// that does not fit: a budget raised to what the refusal says is enough.
+#[test]
+fn a_sweep_too_large_for_its_budget_states_what_its_largest_level_needs() {
+    let sweep = |budget: &str, axis: [&str; 5]| {
+        let out = simbench(&[
+            "sweep",
+            "scenarios/bursty.toml",
+            "--set",
+            "jobs=100000",
+            "--seeds",
+            "2",
+            axis[0],
+            axis[1],
+            axis[2],
+            axis[3],
+            axis[4],
+            "--memory-budget",
+            budget,
+            "--quiet",
+        ]);
+        (out.status.code(), stderr(&out))
+    };
+    for axis in [
+        [
+            "--concurrency",
+            "2,100000",
+            "--algorithm",
+            "wait",
+            "--json=/dev/null",
+        ],
+        [
+            "--grid",
+            "concurrency=2,100000",
+            "--algorithms",
+            "wait",
+            "--dry-run",
+        ],
+    ] {
+        let (code, err) = sweep("40M", axis);
+        assert_eq!(code, Some(2), "{err}");
+        let need = err
+            .split("would need about ")
+            .nth(1)
+            .and_then(|rest| rest.split(" of memory").next())
+            .unwrap_or_else(|| panic!("{err}"))
+            .to_owned();
+        let (_, more) = sweep("48M", axis);
+        assert!(
+            more.contains(&format!("would need about {need}")),
+            "{need}: {more}"
+        );
+        let mib: f64 = need.trim_end_matches(" MiB").parse().expect("MiB");
+        let (code, err) = sweep(&format!("{}M", mib.ceil() + 1.0), axis);
+        assert_ne!(code, Some(2), "{axis:?} at the {need} it asked for: {err}");
+    }
+    // A need just over the budget never reads as equal to it.
+    let out = simbench(&[
+        "sweep",
+        "scenarios/bursty.toml",
+        "--set",
+        "jobs=100",
+        "--seeds",
+        "2",
+        "--grid",
+        "concurrency=4,8",
+        "--algorithms",
+        "wait",
+        "--memory-budget",
+        "16M",
+    ]);
+    let err = stderr(&out);
+    assert!(err.contains("about 16.01 MiB of memory"), "{err}");
+    assert!(err.contains("budget of 16.00 MiB"), "{err}");
+}
+
 #[test]
 fn memory_budget_sizes_parse_and_garbage_is_refused() {
     for good in ["2G", "500M", "1.5GiB", "64000000"] {
