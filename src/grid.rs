@@ -244,7 +244,7 @@ pub struct Shard {
 }
 
 /// A shard number or count: "is not a whole number", or "is too large" for digits past `u32`.
-fn whole(text: &str) -> Result<u32, String> {
+pub fn whole(text: &str) -> Result<u32, String> {
     let digits = text.trim();
     digits.parse::<u32>().map_err(|_| {
         if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {

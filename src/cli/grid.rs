@@ -43,12 +43,16 @@ pub fn parse_shard(text: &str) -> Result<ShardArg, String> {
     match text.strip_prefix("auto") {
         Some("") => Ok(ShardArg::Auto(None)),
         Some(rest) => {
-            let n = rest
-                .strip_prefix('/')
-                .and_then(|n| n.parse::<u32>().ok())
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| format!("expected `auto` or `auto/N` with N ≥ 1; got `{text}`"))?;
-            Ok(ShardArg::Auto(Some(n)))
+            let shape = || format!("expected `auto` or `auto/N` with N ≥ 1; got `{text}`");
+            let n = rest.strip_prefix('/').ok_or_else(shape)?;
+            match crate::grid::whole(n) {
+                Ok(0) => Err(shape()),
+                Ok(n) => Ok(ShardArg::Auto(Some(n))),
+                Err(why) if why.starts_with("is too large") => {
+                    Err(format!("`{n}` in `{text}` {why}"))
+                }
+                Err(_) => Err(shape()),
+            }
         }
         None => Shard::parse(text).map(ShardArg::Given),
     }
@@ -1012,4 +1016,28 @@ fn repeated_key(axes: &[Axis]) -> Option<&str> {
         .enumerate()
         .find(|(i, a)| axes[..*i].iter().any(|b| b.key == a.key))
         .map(|(_, a)| a.key.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shard_argument_says_what_is_wrong_with_it() {
+        assert_eq!(parse_shard("auto"), Ok(ShardArg::Auto(None)));
+        assert_eq!(parse_shard("auto/3"), Ok(ShardArg::Auto(Some(3))));
+        let shape = "expected `auto` or `auto/N` with N ≥ 1";
+        for bad in ["auto/0", "auto3", "auto/x", "auto/-1", "automatic"] {
+            assert!(parse_shard(bad).unwrap_err().starts_with(shape), "{bad}");
+        }
+        assert_eq!(
+            parse_shard("auto/4294967296").unwrap_err(),
+            "`4294967296` in `auto/4294967296` is too large (at most 4294967295)"
+        );
+        assert!(
+            parse_shard("5/4294967296")
+                .unwrap_err()
+                .contains("is too large")
+        );
+    }
 }

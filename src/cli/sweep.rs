@@ -199,6 +199,7 @@ pub fn main(args: &SweepArgs) -> u8 {
         Err(message) => return usage_error(&message),
     };
     warn_thresholds(&base, &source.origin);
+    warn_set_of_knob(&args.exec.set, knob);
     let worlds: Vec<World> = levels
         .iter()
         .map(|&level| base.with_overrides(&level_override(knob, level)))
@@ -431,6 +432,32 @@ fn check_knob(world: &World, knob: Knob) -> Result<(), String> {
             "--concurrency sweeps a closed loop's workers, but `{}` is an open loop ([load] model = \"open\"); sweep it with --rate",
             crate::text::escape(world.name())
         )),
+    }
+}
+
+/// A `--set` of the setting the levels set is used by no run, since every level overwrites it
+/// (yet an open loop needs a rate to load at all, so it is not refused): said, not silent.
+fn warn_set_of_knob(set: &[String], knob: Knob) {
+    let (path, flag): (&[&str], _) = match knob {
+        Knob::Concurrency => (&["concurrency"], "--concurrency"),
+        Knob::Rate => (&["load", "rate_per_s"], "--rate"),
+    };
+    for (i, text) in set.iter().enumerate() {
+        // The overrides loaded already: each is a line of TOML.
+        let Ok(value) = text.parse::<toml::Table>().map(toml::Value::Table) else {
+            continue;
+        };
+        if (path.iter())
+            .try_fold(&value, |at, key| at.get(key))
+            .is_some()
+        {
+            errln!(
+                "warning: --set #{} sets `{}`, which every level of the sweep overwrites \
+                 ({flag}): no run uses its value",
+                i + 1,
+                path.join(".")
+            );
+        }
     }
 }
 

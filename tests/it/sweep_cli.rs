@@ -164,6 +164,15 @@ fn the_knob_must_match_the_load_model() {
         .concat(),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The open loop needs a rate to load, but the levels overwrite it: said, not silent.
+    assert!(
+        text(&out.stderr).contains(
+            "warning: --set #3 sets `load.rate_per_s`, which every level of the sweep \
+             overwrites (--rate): no run uses its value"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["knob"], "rate_per_s");
     assert_eq!(doc["levels"][0]["level"], 0.5);
