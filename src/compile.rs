@@ -668,7 +668,19 @@ fn check_unique_ids(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Ve
         let Some(id) = endpoint.get("id").and_then(Value::as_str) else {
             continue;
         };
-        if id.chars().any(char::is_control) {
+        if !id.is_empty() && id.trim().is_empty() {
+            out.push(Problem {
+                path: vec![key("endpoints"), Seg::Index(i), key("id")],
+                target: Target::Value,
+                message: format!("endpoint id `{id}` is only blanks"),
+                label: "nothing to read".into(),
+                help: Some(
+                    "an id names the endpoint in tables, CSV headers, logs and traces: use \
+                     letters, digits, `-`, `_` or `.`"
+                        .into(),
+                ),
+            });
+        } else if id.chars().any(char::is_control) {
             out.push(Problem {
                 path: vec![key("endpoints"), Seg::Index(i), key("id")],
                 target: Target::Value,

@@ -737,7 +737,7 @@ impl Default for FailureKinds {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Endpoint {
-    /// Endpoint id, shown in reports. Required; must not be empty or hold a control character
+    /// Endpoint id, shown in reports. Required; must not be empty, blanks only or hold a control character
     /// (a line break, a tab); unique among endpoints.
     #[schemars(length(min = 1))]
     pub id: String,

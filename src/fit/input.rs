@@ -938,6 +938,23 @@ pub(crate) fn check_entry(e: &Entry) -> Result<(), (&'static str, String)> {
             return Err((name, format!("{x} must be a finite number >= 0")));
         }
     }
+    // A name the world could not take would fail only in the fitted world, far from here.
+    if e.endpoint.chars().any(char::is_control) {
+        return Err((
+            "endpoint",
+            format!(
+                "`{}` holds a control character (a line break, a tab, …); an endpoint's name \
+                 is one line of text",
+                e.endpoint.escape_debug()
+            ),
+        ));
+    }
+    if !e.endpoint.is_empty() && e.endpoint.trim().is_empty() {
+        return Err((
+            "endpoint",
+            "is only blanks; an endpoint's name must show in a table".into(),
+        ));
+    }
     if e.endpoint.chars().count() > MAX_ENDPOINT_CHARS {
         return Err((
             "endpoint",

@@ -41,7 +41,9 @@ pub fn measure(rule: &RecoveryRule, completions: &[f64], makespan_s: f64) -> (f6
     } else {
         first_good_window(completions, rule.end_s, rule.window_s, needed).unwrap_or(makespan_s)
     };
-    let done = (count_before(recovered_at) - count_before(rule.start_s)) as f64;
+    // A run that ended before the incident began (its last completion at its end) did
+    // nothing after it: none, not a count below zero.
+    let done = count_before(recovered_at).saturating_sub(count_before(rule.start_s)) as f64;
     let lost = (baseline * (recovered_at - rule.start_s) - done).max(0.0);
     ((recovered_at - rule.end_s).max(0.0), lost)
 }
@@ -103,6 +105,18 @@ mod tests {
         let (recovery, lost) = measure(&rule(), &c, 60.0);
         assert_eq!(recovery, 40.0);
         assert_eq!(lost, 50.0);
+    }
+
+    #[test]
+    fn a_run_that_ends_before_the_incident_has_nothing_to_recover() {
+        // The last completion is the run's end: none is counted before it, all before 30 s.
+        let c = vec![1.0, 2.0, 3.0];
+        let late = RecoveryRule {
+            start_s: 30.0,
+            end_s: 40.0,
+            ..rule()
+        };
+        assert_eq!(measure(&late, &c, 3.0), (0.0, 0.0));
     }
 
     #[test]
