@@ -173,6 +173,9 @@ fn check_fitted(toml: &str, output: &std::path::Path) -> Result<(), String> {
     } else {
         output.display().to_string()
     };
+    if toml.len() > crate::compile::MAX_FILE_BYTES {
+        return Err(too_large(toml));
+    }
     let inputs = Inputs::default();
     let chain = super::load::Chain::new(output);
     let read = |base: &std::path::Path| chain.read(base);
@@ -195,6 +198,23 @@ fn check_fitted(toml: &str, output: &std::path::Path) -> Result<(), String> {
                 errors.render(crate::diagnostics::RenderOptions { colour, width: 100 })
             )
         })
+}
+
+/// Why a fitted world over the size every command reads is not written: almost all of it is
+/// endpoints (a HAR file makes one of every host the page met).
+fn too_large(toml: &str) -> String {
+    let shown = |n: usize| crate::report::format::thousands(n as f64, 0);
+    let endpoints = toml.lines().filter(|l| *l == "[[endpoints]]").count();
+    format!(
+        "error: the world fitted to these logs would be {} bytes, over the {} (1 MiB) a world \
+         file may hold, so it was not written: it has {} endpoints, about {} bytes each\n  \
+         help: fit the logs of fewer endpoints at a time (a world holds the endpoints one client \
+         chooses among)\n",
+        shown(toml.len()),
+        shown(crate::compile::MAX_FILE_BYTES),
+        shown(endpoints),
+        shown(toml.len() / endpoints.max(1)),
+    )
 }
 
 /// Reads every log into one [`Log`], one segment per file.

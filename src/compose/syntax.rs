@@ -203,8 +203,15 @@ fn place(text: &str, offset: usize) -> Place {
                 let array = b.get(i + 1) == Some(&b'[');
                 let (names, end) = keys(b, i + if array { 2 } else { 1 });
                 if end >= b.len() {
+                    // The tables it names are those already open (`endpoints[1]` under a
+                    // second `[[endpoints]]`), but for a name cut short at the error.
+                    let mut names = names;
+                    let cut = b.trim_ascii_end().last().is_some_and(|&c| c != b'.');
+                    let last = if cut { names.pop() } else { None };
+                    let mut path = header(&mut tables.clone(), names, false);
+                    path.extend(last.map(Seg::Key));
                     return Place {
-                        path: names.into_iter().map(Seg::Key).collect(),
+                        path,
                         inside: Inside::Header,
                     };
                 }
@@ -435,8 +442,9 @@ fn explain(
     if kind == "duplicate key" {
         let key = word.trim_matches('"');
         let help = "a key can be set only once per table (use [[...]] for a list of tables)";
-        let earlier =
-            earlier_key(root, key, span.start).or_else(|| earlier_header(text, span.start));
+        let earlier = earlier_in_table(text, key, span.start, place.inside == Inside::Header)
+            .or_else(|| earlier_key(root, key, span.start))
+            .or_else(|| earlier_header(text, span.start));
         let help = match earlier {
             Some(at) => format!(
                 "`{key}` is already defined on line {}; {help}",
@@ -876,6 +884,51 @@ fn earlier_header(text: &str, at: usize) -> Option<usize> {
     found
 }
 
+/// Where `key` was set in the table that the duplicate at `at` is added to, read from the text
+/// (the parser's partial tree lacks the table still open, such as the last `[[endpoints]]`
+/// entry): the first line of that table's own section that sets it, or `None`. For a header
+/// (`[endpoints.latency]`), the table is the one its earlier names open; for a key, the one
+/// of the header above it.
+fn earlier_in_table(text: &str, key: &str, at: usize, in_header: bool) -> Option<usize> {
+    let line_start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let header_of = |line: &str| -> Option<Vec<String>> {
+        let line = line.trim_start();
+        let depth = if line.starts_with("[[") { 2 } else { 1 };
+        line.starts_with('[')
+            .then(|| keys(line.as_bytes(), depth).0)
+    };
+    let parent = if in_header {
+        let mut names = header_of(text.get(line_start..)?.lines().next()?)?;
+        names.truncate(names.iter().position(|n| n == key)?);
+        Some(names)
+    } else {
+        None
+    };
+    // The section of the table: after its last header (the file's start for the root), up to
+    // the next header or the duplicate's line.
+    let mut section: Option<usize> = parent.as_ref().is_some_and(Vec::is_empty).then_some(0);
+    let mut found = None;
+    let mut offset = 0;
+    for line in text[..line_start].split_inclusive('\n') {
+        if let Some(names) = header_of(line) {
+            // Another table's header ends the section; its own starts a new entry afresh.
+            let opens = parent.as_ref().is_none_or(|p| *p == names);
+            section = opens.then_some(offset + line.len());
+            if opens {
+                found = None;
+            }
+        } else if section.is_some() && found.is_none() {
+            let (names, end) = keys(line.as_bytes(), 0);
+            let sets = matches!(line.as_bytes().get(end), Some(b'=' | b'.'));
+            if names.first().is_some_and(|n| n == key) && sets {
+                found = Some(offset + line.len() - line.trim_start().len());
+            }
+        }
+        offset += line.len();
+    }
+    found
+}
+
 /// The start of the closest definition of `key` before `before`, anywhere in the tree.
 fn earlier_key(root: &Spanned<DeTable<'_>>, key: &str, before: usize) -> Option<usize> {
     fn walk(table: &DeTable<'_>, key: &str, before: usize, best: &mut Option<usize>) {
@@ -942,6 +995,16 @@ mod tests {
         );
         assert_eq!(at("[load]\n[a]@]", "@"), ("a".into(), Inside::Header));
         assert_eq!(at("[[endpoi@", "@"), ("endpoi".into(), Inside::Header));
+        // Inside a header, the tables it names that are open already carry their index.
+        let second = "[[endpoints]]\nid = 1\n[[endpoints]]\nid = 2\n";
+        assert_eq!(
+            at(&format!("{second}[endpoints.@latency]"), "@"),
+            ("endpoints[1]".into(), Inside::Header)
+        );
+        assert_eq!(
+            at(&format!("{second}[endpoints.lat@ency]"), "@"),
+            ("endpoints[1].lat".into(), Inside::Header)
+        );
     }
 
     #[test]

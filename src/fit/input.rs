@@ -789,6 +789,44 @@ fn check_outcome(e: &Entry) -> Result<(), (&'static str, String)> {
         };
         return Err(("error", format!("`{kind}` with outcome `{name}`: {hint}")));
     }
+    // The kind says what the status must be: a kind read against it would count the failure
+    // as what it was not (a 503 counted as a broken connection).
+    if let (Some(kind), Some(status)) = (e.error, e.status) {
+        let (fits, says) = match kind {
+            K::Connection => (false, "a broken connection has no answer, so no status"),
+            K::ConnectionRefused => (false, "a refused connection has no answer, so no status"),
+            K::Timeout => (status == 504, "a server timeout has no status, or 504"),
+            K::Upstream => (status / 100 == 5, "an upstream failure is a 5xx"),
+            K::Unauthorized => (
+                status == 401 || status == 403,
+                "an unauthorized request is a 401 or 403",
+            ),
+            K::TooLarge => (
+                status == 400 || status == 413,
+                "a request too large is a 400 or 413",
+            ),
+        };
+        if !fits {
+            let kind = serde_json::to_value(kind).expect("a kind is a string");
+            let kind = kind.as_str().expect("a kind is a string");
+            return Err((
+                "error",
+                format!(
+                    "`{kind}` with status {status}: {says}; give the kind the status says \
+                     (docs/request-log.md)"
+                ),
+            ));
+        }
+    }
+    if e.outcome == O::RateLimited && e.status == Some(503) && e.retry_after_s.is_none() {
+        return Err((
+            "status",
+            "503 with outcome `rate_limited` and no `retry_after_s`: a 503 is a rate limit only \
+             with Retry-After (a vendor shedding load); without it, it is an `error` of kind \
+             `upstream`"
+                .into(),
+        ));
+    }
     Ok(())
 }
 
@@ -1118,5 +1156,50 @@ mod tests {
             r#"{"start_s":1,"arrived_s":0,"end_s":3,"endpoint":"a","outcome":"ok","attempt":2}"#,
         );
         assert!(e.message.contains("only for a job's first request"), "{e}");
+    }
+
+    /// An error's kind and its status must agree; a 503 is a rate limit only with Retry-After.
+    #[test]
+    fn a_kind_that_contradicts_its_status_is_refused() {
+        let line = |outcome: &str, status: u16, kind: &str| {
+            format!(
+                r#"{{"start_s":0,"end_s":1,"endpoint":"a","outcome":"{outcome}","status":{status},"error":"{kind}"}}"#
+            )
+        };
+        for (outcome, status, kind) in [
+            ("error", 503, "connection"),
+            ("error", 500, "timeout"),
+            ("error", 502, "connection"),
+            ("rejected", 401, "too_large"),
+            ("rejected", 400, "unauthorized"),
+            ("rejected", 403, "connection_refused"),
+        ] {
+            let e = error(&line(outcome, status, kind));
+            assert_eq!(e.field.as_deref(), Some("error"), "{e}");
+            assert!(
+                e.message
+                    .contains(&format!("`{kind}` with status {status}")),
+                "{e}"
+            );
+        }
+        for (outcome, status, kind) in [
+            ("error", 504, "timeout"),
+            ("error", 500, "upstream"),
+            ("rejected", 403, "unauthorized"),
+            ("rejected", 413, "too_large"),
+        ] {
+            let text = line(outcome, status, kind);
+            assert!(
+                read_jsonl("log.jsonl", text.as_bytes(), &mut |_| ()).is_ok(),
+                "{text}"
+            );
+        }
+        let e = error(
+            r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"rate_limited","status":503}"#,
+        );
+        assert_eq!(e.field.as_deref(), Some("status"));
+        assert!(e.message.contains("no `retry_after_s`"), "{e}");
+        let shed = r#"{"start_s":0,"end_s":1,"endpoint":"a","outcome":"rate_limited","status":503,"retry_after_s":2}"#;
+        assert!(read_jsonl("log.jsonl", shed.as_bytes(), &mut |_| ()).is_ok());
     }
 }

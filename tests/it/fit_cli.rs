@@ -72,6 +72,40 @@ fn fit_cli_refuses_a_log_named_twice() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A log of more endpoints than a world file can hold (every command refuses a file over
+/// 1 MiB) is refused with the size and the count, not as a world that fails to load.
+#[test]
+fn fit_cli_refuses_a_world_too_large_for_a_file_and_says_why() {
+    let dir = scratch_dir("fit_large");
+    let log = dir.join("hosts.jsonl");
+    let lines: String = (0..1700)
+        .map(|i| {
+            format!(
+                "{{\"start_s\":{},\"end_s\":{},\"endpoint\":\"host{i}\",\"outcome\":\"ok\"}}\n",
+                f64::from(i) * 0.1,
+                f64::from(i) * 0.1 + 0.3
+            )
+        })
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let out_path = dir.join("w.toml");
+    let out = simbench(&[
+        "fit",
+        log.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("over the 1,048,576 (1 MiB) a world file may hold, so it was not written: it has 1,700 endpoints"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("this is a bug"), "{stderr}");
+    assert!(!out_path.exists());
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn fit_cli_reads_har_and_otlp_files_written_from_their_specifications_and_copies_no_body() {
     let dir = scratch_dir("fit-cli");
