@@ -281,6 +281,14 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
             return Err((super::EXIT_ERROR, why));
         }
         let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let head = std::io::BufRead::fill_buf(&mut reader).map_err(unreadable)?;
+        if let Some((kind, tool)) = compressed(head) {
+            let why = format!(
+                "the log {name} is {kind}-compressed: decompress it first, e.g. `{tool} -dc \
+                 FILE | simbench fit -`"
+            );
+            return Err((super::EXIT_INVALID, why));
+        }
         let format = match format {
             Format::Auto => detect(path, &mut reader).map_err(unreadable)?,
             other => other,
@@ -292,6 +300,8 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
             )
         };
         let mut segment = log.segment(&name);
+        // What the content looks like, for a log of the wrong --format that holds nothing.
+        let mut looks = None;
         match format {
             Format::Jsonl | Format::Auto => {
                 input::read_jsonl(&name, reader, &mut |entry| segment.add(&entry))
@@ -308,12 +318,19 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
                 })?;
                 // A byte-order mark (Windows editors write one) is not content.
                 let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+                looks = Some(crate::trace_load::LogFormat::detect("", text.as_bytes()));
                 let entries = if format == Format::Har {
                     crate::fit::har::read(&name, text)
                 } else {
                     crate::fit::otlp::read(&name, text)
                 }
-                .map_err(located)?;
+                .map_err(|e| {
+                    let (code, why) = located(e);
+                    match other_format(format, looks) {
+                        Some(other) => (code, format!("{why}; it looks like {other}")),
+                        None => (code, why),
+                    }
+                })?;
                 for entry in &entries {
                     segment.add(entry);
                 }
@@ -325,12 +342,47 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
                 Format::Otlp => "no span has gen_ai.* or http.response.status_code attributes",
                 _ => "a request log has one JSON object per line (docs/request-log.md)",
             };
-            let why = format!("the log {name} holds no request: {hint}");
+            let why = match other_format(format, looks) {
+                Some(other) => {
+                    format!("the log {name} holds no request: {hint}; it looks like {other}")
+                }
+                None => format!("the log {name} holds no request: {hint}"),
+            };
             return Err((super::EXIT_INVALID, why));
         }
         segment.finish();
     }
     Ok(log)
+}
+
+/// What a log read as `format` looks like instead, when its content says another format.
+fn other_format(
+    format: Format,
+    looks: Option<crate::trace_load::LogFormat>,
+) -> Option<&'static str> {
+    use crate::trace_load::LogFormat;
+    Some(match (format, looks?) {
+        (Format::Otlp | Format::Har, LogFormat::Jsonl) => {
+            "a request log: pass --format jsonl, or leave --format out"
+        }
+        (Format::Otlp, LogFormat::Har) => "a HAR file: pass --format har, or leave --format out",
+        (Format::Har, LogFormat::Otlp) => "OTLP spans: pass --format otlp, or leave --format out",
+        _ => return None,
+    })
+}
+
+/// The compression a log's first bytes announce, and the tool that undoes it: read as text,
+/// such a file is only "not UTF-8".
+fn compressed(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    let magic: [(&[u8], &str, &str); 4] = [
+        (b"\x1f\x8b", "gzip", "gzip"),
+        (b"\x28\xb5\x2f\xfd", "zstd", "zstd"),
+        (b"\xfd7zXZ\x00", "xz", "xz"),
+        (b"BZh", "bzip2", "bzip2"),
+    ];
+    (magic.into_iter())
+        .find(|(bytes, ..)| head.starts_with(bytes))
+        .map(|(_, kind, tool)| (kind, tool))
 }
 
 /// A log's format from its extension, else from its first bytes (as a trace load tells it).

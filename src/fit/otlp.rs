@@ -8,7 +8,7 @@
 //! request spans under it (a GenAI `chat` span over the HTTP client's `POST` of each attempt)
 //! is not counted itself: its children are the requests sent, and the last of them to end
 //! takes the token counts it lacks from it. Read: the span's start and end, `server.address` (else `gen_ai.provider.name` or
-//! `gen_ai.system`) as the endpoint, `http.response.status_code` (else the span status and
+//! `gen_ai.system`, else the span's name) as the endpoint, `http.response.status_code` (else the span status and
 //! `error.type`), `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.request.max_tokens`,
 //! `http.request.resend_count` as the attempt, `gen_ai.usage.cache_read.input_tokens` (or the
 //! older `gen_ai.usage.cache_read_input_tokens`) as a cache hit when above 0. Prompt and completion events and attributes

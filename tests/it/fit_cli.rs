@@ -72,6 +72,30 @@ fn fit_cli_refuses_a_log_named_twice() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A log read in the wrong `--format` says which format its content looks like.
+#[test]
+fn fit_cli_names_the_format_a_log_looks_like_when_told_another() {
+    for (log, format, hint) in [
+        (
+            "proxy.har",
+            "otlp",
+            "it looks like a HAR file: pass --format har",
+        ),
+        (
+            "spans.otlp.json",
+            "har",
+            "it looks like OTLP spans: pass --format otlp",
+        ),
+    ] {
+        let path = logs().join(log);
+        let out = simbench(&["fit", path.to_str().unwrap(), "--format", format, "-o", "-"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(hint), "{log} as {format}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
 /// A log of more endpoints than a world file can hold (every command refuses a file over
 /// 1 MiB) is refused with the size and the count, not as a world that fails to load.
 #[test]
