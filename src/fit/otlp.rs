@@ -195,6 +195,9 @@ struct Nesting<'a> {
     last_child: BTreeMap<(&'a str, &'a str), usize>,
     /// Request spans by key.
     by_key: BTreeMap<(&'a str, &'a str), &'a Span>,
+    /// The first request span (by global index) whose parents lead back to it: each would
+    /// wrap the next, and none would count.
+    on_a_cycle: Option<usize>,
 }
 
 impl<'a> Nesting<'a> {
@@ -214,9 +217,11 @@ impl<'a> Nesting<'a> {
                 *last = (end, *global);
             }
         }
+        let on_a_cycle = first_on_a_cycle(requests);
         Nesting {
             last_child: last_child.into_iter().map(|(k, (_, g))| (k, g)).collect(),
             by_key,
+            on_a_cycle,
         }
     }
 
@@ -249,6 +254,37 @@ impl<'a> Nesting<'a> {
             entry.cache_hit = cache_hit(wrapper);
         }
     }
+}
+
+/// The first request span, by global index, whose chain of parents comes back to it. Each
+/// span has at most one parent, so a walk up from every span not yet seen, marking the spans
+/// of the walk, meets a span of its own walk exactly when there is a cycle: linear time.
+fn first_on_a_cycle(requests: &[(usize, &Span)]) -> Option<usize> {
+    let position: BTreeMap<(&str, &str), usize> = (requests.iter().enumerate())
+        .filter_map(|(k, (_, s))| Some((s.key()?, k)))
+        .collect();
+    let parent: Vec<Option<usize>> = (requests.iter())
+        .map(|(_, s)| s.parent_key().and_then(|key| position.get(&key).copied()))
+        .collect();
+    // The walk that first reached each span.
+    let mut walk_of: Vec<Option<usize>> = vec![None; requests.len()];
+    let mut found: Option<usize> = None;
+    for walk in 0..requests.len() {
+        let mut at = Some(walk);
+        while let Some(k) = at {
+            match walk_of[k] {
+                Some(w) if w == walk => {
+                    let global = requests[k].0;
+                    found = Some(found.map_or(global, |f| f.min(global)));
+                    break;
+                }
+                Some(_) => break,
+                None => walk_of[k] = Some(walk),
+            }
+            at = parent[k];
+        }
+    }
+    found
 }
 
 /// Whether the span's answer says the provider read part of the prompt from its cache.
@@ -346,6 +382,19 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
         .collect();
     let nesting = Nesting::of(&requests);
     for &(export, i, global, span) in &spans {
+        if nesting.on_a_cycle == Some(global) {
+            let field = otlp_field("parentSpanId");
+            let (line, column) = locate(text, global, field).unzip();
+            return Err(LogError {
+                file: file.to_owned(),
+                line,
+                column,
+                field: Some(format!("export {export} span {i} ({}): {field}", span.name)),
+                message: "its parents lead back to it (parentSpanId through parentSpanId): a \
+                          trace is a tree, so no span is its own ancestor"
+                    .into(),
+            });
+        }
         if !span.is_request() || nesting.wraps(span) {
             continue;
         }
@@ -528,6 +577,46 @@ mod tests {
             from * 1_000_000,
             to * 1_000_000
         )
+    }
+
+    /// Spans whose parents lead back to themselves would each wrap the next and none count:
+    /// refused at the first of them, not read as a log without requests.
+    #[test]
+    fn spans_that_are_their_own_ancestors_are_refused() {
+        let status = "{\"key\": \"http.response.status_code\", \"value\": {\"intValue\": \"200\"}}";
+        let export = |spans: &[String]| {
+            format!(
+                "{{\"resourceSpans\": [{{\"scopeSpans\": [{{\"spans\": [{}]}}]}}]}}",
+                spans.join(", ")
+            )
+        };
+        let fine = span("z", "", "POST", (0, 5), status);
+        for spans in [
+            vec![fine.clone(), span("a", "a", "POST", (10, 20), status)],
+            vec![
+                fine.clone(),
+                span("a", "b", "POST", (10, 20), status),
+                span("b", "c", "POST", (30, 40), status),
+                span("c", "a", "POST", (50, 60), status),
+            ],
+        ] {
+            let error = read("x.json", &export(&spans)).expect_err("a cycle");
+            assert!(
+                error.message.contains("its parents lead back to it"),
+                "{error}"
+            );
+            assert_eq!(
+                error.field.as_deref(),
+                Some("export 1 span 1 (POST): parentSpanId")
+            );
+        }
+        // A chain that ends is a tree: the innermost span counts.
+        let chain = [
+            span("a", "", "POST", (10, 100), status),
+            span("b", "a", "POST", (20, 90), status),
+            span("c", "b", "POST", (30, 80), status),
+        ];
+        assert_eq!(read("x.json", &export(&chain)).expect("a tree").len(), 1);
     }
 
     #[test]
