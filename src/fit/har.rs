@@ -199,6 +199,31 @@ fn retry_after<'a>(
     Ok(Some((at - now).max(0.0)))
 }
 
+/// A header the fit reads given twice with different values: which one the server meant
+/// cannot be told, and reading the first would be a silent guess.
+fn disagreeing_headers(headers: &[HarHeader]) -> Result<(), String> {
+    let read = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["retry-after-ms", "retry-after", "date"].contains(&name.as_str())
+            || name.starts_with("x-ratelimit-")
+    };
+    for (k, h) in headers.iter().enumerate().filter(|(_, h)| read(&h.name)) {
+        let later = headers[k + 1..].iter().find(|other| {
+            other.name.eq_ignore_ascii_case(&h.name) && other.value.trim() != h.value.trim()
+        });
+        if let Some(other) = later {
+            return Err(format!(
+                "the response has two `{}` headers that disagree (`{}` and `{}`): which one the \
+                 server meant cannot be told",
+                h.name,
+                h.value.trim(),
+                other.value.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn entry(e: &HarEntry, start_s: f64) -> Result<Entry, String> {
     let header = |name: &str| {
         e.response
@@ -207,6 +232,7 @@ fn entry(e: &HarEntry, start_s: f64) -> Result<Entry, String> {
             .find(|h| h.name.eq_ignore_ascii_case(name))
             .map(|h| h.value.trim())
     };
+    disagreeing_headers(&e.response.headers)?;
     let status = u16::try_from(e.response.status)
         .ok()
         .filter(|s| (100..600).contains(s));
