@@ -162,12 +162,32 @@ impl Replay {
     }
 }
 
+/// The compression a log's first bytes announce, named as the tool that undoes it: read as
+/// text, such a file is only "not UTF-8".
+pub fn compressed(head: &[u8]) -> Option<&'static str> {
+    let magic: [(&[u8], &str); 4] = [
+        (b"\x1f\x8b", "gzip"),
+        (b"\x28\xb5\x2f\xfd", "zstd"),
+        (b"\xfd7zXZ\x00", "xz"),
+        (b"BZh", "bzip2"),
+    ];
+    (magic.into_iter())
+        .find(|(bytes, _)| head.starts_with(bytes))
+        .map(|(_, tool)| tool)
+}
+
 /// Reads a log of any [`LogFormat`] from its bytes into one segment. The error is one line:
 /// the file, line, column and field where the format allows.
 pub fn read_log(name: &str, bytes: &[u8]) -> Result<Log, String> {
     let mut log = Log::default();
     let mut segment = log.segment(name);
     let located = |e: crate::fit::input::LogError| e.to_string();
+    if let Some(tool) = compressed(bytes) {
+        return Err(format!(
+            "{name}: the log is {tool}-compressed: decompress it first (`{tool} -dk FILE`) and \
+             name the decompressed file"
+        ));
+    }
     match LogFormat::detect(name, bytes) {
         LogFormat::Jsonl => {
             crate::fit::input::read_jsonl(name, bytes, &mut |entry| segment.add(&entry))
@@ -278,6 +298,18 @@ mod tests {
         assert_eq!(
             LogFormat::detect("x.log", b"{\"start_s\":0}"),
             LogFormat::Jsonl
+        );
+    }
+
+    #[test]
+    fn a_compressed_log_is_named_by_its_tool() {
+        assert_eq!(compressed(b"\x1f\x8b\x08\x00"), Some("gzip"));
+        assert_eq!(compressed(b"\x28\xb5\x2f\xfd\x00"), Some("zstd"));
+        assert_eq!(compressed(b"{\"start_s\":0}"), None);
+        let error = read_log("t.jsonl.gz", b"\x1f\x8b\x08\x00\x00").unwrap_err();
+        assert!(
+            error.starts_with("t.jsonl.gz: the log is gzip-compressed"),
+            "{error}"
         );
     }
 }

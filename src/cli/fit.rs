@@ -282,9 +282,9 @@ fn read_logs(paths: &[PathBuf], format: Format) -> Result<Log, (u8, String)> {
         }
         let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
         let head = std::io::BufRead::fill_buf(&mut reader).map_err(unreadable)?;
-        if let Some((kind, tool)) = compressed(head) {
+        if let Some(tool) = crate::trace_load::compressed(head) {
             let why = format!(
-                "the log {name} is {kind}-compressed: decompress it first, e.g. `{tool} -dc \
+                "the log {name} is {tool}-compressed: decompress it first, e.g. `{tool} -dc \
                  FILE | simbench fit -`"
             );
             return Err((super::EXIT_INVALID, why));
@@ -369,20 +369,6 @@ fn other_format(
         (Format::Har, LogFormat::Otlp) => "OTLP spans: pass --format otlp, or leave --format out",
         _ => return None,
     })
-}
-
-/// The compression a log's first bytes announce, and the tool that undoes it: read as text,
-/// such a file is only "not UTF-8".
-fn compressed(head: &[u8]) -> Option<(&'static str, &'static str)> {
-    let magic: [(&[u8], &str, &str); 4] = [
-        (b"\x1f\x8b", "gzip", "gzip"),
-        (b"\x28\xb5\x2f\xfd", "zstd", "zstd"),
-        (b"\xfd7zXZ\x00", "xz", "xz"),
-        (b"BZh", "bzip2", "bzip2"),
-    ];
-    (magic.into_iter())
-        .find(|(bytes, ..)| head.starts_with(bytes))
-        .map(|(_, kind, tool)| (kind, tool))
 }
 
 /// A log's format from its extension, else from its first bytes (as a trace load tells it).
