@@ -75,7 +75,6 @@ pub fn check(
 /// [`check`] of a command that runs several worlds (a sweep's levels, a grid's points) `runs`
 /// times in all: a refusal states the world that needs the most, so that a budget raised to
 /// what it says is enough; otherwise the smallest of the worlds' shares of the budget.
-#[allow(clippy::too_many_arguments)]
 pub fn check_each<'w>(
     worlds: impl IntoIterator<Item = &'w World>,
     runs: u64,
