@@ -97,7 +97,7 @@ pub struct MergeArgs {
     /// Memory the merge may use, e.g. `2G` or `500M` [default: half the machine's available
     /// memory]: a merge whose estimate (every run and a report per cell, until the report is
     /// written) exceeds it is refused after reading the first part.
-    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = crate::memory::parse_size)]
     pub memory_budget: Option<u64>,
 }
 

@@ -88,6 +88,7 @@ pub struct RunArgs {
         long,
         value_name = "S",
         default_value_t = 1.0,
+        allow_negative_numbers = true,
         value_parser = parse_positive_seconds,
         requires = "recording"
     )]
@@ -122,7 +123,7 @@ pub struct RunArgs {
     pub baseline: Option<PathBuf>,
     /// Smallest change --baseline flags, as a share of the baseline mean (only with
     /// --baseline: alone it would gate nothing).
-    #[arg(long, default_value_t = 0.05, value_parser = parse_share, requires = "baseline")]
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true, value_parser = parse_share, requires = "baseline")]
     pub tolerance: f64,
     /// Seeds, overrides, threads, budget, random numbers, quietness.
     #[command(flatten)]
@@ -142,15 +143,15 @@ pub struct ExecArgs {
     pub set: Vec<String>,
     /// Real seconds one run may take before it is stopped as timed out (its setup, simulation
     /// and metrics; each run has its own budget).
-    #[arg(long, default_value_t = 600.0, value_parser = parse_positive_seconds)]
+    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true, value_parser = parse_positive_seconds)]
     pub wall_budget: f64,
     /// Memory the command may use, e.g. `2G` or `500M` [default: half the machine's available
     /// memory]: a command whose estimate exceeds it is refused before it runs, and a run that
     /// outgrows its share is stopped as `out_of_memory`.
-    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = crate::memory::parse_size)]
     pub memory_budget: Option<u64>,
     /// Worker threads for the runs [default: the number of cores].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
     /// Random-number scheme: `native` (fast) or `reference` (replays the reference exactly).
     #[arg(long, value_enum, default_value_t = RngArg::Native)]
@@ -357,7 +358,7 @@ fn parse_seeds(text: &str) -> Result<SeedCount, String> {
     Ok(count)
 }
 
-fn parse_positive_seconds(text: &str) -> Result<f64, String> {
+pub(super) fn parse_positive_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         Ok(_) => Err("must be a positive, finite number of seconds".into()),

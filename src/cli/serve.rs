@@ -39,11 +39,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub request_log: Option<PathBuf>,
     /// Connections served at once (more wait for one to close).
-    #[arg(long, value_name = "N", default_value_t = 256,
+    #[arg(long, value_name = "N", default_value_t = 256, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub max_connections: u32,
     /// Largest request body read, in bytes (a larger one gets 413; 1024 to 67108864).
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1024..=(64 << 20)))]
     pub max_body_bytes: u32,
     /// Real seconds answers in progress may take to end after SIGINT, SIGTERM or SIGHUP (0 to

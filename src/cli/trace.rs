@@ -31,11 +31,12 @@ pub struct TraceArgs {
     pub output: PathBuf,
     /// The most requests written; a longer run has its first ones written, and the file and
     /// standard error say how many were left out.
-    #[arg(long, value_name = "N", default_value_t = 200_000,
+    #[arg(long, value_name = "N", default_value_t = 200_000, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_requests: u64,
     /// Real seconds the run may take.
-    #[arg(long, default_value_t = 600.0)]
+    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true,
+          value_parser = super::run::parse_positive_seconds)]
     pub wall_budget: f64,
     /// No summary line.
     #[arg(long)]

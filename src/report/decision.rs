@@ -10,6 +10,12 @@
 //! 3. Otherwise the candidates the leader cannot be told from go on to the first tie-break,
 //!    and so on; when the tie-breaks run out, there is no decision: run more seeds.
 //!
+//! On a gated (†) metric, as in the table, strategies the completion gate leaves out are not
+//! ranked (when their shortfall holds at the verdict's confidence): one that finished 9 jobs
+//! has superb latency percentiles, and must not be picked for them. A gated objective leaves
+//! them unjudged; a gated tie-break drops them from the tie, and when fewer than two remain
+//! the verdict stops at the level before.
+//!
 //! Pairing by seed cancels the luck both strategies share (common random numbers). The
 //! interval is over seeds, the unit of replication; it says nothing about worlds other than
 //! this one.
@@ -19,7 +25,8 @@ use std::collections::BTreeMap;
 use crate::metrics::{Direction, Metric};
 use crate::objective::{Constraint, Objective};
 
-use super::rank::{Contestant, Standing};
+use super::format::{percent, whole_percent};
+use super::rank::{COMPLETION_FLOOR, Contestant, Standing};
 use super::stats::{Paired, mean};
 
 /// A constraint an algorithm breaks.
@@ -101,6 +108,9 @@ pub struct Decision {
     pub breaches: Vec<(String, Vec<Breach>)>,
     /// Algorithms not judged, with why.
     pub left_out: Vec<(String, String)>,
+    /// Algorithms the completion gate kept from a gated level they would have been ranked
+    /// on (the objective, or a tie-break they reached), with their completion ratio.
+    pub gated_out: Vec<(String, f64)>,
 }
 
 /// The verdict on `contestants` (column order) for `objective`; `left_out` says why a
@@ -139,12 +149,71 @@ pub fn decide(
             defines
         });
     }
+    // A gated objective ranks only those the completion gate admits, unless nobody defines it
+    // (then it ranks nobody, and the tie-breaks, gated or not, decide).
+    let below = below_the_gate(contestants, objective.confidence);
+    let mut gated_out = Vec::new();
+    if metric.info().gated && feasible.iter().any(|c| c.defines(metric)) {
+        feasible.retain(|c| {
+            let ratio = gated_ratio(&below, c.name);
+            ratio.inspect(|&r| gated_out.push((c.name.to_string(), r)));
+            ratio.is_none()
+        });
+    }
+    let outcome = outcome(objective, feasible, &below, &mut gated_out);
     Decision {
         objective: objective.clone(),
-        outcome: outcome(objective, feasible),
+        outcome,
         breaches,
         left_out: skipped,
+        gated_out,
     }
+}
+
+/// The strategies the completion gate leaves out of the verdict's gated levels, with their
+/// completion ratio: those the table's gate leaves out ([`super::rank::gate`]) whose shortfall
+/// is not luck, i.e. whose per-seed `jobs_done` less 90 % of the best's (paired by seed) has
+/// its interval wholly below zero at the verdict's confidence. The table's gate reads means
+/// alone; applied as such, it would let two runs of one strategy pick one another whenever
+/// five seeds happen to finish a tenth fewer jobs for one.
+fn below_the_gate(contestants: &[Contestant<'_>], confidence: f64) -> Vec<(String, f64)> {
+    let gate = super::rank::gate(contestants);
+    let best = contestants
+        .iter()
+        .filter(|c| c.standing == Standing::Ranked && c.has_values())
+        .max_by(|a, b| {
+            let jobs = |c: &Contestant<'_>| c.run_mean(Metric::JobsDone);
+            jobs(a).total_cmp(&jobs(b))
+        });
+    let Some(best) = best else {
+        return Vec::new();
+    };
+    let best_jobs = best.series(Metric::JobsDone);
+    gate.excluded
+        .iter()
+        .filter(|e| {
+            let Some(c) = contestants.iter().find(|c| c.name == e.algorithm) else {
+                return false;
+            };
+            let shortfalls: Vec<f64> = c
+                .series(Metric::JobsDone)
+                .iter()
+                .filter_map(|(seed, jobs)| {
+                    let best = best_jobs.get(seed)?;
+                    Some(jobs - COMPLETION_FLOOR * best)
+                })
+                .collect();
+            Paired::of(&shortfalls, confidence)
+                .interval
+                .is_some_and(|(_, high)| high < 0.0)
+        })
+        .map(|e| (e.algorithm.clone(), e.completion_ratio))
+        .collect()
+}
+
+/// The completion ratio of `name` when the verdict's completion gate leaves it out.
+fn gated_ratio(below: &[(String, f64)], name: &str) -> Option<f64> {
+    below.iter().find(|(n, _)| n == name).map(|&(_, r)| r)
 }
 
 fn breaches_of(objective: &Objective, c: &Contestant<'_>) -> Vec<Breach> {
@@ -163,7 +232,12 @@ fn breaches_of(objective: &Objective, c: &Contestant<'_>) -> Vec<Breach> {
         .collect()
 }
 
-fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
+fn outcome(
+    objective: &Objective,
+    feasible: Vec<&Contestant<'_>>,
+    below: &[(String, f64)],
+    gated_out: &mut Vec<(String, f64)>,
+) -> Outcome {
     match feasible.len() {
         0 => return Outcome::Nothing,
         1 => {
@@ -176,6 +250,23 @@ fn outcome(objective: &Objective, feasible: Vec<&Contestant<'_>>) -> Outcome {
     let mut pool = feasible;
     let mut history: Vec<Level> = Vec::new();
     for metric in objective.levels() {
+        // A gated tie-break ranks only the tied that pass the completion gate (the objective's
+        // own gate was applied before); with fewer than two, it cannot tell anyone apart.
+        if !history.is_empty() && metric.info().gated {
+            let (kept, dropped): (Vec<&Contestant<'_>>, Vec<&Contestant<'_>>) = pool
+                .iter()
+                .copied()
+                .partition(|c| gated_ratio(below, c.name).is_none());
+            for c in dropped {
+                if let Some(r) = gated_ratio(below, c.name) {
+                    gated_out.push((c.name.to_string(), r));
+                }
+            }
+            if kept.len() < 2 {
+                break;
+            }
+            pool = kept;
+        }
         let series: Vec<BTreeMap<u64, f64>> = pool.iter().map(|c| c.series(metric)).collect();
         // A tie-break no run defines (a job latency where no job finished) cannot tell the tied
         // apart: the verdict stops at the level before, rather than rank them on nothing.
@@ -402,6 +493,18 @@ impl Decision {
                     breakers.join(", ")
                 ));
             }
+        }
+        if !self.gated_out.is_empty() {
+            let parts: Vec<String> = self
+                .gated_out
+                .iter()
+                .map(|(name, ratio)| format!("{name} {}", percent(*ratio)))
+                .collect();
+            lines.push(format!(
+                "not ranked on † metrics (completion vs the best, under {}): {}",
+                whole_percent(COMPLETION_FLOOR),
+                parts.join(", ")
+            ));
         }
         if !self.left_out.is_empty() {
             let parts: Vec<String> = self
@@ -888,7 +991,7 @@ mod tests {
         };
         let mut runs = field(&[
             ("a", &[(90.0, 5.0, 0.0), (92.0, 5.5, 0.0), (91.0, 5.2, 0.0)]),
-            ("b", &[(80.0, 9.0, 0.0), (81.0, 9.9, 0.0), (83.0, 9.4, 0.0)]),
+            ("b", &[(88.0, 9.0, 0.0), (89.0, 9.9, 0.0), (90.0, 9.4, 0.0)]),
             ("dead", &[(0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)]),
         ]);
         for v in &mut runs[2].1 {
@@ -912,6 +1015,104 @@ mod tests {
         // Beside one that defines it, it leaves that one alone.
         let d = judge(&latency, &[runs[0].clone(), runs[2].clone()]);
         assert_eq!(d.headline(), "pick a: the only one judged");
+    }
+
+    /// The completion gate of the table's † rows holds in the verdict: a strategy that finished
+    /// a tenth of the jobs has the best latency, and is not picked for it.
+    #[test]
+    fn a_gated_objective_ranks_only_what_the_completion_gate_admits() {
+        let latency = Objective {
+            metric: Metric::SuccessfulJobLatencyP99Ms,
+            tie_break: vec![],
+            ..Objective::default()
+        };
+        let runs = field(&[
+            ("a", &[(90.0, 5.0, 0.0), (92.0, 5.5, 0.0), (91.0, 5.2, 0.0)]),
+            ("b", &[(88.0, 9.0, 0.0), (89.0, 9.9, 0.0), (90.0, 9.4, 0.0)]),
+            ("few", &[(9.0, 1.0, 0.0), (8.0, 1.1, 0.0), (10.0, 1.2, 0.0)]),
+        ]);
+        let d = judge(&latency, &runs);
+        let Outcome::Decided { pick, .. } = &d.outcome else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!(pick, "a");
+        assert_eq!(d.gated_out, [("few".to_owned(), 9.0 / 91.0)]);
+        assert_eq!(
+            d.notes(),
+            ["not ranked on † metrics (completion vs the best, under 90 %): few 9.9 %"]
+        );
+        // jobs_done is not gated: there the gate keeps nobody out.
+        let d = judge(&Objective::default(), &runs);
+        assert!(d.gated_out.is_empty(), "{d:?}");
+    }
+
+    /// A gated tie-break drops the tied the gate leaves out; with one left it cannot rank, so
+    /// the verdict stops at the level before rather than pick on the gate alone.
+    #[test]
+    fn a_gated_tie_break_ranks_only_the_tied_the_gate_admits() {
+        let stalls = Objective {
+            metric: Metric::StallRate,
+            tie_break: vec![Metric::SuccessfulJobLatencyP99Ms],
+            ..Objective::default()
+        };
+        let mut runs = field(&[
+            (
+                "a",
+                &[(100.0, 9.0, 0.0), (101.0, 9.5, 0.0), (99.0, 9.2, 0.0)],
+            ),
+            (
+                "b",
+                &[(98.0, 5.0, 0.0), (99.0, 5.5, 0.0), (100.0, 5.2, 0.0)],
+            ),
+            ("d", &[(10.0, 1.0, 0.0), (12.0, 1.1, 0.0), (11.0, 1.2, 0.0)]),
+        ]);
+        for (_, seeds) in &mut runs {
+            for v in seeds {
+                v.set(Metric::StallRate, 0.0);
+            }
+        }
+        // All tie on stalls; d, a tenth of the jobs, has the lowest p99 and is not ranked on it.
+        let d = judge(&stalls, &runs);
+        let Outcome::Decided { pick, tied, .. } = &d.outcome else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!((pick.as_str(), tied.len()), ("b", 1));
+        assert_eq!(d.gated_out, [("d".to_owned(), 11.0 / 100.0)]);
+        // With a and d only, a alone passes the gate: the tie-break ranks nobody.
+        let d = judge(&stalls, &[runs[0].clone(), runs[2].clone()]);
+        let Outcome::Undecided { levels } = &d.outcome else {
+            panic!("undecided: {:?}", d.outcome)
+        };
+        assert_eq!((levels.len(), levels[0].leader.as_str()), (1, "a"));
+        assert_eq!(d.gated_out, [("d".to_owned(), 11.0 / 100.0)]);
+    }
+
+    /// The gate reads means, but the verdict leaves a strategy out only when its shortfall
+    /// holds at the verdict's confidence: twins whose seeds happened to differ stay in.
+    #[test]
+    fn a_shortfall_within_the_noise_keeps_a_strategy_in() {
+        let latency = Objective {
+            metric: Metric::SuccessfulJobLatencyP99Ms,
+            tie_break: vec![],
+            ..Objective::default()
+        };
+        // b's mean is 86 % of a's, but one seed of three has b ahead.
+        let runs = field(&[
+            (
+                "a",
+                &[(100.0, 9.0, 0.0), (140.0, 9.5, 0.0), (100.0, 9.2, 0.0)],
+            ),
+            (
+                "b",
+                &[(110.0, 5.0, 0.0), (80.0, 5.5, 0.0), (103.0, 5.2, 0.0)],
+            ),
+        ]);
+        let d = judge(&latency, &runs);
+        assert!(d.gated_out.is_empty(), "{d:?}");
+        let Outcome::Decided { pick, .. } = &d.outcome else {
+            panic!("decided: {:?}", d.outcome)
+        };
+        assert_eq!(pick, "b");
     }
 
     #[test]

@@ -436,7 +436,7 @@ struct JsonRun<'a> {
     #[schemars(with = "BTreeMap<String, u64>")]
     error_classes: &'a ErrorCounts,
     /// Endpoint id → admitted requests.
-    endpoint_admitted: BTreeMap<&'a str, u64>,
+    endpoint_admitted: Ordered<&'a str, u64>,
 }
 
 fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
@@ -475,13 +475,15 @@ fn run<'a>(report: &'a Report, run: &'a Run) -> JsonRun<'a> {
                 .unwrap_or_default(),
         ),
         error_classes: &run.error_classes,
-        endpoint_admitted: report
-            .world
-            .endpoints
-            .iter()
-            .map(String::as_str)
-            .zip(run.endpoint_admitted.iter().copied())
-            .collect(),
+        endpoint_admitted: Ordered(
+            report
+                .world
+                .endpoints
+                .iter()
+                .map(String::as_str)
+                .zip(run.endpoint_admitted.iter().copied())
+                .collect(),
+        ),
     }
 }
 
@@ -705,6 +707,9 @@ pub(crate) struct JsonVerdict<'a> {
     breaches: Ordered<&'a str, Vec<JsonConstraint>>,
     /// Algorithm → why the verdict does not judge it.
     not_judged: Ordered<&'a str, &'a str>,
+    /// Algorithm → its completion ratio (mean `jobs_done` over the best's), for each one the
+    /// completion gate kept from a gated (†) level of the objective it would have been ranked on.
+    completion_gated: Ordered<&'a str, f64>,
 }
 
 /// A paired comparison of two algorithms on one metric.
@@ -824,6 +829,12 @@ pub(crate) fn verdict(d: &Decision) -> JsonVerdict<'_> {
             d.left_out
                 .iter()
                 .map(|(name, why)| (name.as_str(), why.as_str()))
+                .collect(),
+        ),
+        completion_gated: Ordered(
+            d.gated_out
+                .iter()
+                .map(|(name, ratio)| (name.as_str(), round6(*ratio)))
                 .collect(),
         ),
     }

@@ -31,12 +31,15 @@ pub fn rule_confidence_note(seeds: usize, confidence: f64) -> String {
     if coverage >= confidence {
         return String::new();
     }
+    // The verdict's confidence as its headline writes it (98.3 % under `--seeds auto`).
     let (mut rule, mut verdict) = (
         super::format::whole_percent(coverage),
-        super::format::whole_percent(confidence),
+        super::decision::pct(confidence),
     );
     // Close enough to round alike: a decimal tells them apart (94.6 %, not 95.0 %).
-    if rule == verdict {
+    if rule == verdict
+        || super::format::whole_percent(coverage) == super::format::whole_percent(confidence)
+    {
         rule = format!("{:.1} %", coverage * 100.0);
         verdict = format!("{:.1} %", confidence * 100.0);
     }
@@ -83,7 +86,7 @@ impl Contestant<'_> {
 
     /// Mean over every finished run that defines `metric` (duplicates included), as the
     /// aggregates compute it.
-    fn run_mean(&self, metric: Metric) -> f64 {
+    pub(super) fn run_mean(&self, metric: Metric) -> f64 {
         let values: Vec<f64> = self
             .runs
             .iter()
@@ -303,6 +306,16 @@ fn paired_standard_error(a: &BTreeMap<u64, f64>, leader: &BTreeMap<u64, f64>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The verdict's confidence is written as its headline writes it: under `--seeds auto`
+    /// each look's 98.3 %, not a rounded 98 %.
+    #[test]
+    fn the_rule_note_states_the_verdicts_confidence_as_the_headline_does() {
+        let note = rule_confidence_note(10, 1.0 - 0.05 / 3.0);
+        assert!(note.contains("not the verdict's 98.3 %"), "{note}");
+        let note = rule_confidence_note(3, 0.95);
+        assert!(note.contains("is 82 %, not the verdict's 95 %"), "{note}");
+    }
     use crate::metrics::{self, CATALOGUE, Tally};
 
     /// A run whose metrics are all zero (and defined) except those given.

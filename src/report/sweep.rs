@@ -181,6 +181,9 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
                     "no run finished at {}; give the runs more budget or add levels between",
                     view.spell(1)
                 ),
+                None if unloaded_first_step(view).is_some() => {
+                    "rerun with higher levels to find one".to_string()
+                }
                 None => "rerun with lower levels to find one".to_string(),
             };
             format!(
@@ -200,11 +203,22 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
                     .summary(metric)
                     .map_or_else(|| "n/a".to_string(), |s| number(metric, s.mean))
             };
-            let (side, trade) = if level > knee {
+            let refused = |i: usize| {
+                view.analysis.levels[i]
+                    .summary(Metric::RefusalTimeoutRatio)
+                    .map_or(0.0, |s| s.mean)
+            };
+            let (side, trade) = if level > knee && refused(level) > refused(knee) {
                 (
                     "past",
                     "the extra load the objective wants comes with the refusals and tail a \
                      measurement must not include, and a workload that retries them can afford",
+                )
+            } else if level > knee {
+                (
+                    "past",
+                    "the extra load the objective wants comes with the tail of a saturating \
+                     service, which a measurement must not include and a workload can afford",
                 )
             } else {
                 (
@@ -435,9 +449,15 @@ pub fn reasons(view: &SweepView<'_>) -> Vec<String> {
                 Some((seed, reason)) => format!(
                     "no knee found: no run finished at {higher} (seed {seed}: {reason}), so the first step could not be judged: give the runs more budget (--wall-budget, --memory-budget), fewer jobs, or levels between {lower} and {higher}."
                 ),
-                None => format!(
-                    "no knee in range: throughput does not rise meaningfully from {lower} to {higher}, so the range starts at or past the knee: rerun with lower levels."
-                ),
+                None => match unloaded_first_step(view) {
+                    Some(rps) => format!(
+                        "no knee in range: throughput does not rise meaningfully from {lower} to {higher}, yet the provider keeps up with the arrivals at {higher} ({} jobs/s): rates this low bring too few jobs within the run to tell apart: rerun with higher levels.",
+                        fixed(rps, 6)
+                    ),
+                    None => format!(
+                        "no knee in range: throughput does not rise meaningfully from {lower} to {higher}, so the range starts at or past the knee: rerun with lower levels."
+                    ),
+                },
             },
             format!(
                 "recommended {noun}: {value} (FLAGGED: the first level as a fallback, not a measured knee)."
@@ -478,6 +498,22 @@ fn unmeasured_first_step<'v>(view: &'v SweepView<'_>) -> Option<&'v (u64, String
     view.analysis.levels.get(1)?.unfinished.first()
 }
 
+/// The second level's mean throughput when an open loop's first step is flat although the
+/// provider kept up with that level's arrivals (at least half its rate served): the rates were
+/// too low for the runs to see, not past the knee.
+fn unloaded_first_step(view: &SweepView<'_>) -> Option<f64> {
+    if view.knob != Knob::Rate {
+        return None;
+    }
+    let rps = view
+        .analysis
+        .levels
+        .get(1)?
+        .summary(Metric::ThroughputRps)?
+        .mean;
+    (rps >= 0.5 * view.levels[1]).then_some(rps)
+}
+
 /// What the extra load of a failing step bought instead of (or along with) throughput; when no
 /// run at the higher level finished, that nothing was measured there.
 fn costs(step: &Step, higher: &LevelStats) -> String {
@@ -495,10 +531,15 @@ fn costs(step: &Step, higher: &LevelStats) -> String {
     if !step.service.is_some_and(|c| c.passed) {
         prices.push("a jump in service p99");
     }
+    let pushed_back = !step.refusal.is_some_and(|c| c.passed);
     let prices = prices.join(" and ");
     match step.rise {
-        Some(r) if r.passed => format!(
+        // (b) failing means the endpoint refuses; (c) alone, that the service itself saturates.
+        Some(r) if r.passed && pushed_back => format!(
             "its extra throughput comes with {prices}: the endpoint has begun to push back, so a latency measured there describes the limiter as much as the service"
+        ),
+        Some(r) if r.passed => format!(
+            "its extra throughput comes with {prices}: the service itself is saturating, so requests there wait behind each other"
         ),
         _ if prices.is_empty() => "more load buys no meaningful throughput".into(),
         _ => format!("more load buys no meaningful throughput, only {prices}"),

@@ -258,3 +258,42 @@ fn the_validity_thresholds_can_be_set_on_the_command_line() {
         "a lax threshold accepts the run"
     );
 }
+
+/// A negative number given to a numeric option is that option's value, refused by its own
+/// check, not taken for an unknown flag whose "tip" would make it the scenario file.
+#[test]
+fn negative_numbers_reach_the_options_own_checks() {
+    for (args, expected) in [
+        (
+            &["run", "--wall-budget", "-1"][..],
+            "must be a positive, finite number of seconds",
+        ),
+        (&["run", "--memory-budget", "-5M"][..], "--memory-budget"),
+        (&["run", "--threads", "-2"][..], "--threads"),
+        (
+            &["run", "--baseline", "b.json", "--tolerance", "-1"][..],
+            "--tolerance",
+        ),
+        (
+            &[
+                "trace",
+                "--algorithm",
+                "wait",
+                "--wall-budget",
+                "-1",
+                "--output",
+                "t.json",
+            ][..],
+            "must be a positive",
+        ),
+    ] {
+        let out = simbench(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("unexpected argument"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

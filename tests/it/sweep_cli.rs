@@ -359,3 +359,60 @@ fn levels_equal_on_every_seed_are_not_sent_to_more_seeds() {
         "{stdout}"
     );
 }
+
+/// A step that fails (c) alone is explained by a saturating service, not by an endpoint that
+/// pushes back (nothing was refused), and the best operating point past the knee says so too.
+#[test]
+fn a_step_failing_only_on_service_p99_blames_the_service_not_refusals() {
+    let out = simbench(&[
+        "sweep",
+        "scenarios/llm_tpm_tier.toml",
+        "--concurrency",
+        "1,2,4,8,16,32",
+        "--seeds",
+        "3",
+        "--set",
+        "endpoints.vendor.latency.load_slowdown=30",
+        "--set",
+        "endpoints.vendor.latency.ttft_load=30",
+        "--set",
+        "jobs=400",
+        "--color",
+        "never",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("fails (c): its extra throughput comes with a jump in service p99: the service itself is saturating"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("begun to push back"), "{stdout}");
+    assert!(
+        stdout.contains("the tail of a saturating service"),
+        "{stdout}"
+    );
+}
+
+/// Rates too low for the run to see give a flat first step that is not the knee: the sweep
+/// says to raise the levels, not to lower them.
+#[test]
+fn rates_too_low_to_bring_jobs_are_sent_higher() {
+    let out = simbench(&[
+        "sweep",
+        "scenarios/harness_congestion.toml",
+        "--rate",
+        "1e-9,1e-8,5",
+        "--seeds",
+        "3",
+        "--color",
+        "never",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("yet the provider keeps up with the arrivals at rate_per_s 1e-8"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("rerun with higher levels."), "{stdout}");
+    assert!(!stdout.contains("rerun with lower levels"), "{stdout}");
+}
