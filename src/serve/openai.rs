@@ -237,14 +237,25 @@ fn message_chars(message: &Value) -> Result<usize, (String, String)> {
     Ok(content + name)
 }
 
+/// The content part types the API takes.
+const PART_TYPES: [&str; 5] = ["text", "refusal", "image_url", "input_audio", "file"];
+
 /// Characters of a content part: a `text` part's text (or a `refusal` part's); images, audio
-/// and files count as nothing, since only text is estimated.
+/// and files count as nothing, since only text is estimated. Another type is refused, as the
+/// API refuses it: a client that sends one has a bug a real endpoint would show.
 fn part_chars(part: &Value) -> Result<usize, String> {
     let kind = part.get("type").and_then(Value::as_str);
     let field = match kind {
         Some("text") => "text",
         Some("refusal") => "refusal",
-        Some(_) => return Ok(0),
+        Some(other) if PART_TYPES.contains(&other) => return Ok(0),
+        Some(other) => {
+            return Err(format!(
+                "Invalid content part type `{}`: the types are {}.",
+                other.escape_debug(),
+                PART_TYPES.map(|t| format!("`{t}`")).join(", ")
+            ));
+        }
         None => return Err("Each content part must be an object with a `type` string.".into()),
     };
     match part.get(field).and_then(Value::as_str) {
@@ -455,6 +466,10 @@ mod tests {
             (
                 r#"{"model":"m","messages":[{"role":"user","content":[{"text":"a"}]}]}"#,
                 Some("messages[0].content[0]"),
+            ),
+            (
+                r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"bogus","x":1}]}]}"#,
+                Some("messages[0].content[1]"),
             ),
             (
                 r#"{"model":"m","messages":[{"role":"user","content":""}],"stream_options":{"include_usage":"yes"}}"#,
