@@ -233,7 +233,8 @@ impl<'w> Provider<'w> {
 
     /// The concurrency limit of endpoint `e` at time `now`: `max(1, round_half_even(c·w·f(t)))`.
     /// A capacity incident multiplies the factor.
-    #[inline]
+    // On every request's path: inlined, as a profile-guided build inlines it (docs/performance.md).
+    #[inline(always)]
     pub fn effective_capacity(&self, e: usize, now: f64) -> u32 {
         let touched = self.timeline.touches(e);
         if !touched {
@@ -509,6 +510,8 @@ impl<'w> Provider<'w> {
 
     /// Whether endpoint `e` is inside a storm at time `t` (storms start at multiples of the
     /// check interval, each lasting `storm_duration_s`; overlapping storms chain).
+    // On every request's path: inlined, as a profile-guided build inlines it (docs/performance.md).
+    #[inline(always)]
     pub fn in_storm<R: RandomSource>(&mut self, e: usize, t: f64, rng: &R) -> bool {
         // Inside a calm span first: the answer most requests get.
         let (from, until) = self.endpoints[e].calm;
@@ -667,6 +670,8 @@ fn token_latency(
 
 /// The body of the distribution, then the tail multiplier (§1.3). A lognormal body draws one
 /// normal (none when σ = 0), an exponential one a uniform, a constant one nothing.
+// On every request's path: inlined, as a profile-guided build inlines it (docs/performance.md).
+#[inline(always)]
 fn sample_latency(endpoint: &Endpoint, stream: &mut impl Stream) -> f64 {
     let latency = &endpoint.latency;
     let mut v = match latency.distribution {

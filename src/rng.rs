@@ -116,6 +116,8 @@ impl Native {
 
 impl RandomSource for Native {
     type Stream = NativeStream;
+    // On every request's path: inlined, as a profile-guided build inlines it (docs/performance.md).
+    #[inline(always)]
     fn request(&self, endpoint: usize, ordinal: u64) -> NativeStream {
         Native::stream_from(self.request_keys[endpoint], ordinal, 0)
     }
@@ -201,6 +203,8 @@ impl Stream for NativeStream {
     fn uniform(&mut self) -> f64 {
         self.random::<f64>()
     }
+    // On every request's path: inlined, as a profile-guided build inlines it (docs/performance.md).
+    #[inline(always)]
     fn gauss(&mut self) -> f64 {
         StandardNormal.sample(self)
     }
