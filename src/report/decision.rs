@@ -694,11 +694,22 @@ fn signed_parts(c: &Comparison, level: &str) -> (String, Option<String>) {
             format!("+{text}")
         }
     };
-    let interval = c
-        .difference
-        .interval
-        .map(|(low, high)| format!("{level} CI {} to {}", signed(low), signed(high)));
-    (signed(c.difference.mean), interval)
+    let d = &c.difference;
+    let interval = d.interval.map(|(low, high)| {
+        // Equal differences on every seed leave the interval no width: say so, rather than
+        // print a point as if it were a confident range.
+        if d.stdev == 0.0 && d.mean == 0.0 {
+            format!("equal on each of {} seeds", d.n)
+        } else if d.stdev == 0.0 {
+            format!(
+                "the same on each of {} seeds: its {level} CI has no width",
+                d.n
+            )
+        } else {
+            format!("{level} CI {} to {}", signed(low), signed(high))
+        }
+    });
+    (signed(d.mean), interval)
 }
 
 #[cfg(test)]

@@ -288,6 +288,8 @@ fn row(view: &SweepView<'_>, i: usize) -> Vec<String> {
     let level = &view.analysis.levels[i];
     let mut cells = vec![view.knob.spell(view.levels[i])];
     cells.extend(SHOWN.iter().map(|&m| match level.summary(m) {
+        // One seed has no sample deviation: "± 0" would read as a measured spread of zero.
+        Some(s) if s.n < 2 => format!("{} ± —", number(m, s.mean)),
         Some(s) => format!("{} ± {}", number(m, s.mean), number(m, s.stdev)),
         None => "—".into(),
     }));

@@ -416,3 +416,22 @@ fn rates_too_low_to_bring_jobs_are_sent_higher() {
     assert!(stdout.contains("rerun with higher levels."), "{stdout}");
     assert!(!stdout.contains("rerun with lower levels"), "{stdout}");
 }
+
+/// One seed has no sample deviation: the table says so instead of a spread of zero.
+#[test]
+fn a_one_seed_sweep_shows_no_spread() {
+    let out = simbench(&[
+        "sweep",
+        "scenarios/harness_knee.toml",
+        "--concurrency",
+        "8,16,64",
+        "--seeds",
+        "1",
+        "--color",
+        "never",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(" ± —"), "{stdout}");
+    assert!(!stdout.contains("± 0"), "{stdout}");
+}
