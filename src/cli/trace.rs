@@ -58,10 +58,6 @@ pub fn main(args: &TraceArgs) -> u8 {
         );
         return super::EXIT_ERROR;
     }
-    if !(args.wall_budget.is_finite() && args.wall_budget > 0.0) {
-        errln!("error: --wall-budget must be a positive number of seconds");
-        return super::EXIT_ERROR;
-    }
     let plan = match Plan::prepare(
         Request::named([("--output", Some(&args.output), ())]),
         &inputs,
