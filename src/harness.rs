@@ -1566,7 +1566,11 @@ impl<'w, R: RandomSource> Sim<'w, R> {
             // A 400: no endpoint of this size limit would take it; resending cannot help.
             Rejection::TooLarge => ErrorClass::Fatal,
         };
-        self.observe(r, now, Response::Failed(class), None);
+        let response = match rejection {
+            Rejection::TooLarge => Response::Invalid,
+            _ => Response::Failed(class),
+        };
+        self.observe(r, now, response, None);
         self.pool.release(r);
         self.flush_signals();
         class

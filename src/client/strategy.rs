@@ -114,6 +114,9 @@ pub enum Response {
     Failed(ErrorClass),
     /// Refused at once with a 429.
     Refused,
+    /// Turned away at once as too large for the endpoint's limits (HTTP 400): the request's own
+    /// fault, which says nothing of the endpoint's health or load. Not retried (class `fatal`).
+    Invalid,
 }
 
 /// The answer to one request, reported to the strategy when it arrives.

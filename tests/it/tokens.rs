@@ -268,6 +268,30 @@ fn requests_too_large_for_every_endpoint_fail_without_tripping_the_breaker() {
     }
 }
 
+/// A few prompts too large for the only deployment's limit (HTTP 400) do not cool it: the
+/// routers meet the same oversized prompts as `wait` and fail their jobs as `fatal`, but no
+/// other job fails as `unknown` for want of a deployment out of cooldown.
+#[test]
+fn a_few_oversized_prompts_do_not_take_a_routers_deployment_out_of_use() {
+    let sizes = "input = { distribution = \"uniform\", min = 100, max = 1050 }\n\
+                 output = { distribution = \"constant\", value = 100 }\nmax_tokens = 200";
+    let endpoint =
+        format!("{FAST}\nlimits = [{{ unit = \"tokens\", limit = 1200, per = \"second\" }}]");
+    let w = load(&world_text(2, 200, 4, sizes, &endpoint));
+    let wait = run(&w, "wait", w.seed(), false).error_classes;
+    let oversized = wait.get("fatal").copied().unwrap_or(0);
+    assert!(oversized > 0, "{wait:?}");
+    for router in ["router", "router_least_busy"] {
+        let classes = run(&w, router, w.seed(), false).error_classes;
+        assert_eq!(
+            classes.get("fatal"),
+            Some(&oversized),
+            "{router}: {classes:?}"
+        );
+        assert_eq!(classes.get("unknown"), None, "{router}: {classes:?}");
+    }
+}
+
 #[test]
 fn a_token_world_no_code_was_written_for_runs_every_strategy_deterministically() {
     use crate::support::{simbench, without_wall_times};

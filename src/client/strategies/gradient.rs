@@ -193,7 +193,7 @@ impl Strategy for Gradient {
                 state.latency_sum_s += feedback.latency_s();
             }
             Response::Refused | Response::Failed(ErrorClass::Timeout) => state.drops += 1,
-            Response::Failed(_) => {}
+            Response::Failed(_) | Response::Invalid => {}
         }
         if state.answers >= self.window {
             self.update(&mut state, feedback.at);

@@ -19,7 +19,8 @@
 //!   `allowed_fails` = 0 (LiteLLM's default rule), a 429 cools a deployment at once unless it is
 //!   alone in its pool; more than half of its answers failing, at least 5, in a 60 s window,
 //!   too (not when alone); all of at least 1,000 failing, even when alone; a 401 at once.
-//!   Connection errors never cool. With `allowed_fails` = n > 0 (LiteLLM's explicit setting),
+//!   Connection errors and a 400 (a request too large for a limit) never cool; a 400 still
+//!   counts among the failures of the minute. With `allowed_fails` = n > 0 (LiteLLM's explicit setting),
 //!   a deployment cools once more than n of its answers failed within `cooldown_s` of the
 //!   first, unless it is alone with nowhere to fall back to.
 //! - **Retries** (`num_retries`, 2): 429, 5xx, "overloaded", timeouts, connection errors, and a
@@ -315,6 +316,13 @@ impl Router {
             Response::Refused => {
                 d.failures += 1;
                 None
+            }
+            // A 400 counts among the minute's failures, but LiteLLM cools on no 4xx but 429,
+            // 401, 404 and 408 (`_is_cooldown_required`): a request too large for a limit says
+            // nothing of the deployment.
+            Response::Invalid => {
+                d.failures += 1;
+                return;
             }
             Response::Failed(class) => {
                 d.failures += 1;
@@ -770,6 +778,29 @@ latency = { median_s = 0.1 }
             );
         }
         answer_401(&router, &mut pool);
+        assert_eq!(leased(Step::new().acquire(&router, &mut pool, 0.1, 0.0)), 1);
+    }
+
+    #[test]
+    fn a_400_never_cools_but_counts_among_the_failures() {
+        let router = router(Routing::LeastBusy);
+        let mut pool = pool(TWO_POOLS);
+        for _ in 0..6 {
+            let r = leased(Step::new().acquire(&router, &mut pool, 0.0, 0.0));
+            assert_eq!(r, 0, "a request too large for a's limits says nothing of a");
+            answer(&router, &mut pool, r, 0.0, Response::Invalid, None);
+        }
+        // Six failures of six answers: the next failure cools a by the failure-share rule.
+        let r = leased(Step::new().acquire(&router, &mut pool, 0.0, 0.0));
+        assert_eq!(r, 0);
+        answer(
+            &router,
+            &mut pool,
+            r,
+            0.0,
+            Response::Failed(ErrorClass::Upstream),
+            None,
+        );
         assert_eq!(leased(Step::new().acquire(&router, &mut pool, 0.1, 0.0)), 1);
     }
 
