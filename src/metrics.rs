@@ -105,7 +105,7 @@ catalogue! {
     RefusalRate => "refusal_rate", "ratio", Lower, true, false,
         "Share of requests the provider refused with a 429 (capacity or quota).";
     ErrorRate => "error_rate", "ratio", Lower, true, false,
-        "Share of requests admitted and then failed (503, connection reset, read timeout), or answered \"overloaded\".";
+        "Share of requests admitted and then failed (503, connection reset, read timeout), or answered \"overloaded\". A request turned away unserved (an outage, a revoked key, a prompt too large for a limit) counts in neither this nor refusal_rate (its error class is `connection` or `fatal`).";
     SuccessfulJobLatencyP50Ms => "successful_job_latency_p50_ms", "ms", Lower, true, true,
         "Median time from claiming a job to the end of its last call, over completed jobs.";
     SuccessfulJobLatencyP95Ms => "successful_job_latency_p95_ms", "ms", Lower, true, true,
@@ -179,7 +179,7 @@ catalogue! {
     TimePerOutputTokenMs => "time_per_output_token_p50_ms", "ms", Lower, true, false,
         "Median over successful requests of decode time per output token (streaming speed). Not applicable without [tokens].";
     TokensWasted => "tokens_wasted", "tokens", Lower, true, false,
-        "Prompt and output tokens the provider processed for requests that did not succeed (errors, client timeouts). Not applicable without [tokens].";
+        "Prompt and output tokens the provider processed for requests that did not succeed (errors, client timeouts, and a hedge's copies cancelled when another answered first). Not applicable without [tokens].";
     Cost => "cost", "cost", Lower, true, false,
         "What the run was billed: successful requests, and client timeouts for the tokens written by then, at each endpoint's price. Not applicable unless some endpoint has a price.";
     CostPerCompletedJob => "cost_per_completed_job", "cost", Lower, true, false,

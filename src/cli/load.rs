@@ -239,3 +239,30 @@ pub(super) fn list_item(text: &str) -> Result<String, String> {
         name => Ok(name.to_owned()),
     }
 }
+
+/// An algorithm's name, parsed as [`list_item`]: the registry's names are offered to shell
+/// completion (and hidden from `--help`, which would list them all), but any name passes here,
+/// since a world may name variants of its own; the world checks it once loaded.
+#[derive(Clone, Debug)]
+pub(super) struct AlgorithmName;
+
+impl clap::builder::TypedValueParser for AlgorithmName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        list_item.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            crate::client::registry::names().map(clap::builder::PossibleValue::new),
+        ))
+    }
+}

@@ -46,7 +46,12 @@ pub struct RunArgs {
     /// Scenario file; the built-in bursty world when absent.
     pub file: Option<PathBuf>,
     /// Comma-separated algorithms, in order [default: all the world does not mark unsuited].
-    #[arg(long, value_delimiter = ',', value_parser = super::load::list_item)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = super::load::AlgorithmName,
+        hide_possible_values = true
+    )]
     pub algorithms: Option<Vec<String>>,
     /// Replace the world's job count (shorthand for `--set jobs=N`, checked like the file: a
     /// bad value is an invalid scenario, exit 1).
@@ -89,7 +94,7 @@ pub struct RunArgs {
         value_name = "S",
         default_value_t = 1.0,
         allow_negative_numbers = true,
-        value_parser = parse_positive_seconds,
+        value_parser = parse_window_seconds,
         requires = "recording"
     )]
     pub window_s: f64,
@@ -364,6 +369,22 @@ pub(super) fn parse_positive_seconds(text: &str) -> Result<f64, String> {
         Ok(_) => Err("must be a positive, finite number of seconds".into()),
         Err(err) => Err(format!("not a number: {err}")),
     }
+}
+
+/// The smallest recording window \[s\]: the time series writes its times to the microsecond,
+/// so a narrower window's start and end would print as one another.
+const MIN_WINDOW_S: f64 = 1e-6;
+
+/// `--window-s`: a positive, finite number of seconds, at least [`MIN_WINDOW_S`].
+fn parse_window_seconds(text: &str) -> Result<f64, String> {
+    let v = parse_positive_seconds(text)?;
+    if v < MIN_WINDOW_S {
+        return Err(format!(
+            "must be at least {MIN_WINDOW_S} s (one microsecond): the time series writes its \
+             times to the microsecond, so a narrower window could not be told from the next"
+        ));
+    }
+    Ok(v)
 }
 
 /// Runs `simbench run`.

@@ -22,8 +22,9 @@ pub struct ShowArgs {
 /// Arguments of `simbench init`.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// Where to write the starter world [default: world.toml]; `scenario.schema.json` is
-    /// written beside it. `-` prints the world on standard output (no schema).
+    /// Where to write the starter world [default: world.toml], named for the file (`name =
+    /// "world"`); `scenario.schema.json` is written beside it. `-` prints the world on standard
+    /// output (no schema), named `my_world`.
     pub path: Option<PathBuf>,
 }
 
@@ -56,7 +57,7 @@ pub fn init(args: &InitArgs) -> u8 {
     // `-` is standard output, as everywhere else: the world alone (the schema has no place
     // beside it there).
     if path.as_os_str() == "-" {
-        return console::exit_code(super::EXIT_OK, console::print(&starter_text()));
+        return console::exit_code(super::EXIT_OK, console::print(&starter_text(&path)));
     }
     match write_starter(&path) {
         Ok(schema) => {
@@ -158,7 +159,7 @@ fn write_starter(path: &Path) -> Result<Schema, String> {
             ),
             _ => reason(e),
         })?;
-    let written = std::io::Write::write_all(&mut file, starter_text().as_bytes())
+    let written = std::io::Write::write_all(&mut file, starter_text(path).as_bytes())
         .map_err(reason)
         .and_then(|()| match &existing {
             Some(old) if *old == text => Ok(Schema::Same),
@@ -179,9 +180,21 @@ fn write_starter(path: &Path) -> Result<Schema, String> {
     written
 }
 
-/// The annotated built-in world, renamed, with its `#:schema` line pointing beside it and an
-/// `[objective]` to edit.
-fn starter_text() -> String {
+/// The world's `name` for a starter written to `path`: the file's stem (`eu_tier2.toml` is
+/// `eu_tier2`), so two starters in one folder are told apart in `list` and in reports;
+/// `my_world` on standard output or for a stem that is not text.
+fn starter_name(path: &Path) -> String {
+    match path.file_stem().and_then(|s| s.to_str()) {
+        Some(stem) if path.as_os_str() != "-" && !stem.trim().is_empty() => stem.to_owned(),
+        _ => "my_world".to_owned(),
+    }
+}
+
+/// The annotated built-in world, named for `path` ([`starter_name`]), with its `#:schema` line
+/// pointing beside it and an `[objective]` to edit.
+fn starter_text(path: &Path) -> String {
+    // A TOML basic string, quoted and escaped as the format wants.
+    let name = toml::Value::String(starter_name(path)).to_string();
     // The built-in file's own header speaks of the file in the repository; the copy gets its own.
     let rest: String = BUILTIN_BURSTY_TOML
         .lines()
@@ -190,7 +203,7 @@ fn starter_text() -> String {
         .collect();
     let body = format!(
         "#:schema scenario.schema.json\n# A starter world written by `simbench init`: the built-in bursty world (the\n# reference's `bursty_provider`, pyattacker 0.3.3) with every value written out. Edit it to\n# describe your provider: `simbench validate FILE` checks it, `simbench run FILE` runs it.\n{}",
-        rest.replacen("name = \"bursty_provider\"", "name = \"my_world\"", 1)
+        rest.replacen("name = \"bursty_provider\"", &format!("name = {name}"), 1)
     );
     format!(
         "{body}\n# What the verdict optimises (these are the defaults): the most jobs done, then the\n# lowest p99 of completed jobs. Add limits such as\n# constraints = [{{ metric = \"refusal_rate\", max = 0.05 }}]\n[objective]\nmetric = \"jobs_done\"\ntie_break = [\"successful_job_latency_p99_ms\"]\nconfidence = 0.95\n"

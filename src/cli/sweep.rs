@@ -56,10 +56,21 @@ pub struct SweepArgs {
     #[arg(long, value_name = "KEY=V1,V2,…", value_parser = super::grid::parse_axis)]
     pub grid: Vec<crate::grid::Axis>,
     /// The algorithm to sweep [knee sweep default: wait].
-    #[arg(long, conflicts_with = "algorithms")]
+    #[arg(
+        long,
+        conflicts_with = "algorithms",
+        value_parser = super::load::AlgorithmName,
+        hide_possible_values = true
+    )]
     pub algorithm: Option<String>,
     /// Grid sweep: comma-separated algorithms [default: each world's default comparison].
-    #[arg(long, value_delimiter = ',', requires = "grid", value_parser = super::load::list_item)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        requires = "grid",
+        value_parser = super::load::AlgorithmName,
+        hide_possible_values = true
+    )]
     pub algorithms: Option<Vec<String>>,
     /// Grid sweep: run only shard I of N (1-based) of the plan's cells; `auto` reads a Slurm
     /// job array's SLURM_ARRAY_TASK_ID/COUNT/MIN, `auto/N` also a Kubernetes Indexed Job's

@@ -17,7 +17,12 @@ pub struct TraceArgs {
     /// Scenario file [default: the built-in bursty world].
     pub file: Option<PathBuf>,
     /// The strategy to trace: a registered algorithm or a variant the world names.
-    #[arg(long, default_value = "wait")]
+    #[arg(
+        long,
+        default_value = "wait",
+        value_parser = super::load::AlgorithmName,
+        hide_possible_values = true
+    )]
     pub algorithm: String,
     /// The run seed, 0 to 2^63 − 1 as a world's `seed` [default: the world's `seed`, the first
     /// seed `simbench run` uses].
@@ -57,6 +62,14 @@ pub fn main(args: &TraceArgs) -> u8 {
             super::run::unknown_algorithm(&world, &args.algorithm)
         );
         return super::EXIT_ERROR;
+    }
+    if let Some(reason) = world.unsuited().get(&args.algorithm) {
+        errln!(
+            "warning: `{}` is unsuited to this world (`{}`): {}",
+            crate::text::escape(&args.algorithm),
+            crate::text::escape(world.name()),
+            crate::text::escape(reason)
+        );
     }
     let plan = match Plan::prepare(
         Request::named([("--output", Some(&args.output), ())]),

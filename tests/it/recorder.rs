@@ -166,6 +166,19 @@ fn recorder_cli_writes_tidy_windows_that_add_up_to_the_csv() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // Times are written to the microsecond: a narrower window is refused, not printed as a
+    // row whose start and end are one number.
+    let narrow = crate::support::simbench(&[
+        "run",
+        "--window-s",
+        "0.0000001",
+        "--timeseries",
+        &path("narrow.csv"),
+    ]);
+    assert_eq!(narrow.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&narrow.stderr);
+    assert!(err.contains("must be at least 0.000001 s"), "{err}");
+    assert!(!dir.join("narrow.csv").exists());
     let ts = std::fs::read_to_string(path("ts-1.csv")).unwrap();
     assert_eq!(ts, std::fs::read_to_string(path("ts-2.csv")).unwrap());
     let table = |text: &str| -> (Vec<String>, Vec<Vec<String>>) {

@@ -36,7 +36,8 @@ fn init_writes_a_starter_world_that_validates_and_runs_and_never_overwrites() {
     ]);
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
-    assert_eq!(doc["scenario"], "my_world");
+    // Named for its file, so two starters in one folder are told apart.
+    assert_eq!(doc["scenario"], "world");
     assert_eq!(doc["objective"]["source"], "world");
     let again = simbench(&["init", &path]);
     assert_eq!(again.status.code(), Some(2));
@@ -156,9 +157,10 @@ fn completions_are_generated_for_every_shell_and_bash_parses_its_script() {
     assert!(syntax.status.success(), "{}", text(&syntax.stderr));
     // The values `show` and `man` take are offered: complete `simbench show ` and `man s`.
     let complete = |words: &str, current: &str, previous: &str| {
+        let cword = words.split(' ').count() - 1;
         let script = format!(
-            "source '{}'; COMP_WORDS=({words}); COMP_CWORD=2; _simbench simbench '{current}' \
-             {previous}; echo \"${{COMPREPLY[*]}}\"",
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD={cword}; _simbench simbench \
+             '{current}' {previous}; echo \"${{COMPREPLY[*]}}\"",
             file.display()
         );
         let out = std::process::Command::new("bash")
@@ -172,6 +174,19 @@ fn completions_are_generated_for_every_shell_and_bash_parses_its_script() {
     assert_eq!(
         complete("simbench man s", "s", "man"),
         "schema sweep serve show"
+    );
+    // Algorithm options offer the registry's names, not the folder's files.
+    assert_eq!(
+        complete("simbench trace --algorithm ro", "ro", "--algorithm"),
+        "router router_least_busy router_usage_based router_latency_based"
+    );
+    assert_eq!(
+        complete("simbench run --algorithms ai", "ai", "--algorithms"),
+        "aimd"
+    );
+    assert_eq!(
+        complete("simbench sweep --algorithm sdk", "sdk", "--algorithm"),
+        "sdk_retry"
     );
     let unknown = simbench(&["completions", "tcsh"]);
     assert_eq!(unknown.status.code(), Some(2));

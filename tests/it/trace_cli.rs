@@ -234,6 +234,16 @@ fn trace_cli_is_deterministic_and_says_what_a_bound_left_out() {
     let bad = simbench(&["trace", "--algorithm", "nope", "-o", &path("d.json")]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(!dir.join("d.json").exists());
+    // A strategy the world marks unsuited is traced, with the warning `run` gives.
+    let unsuited = simbench(&["trace", "--algorithm", "failover", "-o", &path("e.json")]);
+    assert_eq!(unsuited.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&unsuited.stderr);
+    assert!(
+        err.contains(
+            "warning: `failover` is unsuited to this world (`bursty_provider`): single pool"
+        ),
+        "{err}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
