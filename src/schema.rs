@@ -845,8 +845,16 @@ fn map_error(
                 let renamed = REFERENCE_RENAMES
                     .iter()
                     .find(|(old, _)| path.is_empty() && old == key);
+                // A top-level key written below a table header belongs to that table.
+                let misplaced = !path.is_empty() && field(&[Seg::Key(key.clone())]).is_some();
                 let help = match (renamed, did_you_mean(key, known.iter().copied())) {
                     (Some((_, hint)), _) => (*hint).to_owned(),
+                    _ if misplaced => format!(
+                        "`{key}` is a top-level key: a key belongs to the table whose header is \
+                         the last above it (here `{}`), so move it above the file's first \
+                         `[…]` header",
+                        key_path(&path)
+                    ),
                     (None, Some(best)) => format!("did you mean `{best}`?"),
                     (None, None) => format!(
                         "valid keys {}: {}",

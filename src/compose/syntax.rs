@@ -455,13 +455,23 @@ fn explain(
         return (format!("duplicate key `{key}`"), help);
     }
     if kind.starts_with("cannot extend value of type") {
-        let key = place.path.last().map(|s| key_path(std::slice::from_ref(s)));
-        let key = key.unwrap_or_else(|| word.to_owned());
+        // The underlined word is the dotted key's first part, the key already set; the table
+        // it sits in is `place.path` (an element of a list of tables is named by its list).
+        let key = word.trim_matches('"').to_owned();
+        let mut header: Vec<Seg> = place
+            .path
+            .iter()
+            .filter(|s| matches!(s, Seg::Key(_)))
+            .cloned()
+            .collect();
+        header.push(Seg::Key(key.clone()));
+        let header = key_path(&header);
         return (
             keep(),
             format!(
-                "`{key}` already holds a value; a dotted key can only add keys to a table \
-                 (write the table as `[{key}]` or `{key} = {{ … }}`)"
+                "`{key}` already holds a value; a dotted key can only add keys to a table: set \
+                 `{key}` once, as `{key} = {{ … }}` with all its keys, or as the table \
+                 `[{header}]`"
             ),
         );
     }

@@ -274,7 +274,16 @@ fn topology_text(
             Effect::Outage { error } => ("outage", f64::from(u8::from(error))),
             Effect::Capacity(f) => ("capacity", f),
             Effect::Latency(f) => ("latency", f),
-            Effect::Storm(rate) => ("storm", rate.unwrap_or(-1.0)),
+            // A rate equal to the `storm_error_rate` of every endpoint it reaches is that
+            // default written out: hashed as the default (−1).
+            Effect::Storm(rate) => {
+                let written = rate.filter(|&r| {
+                    world
+                        .reach(incident)
+                        .any(|e| world.endpoints()[e].failures.storm_error_rate != r)
+                });
+                ("storm", written.unwrap_or(-1.0))
+            }
             Effect::RateLimit(f) => ("rate_limit", f),
             Effect::Revoke => ("revoke", 0.0),
         };
@@ -444,14 +453,9 @@ fn endpoint_text(out: &mut Text, endpoint: &Endpoint) {
         out.float("cache.latency_factor", *latency_factor);
         out.float("cache.token_cost", *token_cost);
     }
-    llm_endpoint_text(
-        out,
-        limits,
-        *charge,
-        price.as_ref(),
-        *saturation,
-        *client_cap,
-    );
+    // A cap equal to the pool capacity it would default to is that default written out.
+    let cap = client_cap.filter(|&c| c != (*capacity).max(1));
+    llm_endpoint_text(out, limits, *charge, price.as_ref(), *saturation, cap);
 }
 
 fn rate_limit_text(out: &mut Text, limit: &RateLimit) {
@@ -596,5 +600,27 @@ mod tests {
         let tweaked = compile::load("t.toml", tweaked.as_bytes()).expect("valid");
         assert_ne!(world_hash(&base), world_hash(&tweaked));
         assert_eq!(world_hash(&base).len(), 16);
+    }
+
+    #[test]
+    fn a_default_written_out_hashes_as_the_default() {
+        let hash = |endpoint_extra: &str, storm: &str| {
+            let text = format!(
+                "name = \"d\"\nsummary = \"defaults\"\n[[endpoints]]\nid = \"a\"\ncapacity = 4\n\
+                 latency = {{ median_s = 0.1 }}\n\
+                 failures = {{ storm_error_rate = 0.5 }}\n{endpoint_extra}\n\
+                 [[incidents]]\nkind = \"storm\"\nstart_s = 10\nend_s = 20\n{storm}\n"
+            );
+            world_hash(&compile::load("d.toml", text.as_bytes()).expect("valid"))
+        };
+        let base = hash("", "");
+        assert_eq!(hash("client_cap = 4", ""), base, "the cap is the capacity");
+        assert_eq!(
+            hash("", "error_rate = 0.5"),
+            base,
+            "the endpoint's storm rate"
+        );
+        assert_ne!(hash("client_cap = 3", ""), base);
+        assert_ne!(hash("", "error_rate = 0.6"), base);
     }
 }
