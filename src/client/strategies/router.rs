@@ -20,9 +20,10 @@
 //!   alone in its pool; more than half of its answers failing, at least 5, in a 60 s window,
 //!   too (not when alone); all of at least 1,000 failing, even when alone; a 401 at once.
 //!   Connection errors and a 400 (a request too large for a limit) never cool; a 400 still
-//!   counts among the failures of the minute. With `allowed_fails` = n > 0 (LiteLLM's explicit setting),
-//!   a deployment cools once more than n of its answers failed within `cooldown_s` of the
-//!   first, unless it is alone with nowhere to fall back to.
+//!   counts among the failures of the minute. With `allowed_fails` = n > 0 (LiteLLM's
+//!   explicit setting), a deployment cools once more than n of its answers (resets and 400s
+//!   excepted) failed within `cooldown_s` of the first, unless it is alone with nowhere to fall
+//!   back to.
 //! - **Retries** (`num_retries`, 2): 429, 5xx, "overloaded", timeouts, connection errors, and a
 //!   selection that found nothing, while the pool has a deployment out of cooldown. The delay
 //!   is 0 in a pool of several deployments with one out of cooldown; otherwise the Retry-After
