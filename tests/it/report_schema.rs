@@ -39,8 +39,7 @@ fn report_schema_file_is_fresh() {
 
 #[test]
 fn report_schema_accepts_every_kind_of_report() {
-    let dir = std::env::temp_dir().join(format!("simbench-report-schema-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch_dir("report-schema");
     let doomed = dir.join("doomed.toml");
     std::fs::write(&doomed, DOOMED).unwrap();
     let doomed = doomed.to_str().unwrap();

@@ -57,19 +57,45 @@ pub fn default_stop_signals_for_children() {
     });
 }
 
-/// A fresh, empty folder for one test: unique per process, `tag` and call, under the system's
-/// temporary folder.
+/// A fresh, empty folder for one test: unique per `tag` and call, inside this process's own
+/// folder under the system's temporary folder ([`scratch_root`]).
 pub fn scratch_dir(tag: &str) -> std::path::PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
     static CALLS: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "simbench-{tag}-{}-{}",
-        std::process::id(),
-        CALLS.fetch_add(1, Ordering::Relaxed)
-    ));
+    let dir = scratch_root().join(format!("{tag}-{}", CALLS.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
+}
+
+/// This process's folder for scratch folders, `simbench-tests/PID` under the system's temporary
+/// folder. The test harness runs no code at exit, so each run cannot remove its own; the first
+/// call removes the folders of earlier runs whose process is gone instead, so runs leave at
+/// most one folder behind, never a growing pile (where `/proc` does not list processes, none
+/// is removed).
+fn scratch_root() -> std::path::PathBuf {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let parent = std::env::temp_dir().join("simbench-tests");
+        if std::path::Path::new("/proc/self").exists() {
+            for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+                let name = entry.file_name();
+                let gone = name
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|pid| {
+                        !std::path::Path::new("/proc").join(pid.to_string()).exists()
+                    });
+                if gone {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let root = parent.join(std::process::id().to_string());
+        std::fs::create_dir_all(&root).expect("temp dir");
+        root
+    })
+    .clone()
 }
 
 /// A property test's configuration: `default_cases` cases, or `PROPTEST_CASES` when set (the
