@@ -57,6 +57,9 @@ pub struct MetricInfo {
     /// The part of a world it describes, when only some worlds have it; in a world without it
     /// the metric does not apply (see [`Feature`]).
     pub needs: Option<Feature>,
+    /// The least and greatest values it can take (infinite where unbounded): a limit written
+    /// outside them is a slip ([`crate::threshold::vain`]).
+    pub range: (f64, f64),
 }
 
 macro_rules! catalogue {
@@ -76,6 +79,7 @@ macro_rules! catalogue {
                 latency: $latency,
                 meaning: $meaning,
                 needs: needs(Metric::$variant),
+                range: range(Metric::$variant),
             }, )*
         ];
     };
@@ -215,10 +219,35 @@ const fn needs(metric: Metric) -> Option<Feature> {
     }
 }
 
+/// The values `metric` can take. Shares are of a count within a count; `attempt_inflation` and
+/// `attempts_per_completed_job` count at least one attempt for each step or job they divide by;
+/// `queue_share` divides a queue wait by the observed latency that contains it; utilization can
+/// pass 1 (see its meaning) and goodput lost can be negative (more jobs completed than before).
+const fn range(metric: Metric) -> (f64, f64) {
+    use Metric::*;
+    match metric {
+        FailedAttemptRate | RetryRate | RefusalRate | ErrorRate | StallRate | QueueShare
+        | CacheHitRate => (0.0, 1.0),
+        AttemptInflation | AttemptsPerCompletedJob => (1.0, f64::INFINITY),
+        GoodputLostJobs => (f64::NEG_INFINITY, f64::INFINITY),
+        _ => (0.0, f64::INFINITY),
+    }
+}
+
 /// Number of metrics in the catalogue.
 pub const N_METRICS: usize = CATALOGUE.len();
 
 impl MetricInfo {
+    /// Its range in words: "a share from 0 to 1", "never negative", "at least 1".
+    pub fn describe_range(&self) -> String {
+        match self.range {
+            (0.0, 1.0) => "a share from 0 to 1".into(),
+            (0.0, hi) if hi.is_infinite() => "never negative".into(),
+            (lo, hi) if hi.is_infinite() => format!("at least {lo}"),
+            (lo, hi) => format!("from {lo} to {hi}"),
+        }
+    }
+
     /// Whether the metric means anything in `world` (see [`Feature`]).
     pub fn applies_to(&self, world: &World) -> bool {
         self.needs.is_none_or(|feature| world.has(feature))

@@ -47,6 +47,58 @@ impl Op {
     }
 }
 
+/// A limit that says nothing about a run, because the metric cannot take the values that would
+/// decide it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vain {
+    /// No value the metric can take meets it.
+    Never,
+    /// Every value meets it, and the limit lies outside the metric's range (a limit at its
+    /// edge, such as `refusal_rate <= 1`, reads as "no limit" on purpose and is let be).
+    Always,
+}
+
+/// Whether `metric OP limit` is [`Vain`] over the metric's range.
+pub fn vain(metric: Metric, op: Op, limit: f64) -> Option<Vain> {
+    let (lo, hi) = metric.info().range;
+    let (below, above) = (limit < lo, limit > hi);
+    let never = match op {
+        Op::Less => limit <= lo,
+        Op::AtMost => below,
+        Op::Greater => limit >= hi,
+        Op::AtLeast => above,
+        Op::Equal => below || above,
+        Op::NotEqual => false,
+    };
+    if never {
+        Some(Vain::Never)
+    } else {
+        // Outside the range, every comparison that is not never met is always met.
+        (below || above).then_some(Vain::Always)
+    }
+}
+
+/// "`refusal_rate` is a share from 0 to 1, so `<= 5` always holds", for a limit [`vain`] finds.
+pub fn describe_vain(metric: Metric, op: Op, limit: f64, vain: Vain) -> String {
+    let info = metric.info();
+    format!(
+        "`{}` is {}, so `{} {limit}` {}",
+        info.name,
+        info.describe_range(),
+        op.symbol(),
+        match vain {
+            Vain::Never => "never holds",
+            Vain::Always => "always holds",
+        }
+    )
+}
+
+/// A hint for a share written as a percentage: "5 % is 0.05".
+pub fn percent_hint(metric: Metric, limit: f64) -> Option<String> {
+    (metric.info().range == (0.0, 1.0) && limit > 1.0 && limit <= 100.0)
+        .then(|| format!("a share is a fraction: {limit} % is {}", limit / 100.0))
+}
+
 /// One assertion.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Assertion {
@@ -161,6 +213,35 @@ pub fn suggest(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_outside_the_range_is_vain_and_one_at_its_edge_is_not() {
+        let share = Metric::RefusalRate;
+        assert_eq!(vain(share, Op::AtMost, 5.0), Some(Vain::Always));
+        assert_eq!(vain(share, Op::AtMost, -0.1), Some(Vain::Never));
+        assert_eq!(vain(share, Op::Less, 0.0), Some(Vain::Never));
+        assert_eq!(vain(share, Op::AtMost, 0.0), None);
+        assert_eq!(vain(share, Op::AtMost, 1.0), None, "no limit, on purpose");
+        assert_eq!(vain(share, Op::Greater, 1.0), Some(Vain::Never));
+        assert_eq!(vain(share, Op::AtLeast, 1.0), None);
+        assert_eq!(vain(share, Op::Equal, 2.0), Some(Vain::Never));
+        assert_eq!(vain(share, Op::NotEqual, 2.0), Some(Vain::Always));
+        assert_eq!(vain(share, Op::NotEqual, 0.5), None);
+        let inflation = Metric::AttemptInflation;
+        assert_eq!(vain(inflation, Op::Less, 1.0), Some(Vain::Never));
+        assert_eq!(vain(inflation, Op::AtLeast, 0.5), Some(Vain::Always));
+        assert_eq!(vain(inflation, Op::AtMost, 1e12), None, "unbounded above");
+        assert_eq!(vain(Metric::GoodputLostJobs, Op::Less, -1e9), None);
+        assert_eq!(
+            describe_vain(share, Op::AtMost, 5.0, Vain::Always),
+            "`refusal_rate` is a share from 0 to 1, so `<= 5` always holds"
+        );
+        assert_eq!(
+            percent_hint(share, 5.0).as_deref(),
+            Some("a share is a fraction: 5 % is 0.05")
+        );
+        assert_eq!(percent_hint(Metric::Utilization, 5.0), None);
+    }
 
     #[test]
     fn assertions_parse_metric_limits_and_verdicts() {

@@ -585,6 +585,26 @@ fn check_assertions(
             ))
             .into_owned());
         }
+        if let Assertion::Metric {
+            metric, op, value, ..
+        } = a
+            && let Some(vain) = crate::threshold::vain(*metric, *op, *value)
+        {
+            let outcome = match vain {
+                crate::threshold::Vain::Never => "this gate would fail on every run",
+                crate::threshold::Vain::Always => "this gate could never fail",
+            };
+            let hint = crate::threshold::percent_hint(*metric, *value)
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default();
+            return Err(crate::text::escape(&format!(
+                "--assert `{}.{}`: {}: {outcome}{hint}",
+                a.algorithm(),
+                metric.info().name,
+                crate::threshold::describe_vain(*metric, *op, *value, vain),
+            ))
+            .into_owned());
+        }
         if !algorithms.iter().any(|n| n == a.algorithm()) {
             return Err(crate::text::escape(&format!(
                 "--assert names `{}`, which does not run (running: {})",

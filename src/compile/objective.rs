@@ -9,7 +9,7 @@ use crate::metrics::{Direction, Metric};
 use crate::objective::{Bound, Constraint, Objective, Source};
 use crate::scenario::objective as spec;
 use crate::schema::{Problem, Target};
-use crate::threshold::Assertion;
+use crate::threshold::{self, Assertion, Op, Vain};
 use crate::world::World;
 
 /// The optimised metrics have a direction; each constraint gives exactly one of `max` and `min`.
@@ -18,6 +18,7 @@ pub(super) fn check(json: &Value, out: &mut Vec<Problem>) {
     check_thresholds(json, out);
     check_repeated_ties(json, out);
     check_contradictions(json, out);
+    check_vain_limits(json, out);
     let Some(constraints) = json
         .pointer("/objective/constraints")
         .and_then(Value::as_array)
@@ -134,6 +135,92 @@ fn check_contradictions(json: &Value, out: &mut Vec<Problem>) {
                 if is_max { "min" } else { "max" }
             )),
         });
+    }
+}
+
+/// A constraint or threshold whose limit lies where its metric never goes: one never met would
+/// rule out every strategy (or fail every gate), one always met rules nothing out; the commonest
+/// cause is a share written as a percentage (`max = 5` for 5 %).
+fn check_vain_limits(json: &Value, out: &mut Vec<Problem>) {
+    let constraints = json
+        .pointer("/objective/constraints")
+        .and_then(Value::as_array);
+    for (i, constraint) in constraints.into_iter().flatten().enumerate() {
+        let Some(table) = constraint.as_object() else {
+            continue;
+        };
+        let Some(metric) = table
+            .get("metric")
+            .and_then(Value::as_str)
+            .and_then(Metric::from_name)
+        else {
+            continue; // The schema reports it.
+        };
+        for (bound, op) in [("max", Op::AtMost), ("min", Op::AtLeast)] {
+            let Some(limit) = table.get(bound).and_then(Value::as_f64) else {
+                continue;
+            };
+            let Some(vain) = threshold::vain(metric, op, limit) else {
+                continue;
+            };
+            let path = vec![
+                key("objective"),
+                key("constraints"),
+                Seg::Index(i),
+                key(bound),
+            ];
+            let why = match vain {
+                Vain::Never => "no strategy could meet it, so the verdict would never pick one",
+                Vain::Always => "it would rule no strategy out",
+            };
+            out.push(vain_problem(path, metric, op, limit, vain, why));
+        }
+    }
+    let asserts = json.pointer("/thresholds/assert").and_then(Value::as_array);
+    for (i, item) in asserts.into_iter().flatten().enumerate() {
+        let Some(Ok(Assertion::Metric {
+            metric, op, value, ..
+        })) = item.as_str().map(Assertion::parse)
+        else {
+            continue; // `check_thresholds` reports what does not parse.
+        };
+        let Some(vain) = threshold::vain(metric, op, value) else {
+            continue;
+        };
+        let why = match vain {
+            Vain::Never => "this gate would fail on every run",
+            Vain::Always => "this gate could never fail",
+        };
+        let path = vec![key("thresholds"), key("assert"), Seg::Index(i)];
+        out.push(vain_problem(path, metric, op, value, vain, why));
+    }
+}
+
+/// The problem of one [`check_vain_limits`] finding.
+fn vain_problem(
+    path: Vec<Seg>,
+    metric: Metric,
+    op: Op,
+    limit: f64,
+    vain: Vain,
+    why: &str,
+) -> Problem {
+    let hint = threshold::percent_hint(metric, limit)
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    Problem {
+        path,
+        target: Target::Value,
+        message: threshold::describe_vain(metric, op, limit, vain),
+        label: match vain {
+            Vain::Never => "never met",
+            Vain::Always => "always met",
+        }
+        .into(),
+        help: Some(format!(
+            "{why}: write a limit within the metric's range (`simbench list` describes each \
+             metric){hint}"
+        )),
     }
 }
 

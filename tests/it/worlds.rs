@@ -69,7 +69,25 @@ fn worlds_every_shipped_scenario_validates_and_runs() {
                 "{file} {}: {outcome}",
                 run["algorithm"]
             );
+            assert_within_ranges(file, run);
         }
+    }
+}
+
+/// Every value a run reports lies within its metric's range in the catalogue, which the
+/// validator trusts when it refuses a limit outside it.
+fn assert_within_ranges(file: &str, run: &serde_json::Value) {
+    for info in simbench::metrics::CATALOGUE {
+        let Some(value) = run["metrics"][info.name].as_f64() else {
+            continue; // Not applicable, or undefined in this run.
+        };
+        let (lo, hi) = info.range;
+        assert!(
+            (lo..=hi).contains(&value),
+            "{file} {} {}: {value} outside [{lo}, {hi}]",
+            run["algorithm"],
+            info.name
+        );
     }
 }
 
