@@ -268,7 +268,8 @@ fn trace_load(
             format!("cannot read the trace `{shown}`: {reason}"),
             "cannot read this log",
             format!(
-                "`load.trace` is a path relative to the file that names it, so this is `{shown}`"
+                "`load.trace` is a path relative to the file that names it (to the current folder \
+                 when `--set` names it), so this is `{shown}`"
             ),
         )
     })?;
@@ -282,13 +283,33 @@ fn trace_load(
         )
     })?;
     let speed = s.load.speed.unwrap_or(1.0);
-    let replay = crate::trace_load::Replay::from_log(&shown, &log, speed).ok_or_else(|| {
-        fail(
-            format!("the trace `{shown}` holds no job"),
-            "no job",
-            "every request is a retry or a hedge copy; log first attempts too".into(),
-        )
-    })?;
+    if let (Some(origin), Some(segment)) = (s.load.origin_s, log.segments.first())
+        && origin > segment.origin
+    {
+        return Err(Box::new(Problem {
+            path: vec![key("load"), key("origin_s")],
+            target: Target::Value,
+            message: format!(
+                "`origin_s` is {} but the trace `{shown}` starts at {} on its own clock",
+                show_number(origin),
+                show_number(segment.origin)
+            ),
+            label: "after the log's first arrival".into(),
+            help: Some(format!(
+                "time 0 must come before the log's first job: set `origin_s` to at most {}, \
+                 or leave it out to start at that job",
+                show_number(segment.origin)
+            )),
+        }));
+    }
+    let replay = crate::trace_load::Replay::from_log(&shown, &log, speed, s.load.origin_s)
+        .ok_or_else(|| {
+            fail(
+                format!("the trace `{shown}` holds no job"),
+                "no job",
+                "every request is a retry or a hedge copy; log first attempts too".into(),
+            )
+        })?;
     let available = u32::try_from(replay.jobs()).unwrap_or(u32::MAX);
     // A base's `jobs` under a child that switched to a trace is the base's leftover.
     let (jobs_at, model_at) = (
@@ -657,45 +678,35 @@ fn check(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>)
     }
 }
 
-/// Endpoint ids are unique. Checked before the other rules, and never silenced by a problem
+/// The world's, pools' and endpoints' names say something ([`check_label`]), and endpoint ids
+/// are unique. Checked before the other rules, and never silenced by a problem
 /// in the same table: a child's second `[[endpoints]]` with one id is appended as a new
 /// endpoint, whose missing keys follow from the repeated id.
 fn check_unique_ids(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Vec<Problem>) {
     let sources = layers.sources;
     let endpoints = json.get("endpoints").and_then(Value::as_array);
+    if let Some(name) = json.get("name").and_then(Value::as_str) {
+        out.extend(check_label(
+            name,
+            vec![key("name")],
+            "world name",
+            WORLD_NAME_USE,
+        ));
+    }
+    let pools = json.get("pools").and_then(Value::as_array);
+    for (i, pool) in pools.into_iter().flatten().enumerate() {
+        if let Some(name) = pool.get("name").and_then(Value::as_str) {
+            let path = vec![key("pools"), Seg::Index(i), key("name")];
+            out.extend(check_label(name, path, "pool name", POOL_NAME_USE));
+        }
+    }
     let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, endpoint) in endpoints.into_iter().flatten().enumerate() {
         let Some(id) = endpoint.get("id").and_then(Value::as_str) else {
             continue;
         };
-        if !id.is_empty() && id.trim().is_empty() {
-            out.push(Problem {
-                path: vec![key("endpoints"), Seg::Index(i), key("id")],
-                target: Target::Value,
-                message: format!("endpoint id `{id}` is only blanks"),
-                label: "nothing to read".into(),
-                help: Some(
-                    "an id names the endpoint in tables, CSV headers, logs and traces: use \
-                     letters, digits, `-`, `_` or `.`"
-                        .into(),
-                ),
-            });
-        } else if id.chars().any(char::is_control) {
-            out.push(Problem {
-                path: vec![key("endpoints"), Seg::Index(i), key("id")],
-                target: Target::Value,
-                message: format!(
-                    "endpoint id `{}` holds a control character",
-                    id.escape_debug()
-                ),
-                label: "a line break, tab or other control character".into(),
-                help: Some(
-                    "an id names the endpoint in tables, CSV headers, logs and traces, one line \
-                     each: use letters, digits, `-`, `_` or `.`"
-                        .into(),
-                ),
-            });
-        }
+        let path = vec![key("endpoints"), Seg::Index(i), key("id")];
+        out.extend(check_label(id, path, "endpoint id", ENDPOINT_ID_USE));
         let Some(&first) = first_use.get(id) else {
             first_use.insert(id, i);
             continue;
@@ -720,6 +731,49 @@ fn check_unique_ids(json: &Value, root: &Node, layers: &Layers<'_>, out: &mut Ve
             )),
         });
     }
+}
+
+/// What an endpoint id is read as, for the hint of [`check_label`].
+const ENDPOINT_ID_USE: &str = "an id names the endpoint in tables, CSV headers, logs and traces";
+/// What a world's name is read as.
+const WORLD_NAME_USE: &str = "the name heads every report and names the world in sweeps";
+/// What a pool's name is read as.
+const POOL_NAME_USE: &str =
+    "a pool's name labels it in reports, and endpoints' `pool` and incidents refer to it";
+
+/// A name that is only blanks reads as nothing wherever it is printed (the schema already
+/// refuses an empty one). An endpoint id is also a CSV header and a log field, one line each,
+/// so it holds no control character either (names are printed escaped).
+fn check_label(text: &str, path: Vec<Seg>, what: &str, used: &str) -> Option<Problem> {
+    let id = what == "endpoint id";
+    let (message, label, why, advice) = if !text.is_empty() && text.trim().is_empty() {
+        (
+            format!("{what} `{text}` is only blanks"),
+            "nothing to read",
+            "",
+            if id {
+                "letters, digits, `-`, `_` or `.`"
+            } else {
+                "a word or two that say what it is"
+            },
+        )
+    } else if id && text.chars().any(char::is_control) {
+        (
+            format!("{what} `{}` holds a control character", text.escape_debug()),
+            "a line break, tab or other control character",
+            ", one line each",
+            "letters, digits, `-`, `_` or `.`",
+        )
+    } else {
+        return None;
+    };
+    Some(Problem {
+        path,
+        target: Target::Value,
+        message,
+        label: label.into(),
+        help: Some(format!("{used}{why}: use {advice}")),
+    })
 }
 
 /// The string at `path`, if the file (or a schema default) gives one.
@@ -889,12 +943,13 @@ fn check_load(json: &Value, written: &Written<'_>, stray: &Stray<'_>, out: &mut 
             out,
         );
     }
-    let keys: [(&str, &[&str]); 7] = [
+    let keys: [(&str, &[&str]); 8] = [
         ("rate_per_s", &["open"]),
         ("arrivals", &["open"]),
         ("max_in_flight", &["open", "trace"]),
         ("trace", &["trace"]),
         ("speed", &["trace"]),
+        ("origin_s", &["trace"]),
         ("think_s", &["closed"]),
         ("think", &["closed"]),
     ];

@@ -549,12 +549,23 @@ impl OpenLoop {
         }
     }
 
-    /// When the first job arrives \[s\].
-    fn first_arrival(&self) -> f64 {
-        self.schedule
-            .as_ref()
-            .and_then(|r| r.arrivals_s.first().copied())
-            .unwrap_or(0.0)
+    /// When arrival `index` comes, `now` being the one before it (0 for the first) \[s\].
+    /// Poisson arrivals start with a gap of their own, as a Poisson process does, so an offered
+    /// rate is the rate over the horizon however short it is (the first arrival at 0 added a job
+    /// to every run); a fixed-rate generator sends its first at once, as load generators do.
+    fn arrival_at<R: RandomSource>(&self, index: u64, now: f64, rng: &R) -> f64 {
+        if let Some(replay) = &self.schedule {
+            // Past the trace's last job, no arrival: the job count ends the arrivals.
+            replay
+                .arrivals_s
+                .get(index as usize)
+                .copied()
+                .unwrap_or(f64::INFINITY)
+        } else if self.poisson {
+            now - (1.0 - rng.arrival(index).uniform()).ln() / self.rate_per_s
+        } else {
+            index as f64 / self.rate_per_s
+        }
     }
 
     fn finished(&self) -> bool {
@@ -728,7 +739,8 @@ impl<'w, R: RandomSource> Sim<'w, R> {
     /// Starts the workers in index order, then processes events until every worker exits.
     fn run(&mut self, out_of_time: &dyn Fn() -> bool) -> Outcome {
         if let Some(open) = &self.open {
-            self.queue.push(open.first_arrival(), Event::Arrival);
+            let first = open.arrival_at(0, 0.0, self.rng);
+            self.schedule_arrival(first);
         }
         self.record_windows(0.0);
         for w in 0..self.workers.len() {
@@ -868,32 +880,28 @@ impl<'w, R: RandomSource> Sim<'w, R> {
         let index = self.tally.next_job;
         open.waiting.push_back((index as u32, now));
         self.tally.next_job += 1;
-        let next_at = if let Some(replay) = &open.schedule {
-            // Past the trace's last job, no arrival: the job count below ends the arrivals.
-            replay
-                .arrivals_s
-                .get(index as usize + 1)
-                .copied()
-                .unwrap_or(f64::INFINITY)
-        } else if open.poisson {
-            now - (1.0 - self.rng.arrival(index).uniform()).ln() / open.rate_per_s
-        } else {
-            (index + 1) as f64 / open.rate_per_s
-        };
-        // An infinite gap (a rate near the smallest double) is past the horizon too; past a
-        // trace's last job, the trace ended the arrivals, not the horizon.
+        let next_at = open.arrival_at(index + 1, now, self.rng);
+        self.schedule_arrival(next_at);
+        self.start_waiting_jobs();
+    }
+
+    /// Puts the next arrival on the queue, or ends the arrivals: every job has arrived, or the
+    /// next would come at or past the horizon. An infinite gap (a rate near the smallest double)
+    /// is past the horizon too; past a trace's last job, the trace ended the arrivals, not the
+    /// horizon.
+    fn schedule_arrival(&mut self, at: f64) {
+        let open = self.open.as_mut().expect("arrivals only in an open loop");
         let horizon = self.world.horizon_s();
-        if self.tally.next_job >= self.tally.jobs || next_at >= horizon {
+        if self.tally.next_job >= self.tally.jobs || at >= horizon {
             open.arrivals_done = true;
             let cut = self.tally.next_job < self.tally.jobs
-                && (open.schedule.is_none() || next_at.is_finite());
+                && (open.schedule.is_none() || at.is_finite());
             if cut {
                 self.tally.makespan_s = self.tally.makespan_s.max(horizon);
             }
         } else {
-            self.queue.push(next_at, Event::Arrival);
+            self.queue.push(at, Event::Arrival);
         }
-        self.start_waiting_jobs();
     }
 
     /// Starts queued open-loop jobs while fewer than `max_in_flight` are running.

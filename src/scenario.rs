@@ -67,9 +67,11 @@ pub struct Scenario {
     #[schemars(range(min = 1, max = 100_000))]
     pub concurrency: u32,
 
-    /// Admission cutoff (seconds): no job is started after this much simulated time, but
-    /// started jobs run to the end (it is not a truncation). The length of the working session
-    /// being modelled. Default 600.0; must be > 0.
+    /// Admission cutoff (seconds): a closed loop claims no job after this much simulated time,
+    /// and an open loop or a trace lets no job arrive at or after it (one that arrived before
+    /// still starts when `max_in_flight` allows); started jobs run to the end (it is not a
+    /// truncation). The length of the working session being modelled. Default 600.0; must be
+    /// > 0.
     #[serde(default = "default_horizon_s")]
     #[schemars(extend("exclusiveMinimum" = 0))]
     #[schemars(range(max = 1e12))]
@@ -369,6 +371,14 @@ pub struct Load {
     #[schemars(range(max = 1e6))]
     pub speed: Option<f64>,
 
+    /// Trace only: the time on the log's own clock that becomes the world's time 0 (seconds).
+    /// Default: the log's first request (or an earlier `arrived_s`), so a log on any clock
+    /// starts at once. A simbench request log counts from its run's start: `origin_s = 0`
+    /// replays it at its own times. Must not be after the log's first arrival.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub origin_s: Option<f64>,
+
     /// Open loop only: mean job arrival rate (jobs per second). Required for `"open"`; must be
     /// > 0.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -376,8 +386,9 @@ pub struct Load {
     #[schemars(range(max = 1e9))]
     pub rate_per_s: Option<f64>,
 
-    /// Open loop only: `"poisson"` (default; exponential gaps, like independent users) or
-    /// `"uniform"` (evenly spaced, like a fixed-rate load generator).
+    /// Open loop only: `"poisson"` (default; exponential gaps, like independent users, the
+    /// first after a gap of its own) or `"uniform"` (evenly spaced from time 0, like a
+    /// fixed-rate load generator).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<Arrivals>,
 

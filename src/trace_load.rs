@@ -93,10 +93,14 @@ impl Replay {
             .map(|i| self.sizes[i].1)
     }
 
-    /// The replay of `log` (one file's segment), its times divided by `speed`. `None` when
-    /// the log holds no job.
-    pub fn from_log(source: &str, log: &Log, speed: f64) -> Option<Replay> {
-        let requests = &log.segments.first()?.requests;
+    /// The replay of `log` (one file's segment), its times counted from `origin_s` on the
+    /// log's own clock (its first arrival when `None`) and divided by `speed`. `None` when the
+    /// log holds no job.
+    pub fn from_log(source: &str, log: &Log, speed: f64, origin_s: Option<f64>) -> Option<Replay> {
+        let segment = log.segments.first()?;
+        let requests = &segment.requests;
+        // The segment's times count from its first arrival; `origin_s` moves that start.
+        let lead = origin_s.map_or(0.0, |o| segment.origin - o);
         let mut index: BTreeMap<u64, u32> = BTreeMap::new();
         // Each job's arrival and id, in the order of their first requests.
         let mut jobs: Vec<(f64, u64)> = Vec::new();
@@ -145,7 +149,10 @@ impl Replay {
         for (new, &old) in order.iter().enumerate() {
             renumber[old as usize] = new as u32;
         }
-        let arrivals_s: Vec<f64> = order.iter().map(|&j| jobs[j as usize].0 / speed).collect();
+        let arrivals_s: Vec<f64> = order
+            .iter()
+            .map(|&j| (jobs[j as usize].0 + lead) / speed)
+            .collect();
         let mut sizes: Vec<_> = sizes
             .into_iter()
             .filter(|(_, (input, _))| input.is_finite())
@@ -253,14 +260,14 @@ mod tests {
             ]
             .map(entry),
         );
-        let replay = Replay::from_log("t.jsonl", &log, 2.0).expect("jobs");
+        let replay = Replay::from_log("t.jsonl", &log, 2.0, None).expect("jobs");
         assert_eq!(replay.arrivals_s, vec![0.0, 0.25, 2.0]);
         assert_eq!(replay.size(0, 0, 0), Some((50.0, 20.0)));
         assert_eq!(replay.size(1, 0, 0), None, "no tokens logged");
         assert!(replay.has_sizes());
-        let same = Replay::from_log("other name", &log, 2.0).expect("jobs");
+        let same = Replay::from_log("other name", &log, 2.0, None).expect("jobs");
         assert_eq!(replay.digest, same.digest);
-        let faster = Replay::from_log("t.jsonl", &log, 4.0).expect("jobs");
+        let faster = Replay::from_log("t.jsonl", &log, 4.0, None).expect("jobs");
         assert_ne!(replay.digest, faster.digest);
     }
 
@@ -278,7 +285,7 @@ mod tests {
             ]
             .map(entry),
         );
-        let replay = Replay::from_log("q.jsonl", &log, 1.0).expect("jobs");
+        let replay = Replay::from_log("q.jsonl", &log, 1.0, None).expect("jobs");
         assert_eq!(replay.arrivals_s, vec![0.0, 1.0]);
         assert_eq!(replay.size(0, 0, 0).unwrap().0, 7.0, "job 3 arrived first");
         assert_eq!(replay.size(1, 0, 0).unwrap().0, 5.0);

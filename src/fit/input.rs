@@ -130,6 +130,9 @@ pub struct Segment {
     /// Header samples per (endpoint, unit, limit as bits): two limits of one unit (a minute's
     /// and a day's tokens) are told apart by their size. At most [`MAX_HEADER_SAMPLES`] each.
     pub headers: BTreeMap<(u32, HeaderUnitKey, u64), Vec<HeaderSample>>,
+    /// The time on the file's own clock that its times now count from (its first request, or
+    /// an earlier arrival) \[s\].
+    pub origin: f64,
 }
 
 /// [`HeaderUnit`] as an ordered key.
@@ -280,6 +283,7 @@ impl SegmentBuilder<'_> {
             .iter()
             .filter(|r| r.arrived.is_finite())
             .fold(origin, |o, r| o.min(r.arrived));
+        self.segment.origin = origin;
         if origin != 0.0 {
             for r in &mut self.segment.requests {
                 r.start -= origin;
@@ -471,7 +475,9 @@ pub fn read_jsonl(
                     .to_owned();
                 return located(Some(e.column()), None, message);
             }
-            if count == 0 && e.line() == 1 && e.column() == 1 {
+            // A lone `{` (a document spread over lines) ends early; `other_format` says so.
+            let cut_short = e.classify() == serde_json::error::Category::Eof;
+            if count == 0 && e.line() == 1 && e.column() == 1 && !cut_short {
                 let message = "is not JSON: simbench reads request logs as JSON Lines, HAR or \
                                OTLP JSON (docs/request-log.md), not CSV or plain text"
                     .to_owned();
@@ -520,16 +526,19 @@ pub fn read_jsonl(
     Ok(count)
 }
 
-/// What a line holds when it is not a JSON object (`an array`, `a number`, …).
+/// What a line holds when it is JSON but not an object (`an array`, `a number`, …); `None`
+/// for an object's start and for what is not JSON at all (`nope` is no `null`).
 fn not_an_object(line: &str) -> Option<&'static str> {
-    match line.trim_start().chars().next()? {
-        '{' => None,
-        '[' => Some("an array"),
-        '"' => Some("a string"),
-        '-' | '0'..='9' => Some("a number"),
-        't' | 'f' => Some("a boolean"),
-        'n' => Some("null"),
-        _ => None,
+    if line.trim_start().starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str::<serde_json::Value>(line).ok()? {
+        serde_json::Value::Array(_) => Some("an array"),
+        serde_json::Value::String(_) => Some("a string"),
+        serde_json::Value::Number(_) => Some("a number"),
+        serde_json::Value::Bool(_) => Some("a boolean"),
+        serde_json::Value::Null => Some("null"),
+        serde_json::Value::Object(_) => None,
     }
 }
 

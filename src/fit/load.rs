@@ -91,6 +91,16 @@ const SHAPE_GAPS: usize = 20;
 pub struct RetryFit {
     /// The most attempts at a step.
     pub max_attempts: u32,
+    /// Attempts that failed in a way clients retry (the evidence for `max_attempts`: a client
+    /// that never retried shows 1 only if some attempt failed).
+    pub failed: usize,
+    /// The backoff between attempts, when enough delays look like a jittered one.
+    pub backoff: Option<Backoff>,
+}
+
+/// The backoff between attempts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Backoff {
     /// Backoff base \[s\] (the first retry's longest delay).
     pub base: f64,
     /// Growth per attempt.
@@ -102,6 +112,10 @@ pub struct RetryFit {
     /// Retries whose delay was measured (after a failure without Retry-After).
     pub n: usize,
 }
+
+/// The fewest failed attempts from which the most attempts at a step is read as the client's
+/// limit rather than as the luck of a log with few failures.
+const ATTEMPT_EVIDENCE: usize = 5;
 
 impl LoadFit {
     /// The most requests the load can have in flight at once (for a capacity that never
@@ -128,17 +142,28 @@ pub fn fit(log: &Log) -> LoadFit {
     for segment in &log.segments {
         let spans = job_spans(&segment.requests, has_jobs);
         jobs_per_log.push(spans.len() as u64);
-        let most = most_at_once(&spans);
-        most_jobs = most_jobs.max(most);
-        durations.0 += spans.iter().map(|s| s.1 - s.0).sum::<f64>();
-        durations.1 += spans.len();
-        let mut starts: Vec<f64> = spans.iter().map(|s| s.0).collect();
+        let all: Vec<(f64, f64)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        most_jobs = most_jobs.max(most_at_once(&all));
+        // Jobs turned away unserved held no slot: they neither end a worker's job nor start
+        // one in its place. Counted, they would pair every refusal of a full provider (an
+        // arrival at its most jobs at once) with itself as a hand-off.
+        let held: Vec<(f64, f64)> = spans
+            .iter()
+            .filter(|s| !s.turned_away)
+            .map(|s| (s.start, s.end))
+            .collect();
+        durations.0 += held.iter().map(|s| s.1 - s.0).sum::<f64>();
+        durations.1 += held.len();
+        let mut starts: Vec<f64> = all.iter().map(|s| s.0).collect();
         starts.sort_by(f64::total_cmp);
         let origin = starts.first().copied().unwrap_or(0.0);
-        let mut ends: Vec<f64> = spans.iter().map(|s| s.1).collect();
+        let mut held_starts: Vec<f64> = held.iter().map(|s| s.0).collect();
+        held_starts.sort_by(f64::total_cmp);
+        let mut ends: Vec<f64> = held.iter().map(|s| s.1).collect();
         ends.sort_by(f64::total_cmp);
         let before = lags.len();
-        lags.extend(replacement_lags(&starts, &ends, most as usize));
+        let most_held = most_at_once(&held) as usize;
+        lags.extend(replacement_lags(&held_starts, &ends, most_held));
         paired_ends.push(ends[..lags.len() - before].to_vec());
         for s in &mut starts {
             *s -= origin;
@@ -166,7 +191,10 @@ pub fn fit(log: &Log) -> LoadFit {
             pause(&lags, &paired_ends)
         },
     };
-    let model = if has_jobs && handoff_share < 0.3 {
+    // Without job ids each request is a job: an open loop's arrivals then include any
+    // retries, which only job ids tell apart, but its rate is the log's request rate, where a
+    // closed loop without pauses would send as fast as the provider answers.
+    let model = if handoff_share < 0.3 {
         open_model(&starts_all).unwrap_or(closed)
     } else {
         closed
@@ -303,38 +331,75 @@ fn exponential_lags(paired_ends: &[Vec<f64>], mean: f64) -> Vec<f64> {
     out
 }
 
-/// `(arrival, last end)` per job (per request without ids). A job arrives at its first
-/// request, or earlier at its `arrived_s` when the client's own queue held it: that wait is the
-/// client's, which the fitted world simulates again, not a pause between jobs nor a gap in
-/// the arrivals.
-fn job_spans(requests: &[Request], has_jobs: bool) -> Vec<(f64, f64)> {
-    let arrival = |r: &Request| r.start.min(r.arrived);
+/// One job as the log shows it.
+#[derive(Clone, Copy, Debug)]
+struct JobSpan {
+    /// Its arrival \[s\].
+    start: f64,
+    /// Its last answer \[s\].
+    end: f64,
+    /// Every request of it was turned away unserved (a 429, an overload, a rejection).
+    turned_away: bool,
+}
+
+/// A job per job id (per request without ids). A job arrives at its first request, or earlier
+/// at its `arrived_s` when the client's own queue held it: that wait is the client's, which the
+/// fitted world simulates again, not a pause between jobs nor a gap in the arrivals.
+fn job_spans(requests: &[Request], has_jobs: bool) -> Vec<JobSpan> {
+    let span = |r: &Request| JobSpan {
+        start: r.start.min(r.arrived),
+        end: r.end,
+        turned_away: matches!(
+            r.outcome,
+            EntryOutcome::RateLimited | EntryOutcome::Overloaded | EntryOutcome::Rejected
+        ),
+    };
     if !has_jobs {
-        return requests.iter().map(|r| (arrival(r), r.end)).collect();
+        return requests.iter().map(span).collect();
     }
-    let mut spans: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+    let mut spans: BTreeMap<u64, JobSpan> = BTreeMap::new();
     for r in requests {
+        let new = span(r);
         spans
             .entry(r.job)
             .and_modify(|s| {
-                s.0 = s.0.min(arrival(r));
-                s.1 = s.1.max(r.end);
+                s.start = s.start.min(new.start);
+                s.end = s.end.max(new.end);
+                s.turned_away &= new.turned_away;
             })
-            .or_insert((arrival(r), r.end));
+            .or_insert(new);
     }
     spans.into_values().collect()
 }
 
-/// The most spans open at once (an end at an instant closes before a start opens).
+/// The most spans open at once. At an instant, the spans that end close first, then a span of
+/// no length is open for that instant alone (a refusal answered at once still arrived while
+/// the others ran), then the spans that start open.
 fn most_at_once(spans: &[(f64, f64)]) -> u32 {
-    let mut events: Vec<(f64, i32)> = spans.iter().flat_map(|s| [(s.0, 1), (s.1, -1)]).collect();
-    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut open, mut most) = (0i32, 0i32);
-    for (_, d) in events {
-        open += d;
-        most = most.max(open);
+    const END: u8 = 0;
+    const INSTANT: u8 = 1;
+    const START: u8 = 2;
+    let mut events: Vec<(f64, u8)> = Vec::with_capacity(spans.len() * 2);
+    for &(start, end) in spans {
+        if end > start {
+            events.extend([(start, START), (end, END)]);
+        } else {
+            events.push((start, INSTANT));
+        }
     }
-    most.max(0) as u32
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut open, mut most) = (0u32, 0u32);
+    for (_, kind) in events {
+        match kind {
+            END => open -= 1,
+            INSTANT => most = most.max(open + 1),
+            _ => {
+                open += 1;
+                most = most.max(open);
+            }
+        }
+    }
+    most
 }
 
 fn open_model(starts: &[Vec<f64>]) -> Option<LoadModel> {
@@ -362,7 +427,7 @@ const MAX_DELAY_KS: f64 = 0.25;
 /// The retry policy from attempts: the most attempts at a step, and the delays between a
 /// failure without Retry-After and the next attempt of its step.
 fn fit_retry(log: &Log) -> Option<RetryFit> {
-    let mut max_attempts = 1;
+    let (mut max_attempts, mut failed) = (1, 0);
     let mut delays: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for segment in &log.segments {
         // Per (job, step): the end of the attempt's last request and whether it had a
@@ -384,12 +449,34 @@ fn fit_retry(log: &Log) -> Option<RetryFit> {
                     .or_default()
                     .push((r.start - end).max(0.0));
             }
-            let failed = !matches!(r.outcome, EntryOutcome::Ok);
-            if failed {
+            // Failures any client retries by default; a rejection (a 400, a 401) or a
+            // cancelled hedge copy would be given up by one that does retry.
+            if matches!(
+                r.outcome,
+                EntryOutcome::RateLimited
+                    | EntryOutcome::Error
+                    | EntryOutcome::Overloaded
+                    | EntryOutcome::ClientTimeout
+            ) {
+                failed += 1;
+            }
+            if !matches!(r.outcome, EntryOutcome::Ok) {
                 last.insert(key, (r.attempt, r.end, r.retry_after.is_finite()));
             }
         }
     }
+    if failed < ATTEMPT_EVIDENCE {
+        return None;
+    }
+    Some(RetryFit {
+        max_attempts,
+        failed,
+        backoff: fit_backoff(&mut delays),
+    })
+}
+
+/// The backoff from the delays before each retry, by the attempt that failed.
+fn fit_backoff(delays: &mut BTreeMap<u32, Vec<f64>>) -> Option<Backoff> {
     let n = delays.values().map(Vec::len).sum();
     // Under full jitter the delay of retry k is uniform up to its longest, twice its median;
     // a wait for a lease after the delay adds to it, so this is an upper bound.
@@ -417,8 +504,7 @@ fn fit_retry(log: &Log) -> Option<RetryFit> {
     };
     let factor = raw.get(1).and_then(growth).unwrap_or(2.0).clamp(1.0, 100.0);
     let cap = raw.iter().map(|r| r.1).fold(base, f64::max);
-    Some(RetryFit {
-        max_attempts,
+    Some(Backoff {
         base,
         factor,
         cap,
@@ -556,12 +642,17 @@ pub fn write_load(doc: &mut Doc, load: &LoadFit) {
     }
     if let LoadModel::Open { rate_per_s, gap_cv } = load.model {
         doc.table("[load]", "load", &[]);
-        doc.fitted(
-            "model",
-            "\"open\"".into(),
-            "job starts do not follow job ends",
-        );
-        doc.fitted("rate_per_s", float(rate_per_s, 5), "job starts per second");
+        let (model_why, rate_why) = if load.has_jobs {
+            ("job starts do not follow job ends", "job starts per second")
+        } else {
+            (
+                "request starts do not follow request ends; the log has no job ids, so each \
+                 request counts as a job, a retry too: add `job` ids to the log to tell",
+                "requests per second",
+            )
+        };
+        doc.fitted("model", "\"open\"".into(), model_why);
+        doc.fitted("rate_per_s", float(rate_per_s, 5), rate_why);
         let poisson = gap_cv > 0.5;
         doc.fitted(
             "arrivals",
@@ -586,27 +677,48 @@ pub fn write_retry(doc: &mut Doc, load: &LoadFit) {
     doc.table("[retry]", "retry", &[]);
     let Some(r) = &load.retry else {
         let why = if load.has_jobs {
-            "too few retries after a failure without Retry-After, or delays that are not a \
-             jittered backoff (the client waited for a lease after them); the defaults"
+            "too few failed attempts to tell the client's limit; the default"
         } else {
             "the log has no job, step and attempt ids"
         };
         doc.assumed("max_attempts", "5".into(), why);
         return;
     };
+    let never = if r.max_attempts == 1 {
+        ": the client never retried"
+    } else {
+        ""
+    };
     doc.fitted(
         "max_attempts",
         r.max_attempts.to_string(),
-        "the most attempts at a step",
+        format!(
+            "the most attempts at a step, with {} failed attempts of a retried kind (429, \
+             5xx, reset, timeout){never}",
+            r.failed
+        ),
     );
+    if r.max_attempts == 1 {
+        return;
+    }
+    let Some(b) = &r.backoff else {
+        doc.assumed(
+            "base",
+            float(crate::scenario::Retry::default().base, 4),
+            "too few retries after a failure without Retry-After, or delays that are not a \
+             jittered backoff (the client waited for a lease after them); the backoff's \
+             defaults",
+        );
+        return;
+    };
     let basis = format!(
         "from {} retry delays after failures without Retry-After (full jitter assumed: twice the median; an upper bound, as it includes any wait for a lease)",
-        r.n
+        b.n
     );
-    doc.fitted("base", float(r.base, 4), basis);
-    doc.fitted("factor", float(r.factor, 3), "");
-    doc.fitted("cap", float(r.cap.max(r.base), 4), "the longest delay seen");
-    doc.fitted("jitter", format!("\"{}\"", r.jitter), "");
+    doc.fitted("base", float(b.base, 4), basis);
+    doc.fitted("factor", float(b.factor, 3), "");
+    doc.fitted("cap", float(b.cap.max(b.base), 4), "the longest delay seen");
+    doc.fitted("jitter", format!("\"{}\"", b.jitter), "");
 }
 
 fn join(counts: &[u64]) -> String {
@@ -776,7 +888,8 @@ mod tests {
         }
         let retry = fit_retry(&crate::fit::input::log_of(&text)).expect("a retry policy");
         assert_eq!(retry.max_attempts, 3);
-        assert_eq!((retry.base, retry.factor, retry.cap), (1e-4, 2.0, 1e-4));
+        let b = retry.backoff.expect("a backoff");
+        assert_eq!((b.base, b.factor, b.cap), (1e-4, 2.0, 1e-4));
     }
 
     #[test]

@@ -193,9 +193,23 @@ pub fn operating_point(view: &SweepView<'_>) -> Vec<String> {
             )
         }
         Some(level) if level == knee => {
-            "  the knee is also the best operating point: the load that keeps the measurement \
-             honest is the load the objective prefers."
-                .to_string()
+            let stats = &view.analysis.levels[knee];
+            if stats.invalid.is_empty() {
+                "  the knee is also the best operating point: the load that keeps the \
+                 measurement honest is the load the objective prefers."
+                    .to_string()
+            } else {
+                // The knee's tests read the provider (refusals, service p99); a queue in the
+                // harness, an open loop's above all, grows without moving either.
+                format!(
+                    "  the knee is also the best operating point, but {} of its {} runs fail the \
+                     validity gate: the harness's own queue holds the observed tail there, so \
+                     it measures the harness, not the provider; benchmark at a level whose runs \
+                     are valid.",
+                    stats.invalid.len(),
+                    stats.runs
+                )
+            }
         }
         Some(level) => {
             let mean = |i: usize, metric: Metric| {

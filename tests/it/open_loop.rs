@@ -78,6 +78,50 @@ fn open_loop_utilization_is_offered_load() {
     }
 }
 
+/// Jobs that arrived in a run of a world whose horizon cuts the arrivals.
+fn arrived(rate: f64, arrivals: &str, horizon_s: f64, seed: u64) -> f64 {
+    let w = load(&format!(
+        r#"
+name = "short"
+summary = "Arrivals cut by a short horizon."
+jobs = 1000
+horizon_s = {horizon_s}
+[load]
+model = "open"
+rate_per_s = {rate}
+arrivals = "{arrivals}"
+[[endpoints]]
+id = "only"
+capacity = 4
+latency = {{ median_s = 0.01 }}
+"#
+    ));
+    let m = run(&w, "wait", seed, false).metrics.expect("finished");
+    1000.0 - m.get(Metric::JobsUnstarted)
+}
+
+/// A Poisson process over a horizon of H offers λH jobs on average, not one more: the first
+/// arrival comes after a gap of its own, and none comes at all when that gap passes the
+/// horizon. Evenly spaced arrivals start at 0, as a fixed-rate generator does: ⌈λH⌉ of them.
+#[test]
+fn poisson_arrivals_over_a_short_horizon_offer_the_rate_times_the_horizon() {
+    let seeds = 2000;
+    for (rate, horizon) in [(2.0, 1.0), (0.001, 10.0)] {
+        let total: f64 = (0..seeds)
+            .map(|seed| arrived(rate, "poisson", horizon, seed))
+            .sum();
+        let (mean, want) = (total / seeds as f64, rate * horizon);
+        // Five standard errors of a Poisson mean over the seeds, and never below 0.005.
+        let tolerance = (5.0 * (want / seeds as f64).sqrt()).max(0.005);
+        assert!(
+            (mean - want).abs() <= tolerance,
+            "rate {rate}/s over {horizon} s: {mean} jobs a run, theory {want} ± {tolerance}"
+        );
+    }
+    assert_eq!(arrived(2.0, "uniform", 1.0, 1), 2.0);
+    assert_eq!(arrived(2.0, "uniform", 1.2, 1), 3.0);
+}
+
 #[test]
 fn exponential_service_gives_the_erlang_c_wait() {
     // λ = 6/s, 1/E[S] = 2/s, c = 4: Wq = C(4, 3) / (cμ − λ) = 27/106 s. A queue at ρ = 0.75

@@ -26,10 +26,13 @@ limits = [{ unit = "tokens", limit = 40000000, per = "minute" }]
 failures = { error_rate = 0.0, storm_rate = 0.0 }
 "#;
 
+/// simbench's log counts from the run's start, and the first arrival comes after a gap of
+/// its own: `origin_s = 0` keeps it there.
 const REPLAY: &str = r#"extends = "open.toml"
 [load]
 model = "trace"
 trace = "logs/open.jsonl"
+origin_s = 0
 "#;
 
 fn run(dir: &Path, world: &str, out: &str, log: &str) -> Value {
@@ -249,6 +252,11 @@ fn a_bad_trace_is_a_located_error() {
         "{\"start_s\":0,\"end_s\":1,\"endpoint\":\"a\",\"outcome\":\"ok\",\"job\":0}\n",
     )
     .unwrap();
+    std::fs::write(
+        dir.join("late.jsonl"),
+        "{\"start_s\":5,\"end_s\":6,\"endpoint\":\"a\",\"outcome\":\"ok\",\"job\":0}\n",
+    )
+    .unwrap();
     let cases = [
         (
             "[load]\nmodel = \"trace\"\n",
@@ -273,6 +281,10 @@ fn a_bad_trace_is_a_located_error() {
         (
             "[load]\nmodel = \"open\"\nrate_per_s = 1.0\nspeed = 2.0\n",
             "`load.speed` only applies to `model = \"trace\"`",
+        ),
+        (
+            "[load]\nmodel = \"trace\"\ntrace = \"late.jsonl\"\norigin_s = 7.5\n",
+            "`origin_s` is 7.5 but the trace `",
         ),
     ];
     for (i, (text, expected)) in cases.iter().enumerate() {
