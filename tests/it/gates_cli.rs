@@ -57,6 +57,34 @@ fn gates_assertions_pass_or_exit_3_with_what_failed() {
     assert_eq!(code, Some(2));
 }
 
+/// A gate whose limit lies outside its metric's range says nothing about a run: a usage error
+/// before any run, with the percentage slip named.
+#[test]
+fn gates_an_assert_outside_the_metrics_range_is_refused() {
+    for (gate, says) in [
+        (
+            "aimd.refusal_rate < 5",
+            "`refusal_rate` is a share from 0 to 1, so `< 5` always holds: this gate could never \
+             fail; a share is a fraction: 5 % is 0.05",
+        ),
+        (
+            "aimd.attempt_inflation < 1",
+            "`attempt_inflation` is at least 1, so `< 1` never holds: this gate would fail on \
+             every run",
+        ),
+    ] {
+        let (code, err) = run(&["--assert", gate]);
+        assert_eq!(code, Some(2), "{gate}: {err}");
+        assert!(err.contains(says), "{gate}: {err}");
+    }
+    let (code, err) = run(&["--assert", "aimd.refusal_rate <= 1"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "a limit at the range's edge is allowed: {err}"
+    );
+}
+
 /// A gate on a metric the world does not measure could never be checked: a usage error before
 /// any run, as `[objective]` and `[thresholds]` on it are invalid worlds.
 #[test]
