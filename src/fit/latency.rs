@@ -135,9 +135,9 @@ pub fn fit_sampled(served: &[f64], censored: &[f64]) -> Option<SampledFit> {
             6.0
         },
     };
-    let ks_log = stats::ks_distance(&sorted, |x| chosen.cdf(x.ln()));
+    let ks_log = stats::ks_censored(&sorted, &censored, |x| chosen.cdf(x.ln()));
     let mean = (sorted.iter().sum::<f64>() + censored.iter().sum::<f64>()) / n as f64;
-    let ks_exp = stats::ks_distance(&sorted, |x| 1.0 - (-x / mean).exp());
+    let ks_exp = stats::ks_censored(&sorted, &censored, |x| 1.0 - (-x / mean).exp());
     let (mut model, mut ks, mut tail_found) = if ks_exp < ks_log {
         (Sampled::Exponential { mean_s: mean }, ks_exp, false)
     } else {
