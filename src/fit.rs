@@ -942,7 +942,8 @@ fn lognormal_size(sorted: &[f64]) -> (f64, f64, f64) {
 fn write_endpoint(doc: &mut Doc, f: &EndpointFit, peak: f64, has_tokens: bool) {
     let prefix = format!("endpoints.{}", f.id);
     doc.table("[[endpoints]]", &prefix, &[]);
-    doc.fitted("id", string(&f.id), format!("{} served requests", f.served));
+    let served = crate::text::plural(f.served as usize, "served request");
+    doc.fitted("id", string(&f.id), served);
     // The client's pool is sized by `capacity`, the provider admits `capacity · weight`: a
     // client that kept more requests out than the provider admits needs both. The pool is
     // the client's own setting, so its world's value stands when it is not below what the

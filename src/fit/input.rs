@@ -484,6 +484,16 @@ pub fn read_jsonl(
                 return located(Some(1), None, message);
             }
             let (field, message) = describe_serde(&e, line, "line");
+            let dated = matches!(field.as_deref(), Some("start_s" | "end_s" | "arrived_s"))
+                && message.starts_with("invalid type: string");
+            let message = if dated {
+                format!(
+                    "{message}: times are seconds as numbers, on any one clock (the run's start, \
+                     the Unix epoch), not text such as a date"
+                )
+            } else {
+                message
+            };
             let message = match other_format(&e, field.as_deref(), i) {
                 Some(hint) => format!("{message}; {hint}"),
                 None => message,

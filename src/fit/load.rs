@@ -546,7 +546,11 @@ pub fn write_top(doc: &mut Doc, load: &LoadFit) {
             (most * 4).max(1).to_string(),
             format!("{why}; four times the most jobs seen"),
         );
-        doc.fitted("horizon_s", float(horizon, 6), "the last job start");
+        doc.fitted(
+            "horizon_s",
+            float(horizon, 6),
+            "just past the last job start (a thousandth more, rounded up to a second)",
+        );
     }
     // Only a closed loop has workers: an open loop's or a trace's cap is `load.max_in_flight`.
     let closed = match &doc.client {

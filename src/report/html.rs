@@ -133,7 +133,7 @@ th{background:#f3f3f3}td.name,th.name{text-align:left}td.win{font-weight:bold;ba
 td.out{color:#888}tbody td:first-child{position:sticky;left:0;background:#fff}thead th:first-child{position:sticky;left:0}.range{color:#666;font-size:.72rem}\
 .panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:10px}\
 figure{margin:0;border:1px solid #e2e2e2;padding:4px;break-inside:avoid;page-break-inside:avoid}\
-figure>svg{width:100%;height:auto;display:block}.legend{font-size:.75rem;padding:0 4px}.legend span{margin-right:10px;white-space:nowrap}.legend svg{vertical-align:middle;margin-right:3px}figcaption{font-size:.75rem;color:#555;padding:0 4px}\
+figure>svg{width:100%;height:auto;display:block}.legend{font-size:.75rem;padding:0 4px}.legend span{margin-right:10px;white-space:nowrap;display:inline-block;max-width:100%;overflow:hidden;text-overflow:ellipsis;vertical-align:bottom}.legend svg{vertical-align:middle;margin-right:3px}figcaption{font-size:.75rem;color:#555;padding:0 4px}\
 .notes{font-size:.8rem;color:#333}\
 @media print{main{max-width:none;padding:0}.scroll{overflow:visible}.panels{grid-template-columns:repeat(2,1fr)}h2{break-after:avoid}section.timeline{break-inside:avoid}}";
 

@@ -473,7 +473,8 @@ impl Chart {
 }
 
 /// The legend, as HTML after the chart (it wraps on a narrow screen): a short stroke in the
-/// series' colour and dash, then its name.
+/// series' colour and dash, then its name, cut with an ellipsis at the panel's width (a long
+/// endpoint id ran across the next panel) and whole in its tooltip.
 fn legend(out: &mut String, entries: &[(String, Stroke)]) {
     if entries.is_empty() {
         return;
@@ -487,9 +488,9 @@ fn legend(out: &mut String, entries: &[(String, Stroke)]) {
         };
         let _ = write!(
             out,
-            r#"<span><svg width="22" height="8" aria-hidden="true"><line x1="1" y1="4" x2="21" y2="4" stroke="{}" stroke-width="2.2"{dash}/></svg>{}</span>"#,
+            r#"<span title="{name}"><svg width="22" height="8" aria-hidden="true"><line x1="1" y1="4" x2="21" y2="4" stroke="{}" stroke-width="2.2"{dash}/></svg>{name}</span>"#,
             stroke.colour,
-            escape(name)
+            name = escape(name)
         );
     }
     out.push_str("</div>");
