@@ -1027,7 +1027,8 @@ impl Default for Failures {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimit {
-    /// Requests allowed per window (the vendor's published rate limit). Default 300; an
+    /// Requests the bucket refills per window: the vendor's rate limit as it acts, announced in
+    /// no header (published limits, which answers announce, are `limits`). Default 300; an
     /// integer >= 1.
     #[schemars(range(min = 1))]
     pub per_window: u64,
