@@ -86,13 +86,20 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Entry>, LogError> {
             }
         };
         let start_s = parse_rfc3339(&e.started_date_time).ok_or_else(|| {
-            at(
-                "startedDateTime",
+            let text = &e.started_date_time;
+            // A date and time of day without an offset reads as any time zone's.
+            let message = if parse_rfc3339(&format!("{text}Z")).is_some() {
                 format!(
-                    "`{}` is not an ISO 8601 date and time such as 2026-12-01T09:30:00.125Z",
-                    e.started_date_time
-                ),
-            )
+                    "`{text}` has no UTC offset: a HAR 1.2 date and time carries one (`Z` or \
+                     `+02:00`, as in 2026-12-01T09:30:00.125Z), without which it could be any \
+                     time zone's"
+                )
+            } else {
+                format!(
+                    "`{text}` is not an ISO 8601 date and time such as 2026-12-01T09:30:00.125Z"
+                )
+            };
+            at("startedDateTime", message)
         })?;
         if !(e.time.is_finite() && e.time >= 0.0) {
             return Err(at(
